@@ -1,0 +1,49 @@
+# Two commands from a fresh Debian/Ubuntu machine: `make render` and `make test`.
+# Both create .venv, install what building pycairo needs (via apt when missing),
+# install the package with its test extras, then do their job.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SCENE  ?= scenes/murmuration.toml
+APT_PACKAGES := build-essential pkg-config libcairo2-dev python3-dev python3-venv
+
+.PHONY: render test system-deps clean bench
+
+render: $(STAMP)
+	$(BIN)/boids-render $(SCENE) -o out/murmuration.mp4
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run
+
+$(STAMP): pyproject.toml | system-deps
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# pycairo ships only as source: it needs a C compiler, pkg-config, cairo's and
+# Python's headers; `python -m venv` needs ensurepip (python3-venv on Debian).
+system-deps:
+	@if command -v cc >/dev/null 2>&1 \
+	   && pkg-config --exists cairo 2>/dev/null \
+	   && $(PYTHON) -c 'import ensurepip, sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then \
+	  exit 0; \
+	fi; \
+	echo "Installing system packages for pycairo: $(APT_PACKAGES)"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	else echo "error: need root or sudo to install: $(APT_PACKAGES)" >&2; \
+	     echo "       install them by hand, then run make again" >&2; exit 1; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "error: apt-get not found; install a C compiler, pkg-config, cairo headers and Python headers" >&2; \
+	  exit 1; fi; \
+	$$SUDO apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null
+
+clean:
+	rm -rf $(VENV) out/* build *.egg-info

@@ -1,0 +1,480 @@
+"""Scene files: typed, immutable settings read from TOML and validated before anything runs.
+
+Every section is a frozen dataclass whose fields carry their own documentation (unit, range,
+choices). One generic validator reads that metadata, so a new section (steering field,
+containment, hawk, camera) is one more dataclass in `SECTIONS`. Precedence is one rule:
+built-in defaults < scene file < command line (`--set` and explicit flags).
+
+This module imports no numpy, numba or cairo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from .errors import SceneError
+
+
+def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, hi=None,
+            lo_open: bool = False, choices: tuple[str, ...] = (), optional: bool = False):
+    """A documented scene setting: the dataclass field plus what the validator needs."""
+    meta = dict(doc=doc, kind=kind, unit=unit, lo=lo, hi=hi, lo_open=lo_open,
+                choices=choices, optional=optional)
+    if isinstance(default, (list, dict)):
+        raise TypeError("scene defaults must be immutable")
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class SceneSettings:
+    name: str = setting("untitled", "Name shown in --check and metadata.", kind="str")
+    seed: int = setting(0, "Seed of every random draw (numpy PCG64).", kind="int", lo=0)
+    duration: float = setting(10.0, "Length of the clip.", unit="s", lo=0, lo_open=True)
+    settle_steps: int = setting(60, "Simulation steps run before frame 0.", kind="int", lo=0)
+    dt: float = setting(1 / 60, "Fixed simulation step, independent of the output fps.",
+                        unit="s", lo=0, hi=1.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class WorldSettings:
+    width: float = setting(80.0, "Width of the world rectangle.", unit="world units",
+                           lo=0, lo_open=True)
+    height: float = setting(45.0, "Height of the world rectangle.", unit="world units",
+                            lo=0, lo_open=True)
+    boundary: str = setting("wrap", "Edges: a torus, hyperbolic wall avoidance, or open.",
+                            kind="choice", choices=("wrap", "walls", "none"))
+    wall_margin: float = setting(5.0, "Walls: distance from an edge where avoidance starts.",
+                                 unit="world units", lo=0, lo_open=True)
+    wall_strength: float = setting(50.0, "Walls: acceleration scale; the push is "
+                                   "strength·(margin/d − 1), d the distance to the edge.",
+                                   unit="world units/s²", lo=0)
+
+
+@dataclass(frozen=True)
+class FlockSettings:
+    count: int | None = setting(None, "Number of birds (give count or spacing).",
+                                kind="int", lo=1, optional=True)
+    spacing: float | None = setting(None, "Mean spacing: count = world area / spacing².",
+                                    unit="world units", lo=0, lo_open=True, optional=True)
+    min_speed: float = setting(3.6, "Lowest speed after each step.", unit="world units/s", lo=0)
+    max_speed: float = setting(5.7, "Highest speed after each step.", unit="world units/s",
+                               lo=0)
+    init: str = setting("uniform", "Initial positions: uniform over the world, or uniform "
+                        "inside the centred ellipse; headings uniform, speeds uniform in "
+                        "[min_speed, max_speed].", kind="choice", choices=("uniform", "ellipse"))
+    init_ellipse: float = setting(0.385, "Ellipse init: semi-axes as a fraction of the world's "
+                                  "width and height.", lo=0, hi=0.5, lo_open=True)
+
+    def resolved_count(self, world: WorldSettings) -> int:
+        if self.count is not None:
+            return self.count
+        spacing = self.spacing if self.spacing is not None else 1.0
+        return max(1, round(world.width * world.height / spacing**2))
+
+
+@dataclass(frozen=True)
+class RulesSettings:
+    perception_radius: float = setting(2.15, "Neighbours: every other bird closer than this.",
+                                       unit="world units", lo=0, lo_open=True)
+    separation_radius: float = setting(0.82, "Neighbours closer than this push (≤ perception).",
+                                       unit="world units", lo=0)
+    falloff: str = setting("inverse_square", "Length of each separation push at distance d: "
+                           "1, 1/d or 1/d².", kind="choice",
+                           choices=("unit", "inverse", "inverse_square"))
+    alignment: str = setting("difference", "mean: mean neighbour velocity; difference: that "
+                             "minus the bird's own.", kind="choice", choices=("mean", "difference"))
+    separation_weight: float = setting(6.5, "w_s: separation acceleration per unit push.",
+                                       unit="1/s² · world units^k", lo=0)
+    alignment_weight: float = setting(4.8, "w_a.", unit="1/s", lo=0)
+    cohesion_weight: float = setting(1.3, "w_c: acceleration per world unit of offset to the "
+                                     "neighbours' mean position.", unit="1/s²", lo=0)
+    max_force: float | None = setting(None, "Clamp on each weighted rule's vector (separation, "
+                                      "alignment, cohesion separately); unset = no clamp.",
+                                      unit="world units/s²", lo=0, lo_open=True, optional=True)
+
+
+@dataclass(frozen=True)
+class AttractorSettings:
+    position: tuple[float, float] | None = setting(
+        None, "Fixed point [x, y]; default the world's centre.", kind="point",
+        unit="world units", optional=True)
+    path: tuple[tuple[float, float, float], ...] | None = setting(
+        None, "Keyframes [[t, x, y], …], linear between them, held after the last.",
+        kind="path", unit="s, world units", optional=True)
+    strength: float = setting(10.0, "Pull far from the point.", unit="world units/s²", lo=0)
+    radius: float = setting(5.0, "Within about this distance the pull fades: "
+                            "strength·d/(d + radius).", unit="world units", lo=0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class PaletteSettings:
+    theme: str = setting("light", "Built-in colours.", kind="choice", choices=("light", "dark"))
+    background: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+    ink: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+    accent: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+
+
+THEMES = {
+    "light": {"background": "#E7E2D5", "ink": "#2848CD", "accent": "#BE441C"},
+    "dark": {"background": "#0B0D12", "ink": "#96B4FF", "accent": "#FF7854"},
+}
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    tail: float = setting(3.6, "Streak starts at p − tail·v·dt_ref (dt_ref = 1/60 s).", lo=0)
+    head: float = setting(0.8, "Streak ends at p + head·v·dt_ref.", lo=0)
+    width_min: float = setting(0.06, "Streak width of the sparsest birds.", unit="world units",
+                               lo=0, lo_open=True)
+    width_max: float = setting(0.13, "Streak width of the densest birds.", unit="world units",
+                               lo=0, lo_open=True)
+    opacity_min: float = setting(0.35, "Opacity of the sparsest birds.", lo=0, hi=1)
+    opacity_max: float = setting(0.95, "Opacity of the densest birds.", lo=0, hi=1)
+    density_count: float = setting(70.0, "Neighbour count that gets full width and opacity; "
+                                   "fixed so the picture does not flicker.", lo=0, lo_open=True)
+    accent_every: int = setting(17, "One bird in this many is drawn in the accent colour "
+                                "(0: none).", kind="int", lo=0)
+    min_width_px: float = setting(1.0, "Floor on streak width so thumbnails stay legible.",
+                                  unit="px", lo=0)
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    size: tuple[int, int] = setting((1920, 1080), "Frame size \"WxH\"; video needs even sizes.",
+                                    kind="size", unit="px")
+    fps: Fraction = setting(Fraction(60), "Frame rate: a number or a ratio such as "
+                            "\"24000/1001\".", kind="fps", unit="frames/s")
+    frames: int | None = setting(None, "Number of frames; overrides scene.duration.",
+                                 kind="int", lo=1, optional=True)
+    crf: int = setting(18, "x264 quality: 0 lossless, 18 visually lossless, 51 worst.",
+                       kind="int", lo=0, hi=51)
+
+
+SECTIONS: dict[str, type] = {
+    "scene": SceneSettings,
+    "world": WorldSettings,
+    "flock": FlockSettings,
+    "rules": RulesSettings,
+    "attractor": AttractorSettings,
+    "palette": PaletteSettings,
+    "render": RenderSettings,
+    "output": OutputSettings,
+}
+OPTIONAL_SECTIONS = {"attractor"}  # present in the file ⇒ the force is on
+
+
+@dataclass(frozen=True)
+class Scene:
+    """The fully resolved scene. `sources` maps "section.key" to where its value came from."""
+
+    scene: SceneSettings
+    world: WorldSettings
+    flock: FlockSettings
+    rules: RulesSettings
+    attractor: AttractorSettings | None
+    palette: PaletteSettings
+    render: RenderSettings
+    output: OutputSettings
+    path: str = "<scene>"
+    sources: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def count(self) -> int:
+        return self.flock.resolved_count(self.world)
+
+    @property
+    def frame_count(self) -> int:
+        if self.output.frames is not None:
+            return self.output.frames
+        return max(1, round(Fraction(self.scene.duration) * self.output.fps))
+
+    def colours(self) -> dict[str, tuple[float, float, float]]:
+        """Background, ink and accent as RGB in [0, 1]."""
+        base = THEMES[self.palette.theme]
+        out = {}
+        for name in ("background", "ink", "accent"):
+            hexcode = getattr(self.palette, name) or base[name]
+            out[name] = tuple(int(hexcode[i:i + 2], 16) / 255 for i in (1, 3, 5))
+        return out
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Every setting, resolved, in TOML-friendly types."""
+        out = {}
+        for name in SECTIONS:
+            section = getattr(self, name)
+            if section is None:
+                continue
+            out[name] = {f.name: _plain(getattr(section, f.name))
+                         for f in dataclasses.fields(section)
+                         if getattr(section, f.name) is not None}
+        return out
+
+
+def _plain(value):
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"{value[0]}x{value[1]}"
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> Scene:
+    """Read a scene file and apply overrides, then validate everything at once.
+
+    `overrides` are (dotted key, raw value, source label) with the raw value in TOML syntax
+    (a bare word is taken as a string). Raises SceneError listing every problem found.
+    """
+    path = str(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise SceneError([f"{path}: no such scene file"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError([f"{path}: TOML syntax error: {exc}"]) from None
+    except OSError as exc:
+        raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
+    return build_scene(raw, path, overrides)
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """Split "section.key=value" (the --set syntax)."""
+    key, sep, value = text.partition("=")
+    if not sep or "." not in key:
+        raise SceneError([f"--set {text}: expected section.key=value"])
+    return key.strip(), value.strip()
+
+
+def _toml_value(raw: str):
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def build_scene(raw: dict, path: str = "<scene>",
+                overrides: list[tuple[str, str, str]] = ()) -> Scene:
+    problems: list[str] = []
+    sources: dict[str, str] = {}
+    merged: dict[str, dict] = {}
+
+    for name, body in raw.items():
+        if name not in SECTIONS:
+            problems.append(f"{path}: [{name}]: unknown section{_suggest(name, SECTIONS)}")
+            continue
+        if not isinstance(body, dict):
+            problems.append(f"{path}: {name}: expected a [{name}] table, got {_show(body)}")
+            continue
+        merged[name] = dict(body)
+        for key in body:
+            sources[f"{name}.{key}"] = "scene file"
+
+    for dotted, value, label in overrides:
+        section, _, key = dotted.partition(".")
+        if section not in SECTIONS:
+            problems.append(f"{label} {dotted}: unknown section{_suggest(section, SECTIONS)}")
+            continue
+        merged.setdefault(section, {})[key] = _toml_value(value) if isinstance(value, str) \
+            else value
+        sources[dotted] = label
+
+    values: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        if name in OPTIONAL_SECTIONS and name not in merged:
+            values[name] = None
+            continue
+        values[name] = _build_section(cls, name, merged.get(name, {}), path, sources, problems)
+
+    if not problems:
+        _check_relations(values, path, problems)
+    if problems:
+        raise SceneError(problems)
+
+    all_sources = {}
+    for name, section in values.items():
+        if section is None:
+            continue
+        for f in dataclasses.fields(section):
+            key = f"{name}.{f.name}"
+            all_sources[key] = sources.get(key, "default")
+    return Scene(**values, path=path, sources=tuple(sorted(all_sources.items())))
+
+
+def _build_section(cls, name, body, path, sources, problems):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in body.items():
+        where = f"{sources.get(f'{name}.{key}', 'scene file')}"
+        prefix = f"{path}: {name}.{key}" if where == "scene file" else f"{where} {name}.{key}"
+        if key not in fields:
+            problems.append(f"{prefix}: unknown key{_suggest(key, fields)}; "
+                            f"valid keys: {', '.join(fields)}")
+            continue
+        try:
+            kwargs[key] = _convert(value, fields[key].metadata)
+        except ValueError as exc:
+            problems.append(f"{prefix}: {exc}")
+    return cls(**kwargs)
+
+
+def _suggest(word: str, options) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _show(value) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    return str(value)
+
+
+def _number(value, meta, want_int: bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected {'an integer' if want_int else 'a number'}, "
+                         f"got {_show(value)}")
+    if want_int and not isinstance(value, int):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise ValueError(f"expected an integer, got {_show(value)}")
+        value = int(value)
+    if not want_int:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {_show(value)}")
+    lo, hi = meta["lo"], meta["hi"]
+    if lo is not None and (value < lo or (meta["lo_open"] and value == lo)):
+        bound = f"> {lo}" if meta["lo_open"] else f"≥ {lo}"
+        raise ValueError(f"expected a value {bound}{_unit(meta)}, got {_show(value)}")
+    if hi is not None and value > hi:
+        raise ValueError(f"expected a value ≤ {hi}{_unit(meta)}, got {_show(value)}")
+    return value
+
+
+def _unit(meta) -> str:
+    return f" {meta['unit']}" if meta["unit"] and meta["unit"] != "px" else ""
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
+_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
+
+
+def parse_size(value) -> tuple[int, int]:
+    if isinstance(value, (list, tuple)) and len(value) == 2 \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        w, h = value
+    elif isinstance(value, str) and _SIZE.match(value):
+        w, h = map(int, _SIZE.match(value).groups())
+    else:
+        raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
+                         f"got {_show(value)}")
+    if not (1 <= w <= 32767 and 1 <= h <= 32767):
+        raise ValueError(f"expected each side in 1..32767 px, got {w}x{h}")
+    return (w, h)
+
+
+def parse_fps(value) -> Fraction:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, str):
+            fps = Fraction(value.strip())
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            fps = Fraction(value).limit_denominator(1001)
+        else:
+            raise ValueError
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"expected a frame rate such as 60, 29.97 or \"24000/1001\", "
+                         f"got {_show(value)}") from None
+    if not (0 < fps <= 1000):
+        raise ValueError(f"expected a frame rate in (0, 1000], got {_show(value)}")
+    return fps
+
+
+def _convert(value, meta):
+    kind = meta["kind"]
+    if kind == "float":
+        return _number(value, meta, want_int=False)
+    if kind == "int":
+        return _number(value, meta, want_int=True)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {_show(value)}")
+        return value
+    if kind == "choice":
+        if value not in meta["choices"]:
+            options = " | ".join(meta["choices"])
+            hint = _suggest(str(value), meta["choices"]) if isinstance(value, str) else ""
+            raise ValueError(f"expected one of {options}, got {_show(value)}{hint}")
+        return value
+    if kind == "color":
+        if not (isinstance(value, str) and _COLOR.match(value)):
+            raise ValueError(f"expected a colour \"#RRGGBB\", got {_show(value)}")
+        return value.upper()
+    if kind == "size":
+        return parse_size(value)
+    if kind == "fps":
+        return parse_fps(value)
+    if kind == "point":
+        if not (isinstance(value, list) and len(value) == 2):
+            raise ValueError(f"expected a point [x, y], got {_show(value)}")
+        return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "path":
+        if not (isinstance(value, list) and value
+                and all(isinstance(k, list) and len(k) == 3 for k in value)):
+            raise ValueError(f"expected keyframes [[t, x, y], …], got {_show(value)}")
+        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
+                     for k in value)
+        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
+            raise ValueError("expected keyframe times in increasing order")
+        return keys
+    raise AssertionError(f"unknown setting kind {kind}")
+
+
+def _check_relations(values, path, problems):
+    flock, rules, world = values["flock"], values["rules"], values["world"]
+    if flock.count is not None and flock.spacing is not None:
+        problems.append(f"{path}: flock.count: give count or spacing, not both "
+                        f"(got count {flock.count} and spacing {flock.spacing})")
+    if flock.min_speed > flock.max_speed:
+        problems.append(f"{path}: flock.min_speed: expected ≤ flock.max_speed "
+                        f"({flock.max_speed}), got {flock.min_speed}")
+    if rules.separation_radius > rules.perception_radius:
+        problems.append(f"{path}: rules.separation_radius: expected ≤ rules.perception_radius "
+                        f"({rules.perception_radius}), got {rules.separation_radius}")
+    render = values["render"]
+    if render.width_min > render.width_max:
+        problems.append(f"{path}: render.width_min: expected ≤ render.width_max "
+                        f"({render.width_max}), got {render.width_min}")
+    count = flock.resolved_count(world)
+    if count > 5_000_000:
+        problems.append(f"{path}: flock: expected at most 5,000,000 birds, got {count:,}")
+
+
+def describe(scene: Scene) -> str:
+    """The resolved settings, one per line, with where each value came from (--check)."""
+    sources = dict(scene.sources)
+    lines = [f"# {scene.path}: {scene.count} birds, {scene.frame_count} frames"]
+    for name, body in scene.to_dict().items():
+        lines.append(f"[{name}]")
+        for key, value in body.items():
+            text = f'"{value}"' if isinstance(value, str) else str(value).lower() \
+                if isinstance(value, bool) else str(value)
+            lines.append(f"{key} = {text:<24} # {sources.get(f'{name}.{key}', 'default')}")
+    return "\n".join(lines)
