@@ -15,6 +15,7 @@ examples:
   boids-render scenes/classic.toml -o out/classic/ --size 1280x720 --frames 120
   boids-render scenes/murmuration.toml -o out/m.mp4 --fps 24000/1001 --set palette.theme=dark
   boids-render scenes/murmuration.toml --stats out/stats.csv --duration 5   (no drawing)
+  boids-render scenes/murmuration.toml --plot out/diagnostics.png --frames 400
   boids-render scenes/sliders.toml --check --set flock.count=2000
 
 exit status: 0 done, 2 bad input (scene or options), 130 interrupted, 1 anything else.
@@ -44,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stats", metavar="FILE",
                    help="write per-frame diagnostics to FILE.csv or FILE.json; without -o "
                         "the flock is simulated but not drawn")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the per-frame diagnostics over time as a PNG, e.g. "
+                        "--plot out/diagnostics.png (needs the [plot] extra)")
     p.add_argument("--check", action="store_true",
                    help="validate the scene, print the resolved settings and where each "
                         "came from, and exit without rendering")
@@ -72,7 +76,10 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, malformed options
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         from .scene import describe, load_scene
 
@@ -80,13 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(describe(scene))
             return 0
-        if args.output is None and args.stats is None:
-            print("boids-render: nothing to do: give -o OUT, --stats FILE or --check",
+        if args.output is None and args.stats is None and args.plot is None:
+            print("boids-render: nothing to do: give -o OUT, --stats FILE, --plot FILE or "
+                  "--check",
                   file=sys.stderr)
             return 2
         from .pipeline import render
 
-        render(scene, args.output, stats=args.stats, quiet=args.quiet)
+        render(scene, args.output, stats=args.stats, plot=args.plot, quiet=args.quiet)
         return 0
     except SceneError as exc:
         for line in exc.problems:

@@ -103,6 +103,7 @@ class RulesSettings:
 
 @dataclass(frozen=True)
 class AttractorSettings:
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     position: tuple[float, float] | None = setting(
         None, "Fixed point [x, y]; default the world's centre.", kind="point",
         unit="world units", optional=True)
@@ -112,6 +113,52 @@ class AttractorSettings:
     strength: float = setting(10.0, "Pull far from the point.", unit="world units/s²", lo=0)
     radius: float = setting(5.0, "Within about this distance the pull fades: "
                             "strength·d/(d + radius).", unit="world units", lo=0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class FieldSettings:
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    turn_rate: float = setting(0.55, "θ_max: each step turns every bird's new velocity by "
+                               "turn_rate·φ·dt, φ ∈ [−1, 1] the field.", unit="rad/s", lo=0)
+    wavelength_x: float = setting(38.9, "Wavelength of the sinusoid along x.",
+                                  unit="world units", lo=0, lo_open=True)
+    wavelength_y: float = setting(35.1, "Wavelength of the sinusoid along y.",
+                                  unit="world units", lo=0, lo_open=True)
+    wavelength_diagonal: float = setting(23.7, "Wavelength of the sinusoid along (x+y)/√2.",
+                                         unit="world units", lo=0, lo_open=True)
+    drift_x: float = setting(3.29, "Drift speed of the x sinusoid.", unit="world units/s")
+    drift_y: float = setting(0.40, "Drift speed of the y sinusoid.", unit="world units/s")
+    drift_diagonal: float = setting(1.22, "Drift speed of the diagonal sinusoid.",
+                                    unit="world units/s")
+
+
+@dataclass(frozen=True)
+class ContainmentSettings:
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    semi_axes: float = setting(0.385, "Semi-axes of the centred ellipse as a fraction of the "
+                               "world's width and height.", lo=0, hi=0.5, lo_open=True)
+    strength: float = setting(61.0, "Inward acceleration per world unit outside the ellipse "
+                              "(zero inside).", unit="1/s²", lo=0)
+
+
+@dataclass(frozen=True)
+class HawkSettings:
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    period: float = setting(10.33, "Time between the starts of two passes.", unit="s",
+                            lo=0, lo_open=True)
+    duration: float = setting(4.3, "Time the hawk is out on each pass (≤ period).", unit="s",
+                              lo=0, lo_open=True)
+    start: float = setting(1.0, "Time the first pass starts.", unit="s")
+    bearing: float = setting(20.0, "Direction of the first chord; each pass adds the golden "
+                             "angle (≈137.5°).", unit="degrees")
+    speed: float = setting(10.0, "The hawk's speed: each pass is a chord of length "
+                           "speed·duration centred on the world's centre.",
+                           unit="world units/s", lo=0, lo_open=True)
+    radius: float = setting(13.3, "Reach of the hawk's repulsion.", unit="world units",
+                            lo=0, lo_open=True)
+    strength: float = setting(160.0, "Repulsion at the hawk's centre: "
+                              "strength·(1 − d/radius)² for d < radius.",
+                              unit="world units/s²", lo=0)
 
 
 @dataclass(frozen=True)
@@ -164,11 +211,15 @@ SECTIONS: dict[str, type] = {
     "flock": FlockSettings,
     "rules": RulesSettings,
     "attractor": AttractorSettings,
+    "field": FieldSettings,
+    "containment": ContainmentSettings,
+    "hawk": HawkSettings,
     "palette": PaletteSettings,
     "render": RenderSettings,
     "output": OutputSettings,
 }
-OPTIONAL_SECTIONS = {"attractor"}  # present in the file ⇒ the force is on
+# Forces that are on when their section is present (and `enabled` is not false).
+OPTIONAL_SECTIONS = {"attractor", "field", "containment", "hawk"}
 
 
 @dataclass(frozen=True)
@@ -180,6 +231,9 @@ class Scene:
     flock: FlockSettings
     rules: RulesSettings
     attractor: AttractorSettings | None
+    field: FieldSettings | None
+    containment: ContainmentSettings | None
+    hawk: HawkSettings | None
     palette: PaletteSettings
     render: RenderSettings
     output: OutputSettings
@@ -291,6 +345,11 @@ def build_scene(raw: dict, path: str = "<scene>",
         merged.setdefault(section, {})[key] = _toml_value(value) if isinstance(value, str) \
             else value
         sources[dotted] = label
+        # count and spacing are alternatives: setting one replaces the file's other.
+        other = {"flock.count": "spacing", "flock.spacing": "count"}.get(dotted)
+        if other and sources.get(f"flock.{other}") == "scene file":
+            merged["flock"].pop(other, None)
+            sources.pop(f"flock.{other}")
 
     values: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
@@ -298,6 +357,8 @@ def build_scene(raw: dict, path: str = "<scene>",
             values[name] = None
             continue
         values[name] = _build_section(cls, name, merged.get(name, {}), path, sources, problems)
+        if name in OPTIONAL_SECTIONS and not values[name].enabled:
+            values[name] = None
 
     if not problems:
         _check_relations(values, path, problems)
@@ -413,6 +474,10 @@ def _convert(value, meta):
         return _number(value, meta, want_int=False)
     if kind == "int":
         return _number(value, meta, want_int=True)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {_show(value)}")
+        return value
     if kind == "str":
         if not isinstance(value, str):
             raise ValueError(f"expected a string, got {_show(value)}")
@@ -462,6 +527,10 @@ def _check_relations(values, path, problems):
     if render.width_min > render.width_max:
         problems.append(f"{path}: render.width_min: expected ≤ render.width_max "
                         f"({render.width_max}), got {render.width_min}")
+    hawk = values["hawk"]
+    if hawk is not None and hawk.duration > hawk.period:
+        problems.append(f"{path}: hawk.duration: expected ≤ hawk.period ({hawk.period}), "
+                        f"got {hawk.duration}")
     count = flock.resolved_count(world)
     if count > 5_000_000:
         problems.append(f"{path}: flock: expected at most 5,000,000 birds, got {count:,}")

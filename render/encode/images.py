@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import cairo
 import numpy as np
 
+from .files import temp_beside
+
 _PATTERN = re.compile(r"%0?(\d*)d")
+
 
 
 def is_sequence(output: str) -> bool:
@@ -29,13 +31,12 @@ def write_png(pixels: np.ndarray, path: str | Path) -> None:
     data = np.ascontiguousarray(pixels)
     surface = cairo.ImageSurface.create_for_data(memoryview(data), cairo.FORMAT_ARGB32,
                                                  width, height, width * 4)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".partial.png")
-    os.close(fd)
+    tmp = temp_beside(path, ".png")
     try:
-        surface.write_to_png(tmp)
+        surface.write_to_png(str(tmp))
         os.replace(tmp, path)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
 
 
 class SequenceWriter:

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import EncodeError
+from ..errors import EncodeError, UsageError
+from .files import temp_beside
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
 # stream, so players do not guess (and shift colours) on HD material.
 _H264 = [
     "-c:v", "libx264", "-preset", "medium",
-    "-vf", "scale=out_color_matrix=bt709:out_range=tv",
+    "-vf", "scale=out_color_matrix=bt709:out_range=tv,"
+           "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv",
     "-pix_fmt", "yuv420p",
     "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709",
     "-color_range", "tv", "-movflags", "+faststart",
@@ -49,7 +51,7 @@ class VideoWriter:
                  frames: int):
         width, height = size
         if width % 2 or height % 2:
-            raise EncodeError(f"{path}: H.264 in yuv420p needs even sizes, got "
+            raise UsageError(f"{path}: H.264 in yuv420p needs even sizes, got "
                               f"{width}x{height}; try {width + width % 2}x{height + height % 2}")
         self.path = Path(path)
         self.size = size
@@ -61,18 +63,20 @@ class VideoWriter:
 
     def __enter__(self) -> VideoWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.",
-                                   suffix=".partial" + self.path.suffix)
-        os.close(fd)
-        self._tmp = Path(tmp)
+        self._tmp = temp_beside(self.path, self.path.suffix)
         self._log = tempfile.TemporaryFile()
         width, height = self.size
         cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
                "-framerate", f"{self.fps.numerator}/{self.fps.denominator}", "-i", "pipe:0",
                "-an", *_H264, "-crf", str(self.crf), "-f", "mp4", str(self._tmp)]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                      stderr=self._log)
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                          stdout=subprocess.DEVNULL, stderr=self._log)
+        except OSError as exc:
+            self._log.close()
+            self._tmp.unlink(missing_ok=True)
+            raise EncodeError(f"cannot run ffmpeg {cmd[0]}: {exc.strerror}") from None
         return self
 
     def write(self, pixels: np.ndarray) -> None:

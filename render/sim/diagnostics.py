@@ -12,8 +12,11 @@ import numpy as np
 from .simulate import Snapshot, unit_headings
 
 COLUMNS = ("frame", "time_s", "global_polarisation", "local_polarisation",
-           "neighbours_p10", "neighbours_p50", "neighbours_p90",
-           "nearest_median_spacings", "candidates_mean")
+           "neighbours_mean", "neighbours_p10", "neighbours_p50", "neighbours_p90",
+           "nearest_median_spacings", "candidates_mean", "inside_share", "hole_radius")
+
+# The hole is measured to the hawk's 5th-nearest bird, so one straggler does not close it.
+HOLE_RANK = 5
 
 
 def measure(snap: Snapshot, spacing: float) -> dict[str, float]:
@@ -30,19 +33,34 @@ def measure(snap: Snapshot, spacing: float) -> dict[str, float]:
     return {
         "global_polarisation": global_pol,
         "local_polarisation": local_pol,
+        "neighbours_mean": float(snap.neighbours.mean()),
         "neighbours_p10": float(p10),
         "neighbours_p50": float(p50),
         "neighbours_p90": float(p90),
         "nearest_median_spacings": nn,
         "candidates_mean": float(snap.candidates.mean()),
+        "inside_share": float(snap.inside.mean()) if snap.inside is not None else math.nan,
+        "hole_radius": hole_radius(snap.positions, snap.hawk),
     }
 
 
+def hole_radius(positions: np.ndarray, hawk) -> float:
+    """Radius of the empty disc the hawk tears (NaN while it is away), world units."""
+    if hawk is None or len(positions) < HOLE_RANK:
+        return math.nan
+    dist = np.hypot(positions[:, 0] - hawk[0], positions[:, 1] - hawk[1])
+    return float(np.partition(dist, HOLE_RANK - 1)[HOLE_RANK - 1])
+
+
 def write(rows: list[dict], path: str | Path) -> None:
-    """Rows as CSV (.csv) or a JSON list of objects (.json)."""
+    """Rows as CSV (.csv) or a JSON list of objects (.json), creating the folder."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".json":
-        path.write_text(json.dumps(rows, indent=1) + "\n")
+        # JSON has no NaN: a measure that does not apply (no hawk out) is null.
+        plain = [{k: None if isinstance(v, float) and not math.isfinite(v) else v
+                  for k, v in row.items()} for row in rows]
+        path.write_text(json.dumps(plain, indent=1, allow_nan=False) + "\n")
         return
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else COLUMNS)

@@ -42,3 +42,65 @@ def attractor(pos: np.ndarray, point, strength: float, radius: float) -> np.ndar
     offset = np.asarray(point, dtype=np.float64) - pos
     dist = np.hypot(offset[:, 0], offset[:, 1])
     return offset * (strength / (dist + radius))[:, None]
+
+
+def field_phases(rng: np.random.Generator) -> np.ndarray:
+    """The field's three phases (radians), drawn once from the scene's seed."""
+    return rng.uniform(0.0, 2 * np.pi, 3)
+
+
+def field(pos: np.ndarray, time_s: float, wavelengths, drifts, phases) -> np.ndarray:
+    """φ(x, y, t) ∈ [−1, 1]: the mean of three drifting sinusoids along x, y and the
+    diagonal (x + y)/√2. wavelengths, drifts: (3,) world units and world units/s. (n,)."""
+    coords = (pos[:, 0], pos[:, 1], (pos[:, 0] + pos[:, 1]) / np.sqrt(2.0))
+    total = np.zeros(len(pos))
+    for coord, wavelength, drift, phase in zip(coords, wavelengths, drifts, phases):
+        total += np.sin(2 * np.pi * (coord - drift * time_s) / wavelength + phase)
+    return total / 3.0
+
+
+def ellipse_outside(pos: np.ndarray, centre, semi_axes) -> tuple[np.ndarray, np.ndarray]:
+    """Distance outside a centred ellipse, measured along the ray from its centre
+    (0 inside), and the unit vector pointing back to the centre. (n,), (n, 2)."""
+    offset = pos - np.asarray(centre)
+    rho = np.hypot(offset[:, 0] / semi_axes[0], offset[:, 1] / semi_axes[1])
+    dist = np.hypot(offset[:, 0], offset[:, 1])
+    outside = np.where(rho > 1.0, dist * (1.0 - 1.0 / np.maximum(rho, 1.0)), 0.0)
+    inward = -offset / np.maximum(dist, 1e-300)[:, None]
+    return outside, inward
+
+
+def containment(pos: np.ndarray, centre, semi_axes, strength: float) -> np.ndarray:
+    """Exactly zero inside the ellipse; strength·d toward the centre at distance d outside.
+    It never pulls toward the flock's centroid: orbits about one point phase-lock into a
+    ring, while a fixed soft rim leaves the flock free to fold inside it."""
+    outside, inward = ellipse_outside(pos, centre, semi_axes)
+    return inward * (strength * outside)[:, None]
+
+
+GOLDEN_ANGLE = np.pi * (3.0 - np.sqrt(5.0))  # ≈ 137.5°
+
+
+def hawk_position(time_s: float, hawk, centre) -> tuple[float, float] | None:
+    """Where the hawk is at `time_s`, or None while it is away.
+
+    Pass k starts at start + k·period and lasts `duration`; it flies a straight chord of
+    length speed·duration through the centre, its bearing advancing by the golden angle
+    each pass so successive passes cut the flock along directions that never repeat.
+    """
+    since = time_s - hawk.start
+    k = np.floor(since / hawk.period)
+    tau = since - k * hawk.period
+    if since < 0 or tau >= hawk.duration:
+        return None
+    bearing = np.radians(hawk.bearing) + k * GOLDEN_ANGLE
+    along = (tau - 0.5 * hawk.duration) * hawk.speed
+    return centre[0] + along * np.cos(bearing), centre[1] + along * np.sin(bearing)
+
+
+def hawk(pos: np.ndarray, where, radius: float, strength: float) -> np.ndarray:
+    """Repulsion strength·(1 − d/radius)² away from the hawk within `radius`."""
+    offset = pos - np.asarray(where)
+    dist = np.hypot(offset[:, 0], offset[:, 1])
+    push = strength * np.clip(1.0 - dist / radius, 0.0, None) ** 2
+    return offset / np.maximum(dist, 1e-300)[:, None] * push[:, None]

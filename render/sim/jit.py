@@ -5,7 +5,14 @@ No fastmath: reassociating sums would make results depend on vectorisation choic
 and write only their own row, so any thread count gives bit-identical results.
 """
 
-import numba
+import os
+
+# GNU OpenMP busy-waits between parallel regions: as soon as anything else wants the cores
+# (ffmpeg encoding, a second render) every kernel launch costs tens of ms. This must be set
+# before libgomp loads (numba loads it at the first parallel launch).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba  # noqa: E402
 
 FLAGS = dict(cache=True, fastmath=False, error_model="numpy")
 

@@ -18,7 +18,7 @@ from ..scene import Scene
 from . import forces
 from .grid import counting_sort, grid_shape
 from .kernels import FALLOFF_POWER, integrate, neighbourhood, steer
-from .state import seed_flock
+from .state import STREAM_FIELD, seed_flock, streams
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class Snapshot:
     step: steps after settling (0 is frame 0's state). positions, velocities: (n, 2).
     neighbours, candidates: (n,) int64; nearest: (n,) nearest-neighbour distance (inf
     when none within the perception radius); local_heading: (n, 2) mean unit heading over
-    each bird's neighbours and itself.
+    each bird's neighbours and itself. inside: (n,) bool, inside the containment ellipse
+    (None without containment). hawk: the hawk's (x, y) while it is out, else None.
     """
 
     step: int
@@ -38,6 +39,8 @@ class Snapshot:
     candidates: np.ndarray
     nearest: np.ndarray
     local_heading: np.ndarray
+    inside: np.ndarray | None = None
+    hawk: tuple[float, float] | None = None
 
 
 def unit_headings(vel: np.ndarray) -> np.ndarray:
@@ -69,7 +72,11 @@ class Simulation:
         self._rule_args = (rules.separation_weight, rules.alignment_weight,
                            rules.cohesion_weight, rules.alignment == "difference",
                            rules.max_force if rules.max_force is not None else math.inf)
-        self._turn = np.zeros(len(self.positions))
+        world = scene.world
+        self.centre = (0.5 * world.width, 0.5 * world.height)
+        fraction = scene.containment.semi_axes if scene.containment else 0.385
+        self.semi_axes = (fraction * world.width, fraction * world.height)
+        self._phases = forces.field_phases(streams(scene.scene.seed)[STREAM_FIELD])
         while self.step_index < 0:
             self.advance()
 
@@ -100,24 +107,43 @@ class Simulation:
             return out
 
         local = (usum + unit_s) / (count + 1)[:, None]
+        inside = None
+        if scene.containment is not None:
+            inside = forces.ellipse_outside(pos, self.centre, self.semi_axes)[0] == 0.0
         snap = Snapshot(self.step_index, pos, vel, by_bird(count), by_bird(cand), by_bird(nn),
-                        by_bird(local))
+                        by_bird(local), inside, self.hawk_position())
         return snap, by_bird(acc_s)
+
+    def hawk_position(self) -> tuple[float, float] | None:
+        if self.scene.hawk is None:
+            return None
+        return forces.hawk_position(self.time_s, self.scene.hawk, self.centre)
 
     def advance(self) -> Snapshot:
         """Advance one step; returns the Snapshot of the state that was read."""
         snap, acc = self.measure()
-        acc = acc + self._extra_forces(self.positions)
+        acc = acc + self._extra_forces(snap)
         scene = self.scene
         self.positions, self.velocities = integrate(
-            self.positions, self.velocities, acc, self._turn, self.dt,
+            self.positions, self.velocities, acc, self._turn(), self.dt,
             scene.flock.min_speed, scene.flock.max_speed, self._wrap,
             scene.world.width, scene.world.height)
         self.step_index += 1
         return snap
 
-    def _extra_forces(self, pos: np.ndarray) -> np.ndarray:
+    def _turn(self) -> np.ndarray:
+        """Radians to turn each bird's new velocity this step (the steering field)."""
+        f = self.scene.field
+        if f is None:
+            return np.zeros(len(self.positions))
+        phi = forces.field(self.positions, self.time_s,
+                           (f.wavelength_x, f.wavelength_y, f.wavelength_diagonal),
+                           (f.drift_x, f.drift_y, f.drift_diagonal), self._phases)
+        return f.turn_rate * self.dt * phi
+
+    def _extra_forces(self, snap: Snapshot) -> np.ndarray:
         scene = self.scene
+        pos = snap.positions
         acc = np.zeros_like(pos)
         world = scene.world
         if world.boundary == "walls":
@@ -128,6 +154,11 @@ class Simulation:
             default = (0.5 * world.width, 0.5 * world.height)
             point = forces.attractor_point(self.time_s, att.position or default, att.path)
             acc += forces.attractor(pos, point, att.strength, att.radius)
+        if scene.containment is not None:
+            acc += forces.containment(pos, self.centre, self.semi_axes,
+                                      scene.containment.strength)
+        if snap.hawk is not None:
+            acc += forces.hawk(pos, snap.hawk, scene.hawk.radius, scene.hawk.strength)
         return acc
 
 

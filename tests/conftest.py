@@ -1,0 +1,92 @@
+"""Shared helpers for the command-line tests: run the CLI as a function, write small scenes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from render.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = ROOT / "scenes"
+
+# A small, fast scene: 200 birds on an 80 x 45 torus, few settling steps, tiny frames.
+SMALL_SCENE = """\
+[scene]
+name = "small"
+seed = 3
+duration = 1.0
+settle_steps = 10
+
+[world]
+width = 80.0
+height = 45.0
+boundary = "wrap"
+
+[flock]
+count = 200
+init = "uniform"
+
+[output]
+size = "160x90"
+fps = 30
+"""
+
+
+class CliResult:
+    """Exit code and captured output of one `main(argv)` call."""
+
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code!r}, out={self.out!r}, err={self.err!r})"
+
+
+@pytest.fixture
+def cli(capsys):
+    """`cli(*argv)` runs the command line in-process and returns a CliResult.
+
+    argparse exits through SystemExit for --help, --version and malformed options; that
+    exit status is returned like any other.
+    """
+
+    def run(*argv) -> CliResult:
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def write_scene(tmp_path):
+    """`write_scene(text, name=...)` writes a TOML scene into tmp_path and returns its path."""
+
+    def write(text: str, name: str = "scene.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def small_scene_text() -> str:
+    """The TOML of the small scene, for fixtures wider than one test."""
+    return SMALL_SCENE
+
+
+@pytest.fixture
+def small_scene(write_scene) -> Path:
+    return write_scene(SMALL_SCENE, "small.toml")

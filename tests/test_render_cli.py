@@ -1,0 +1,484 @@
+"""End-to-end renders through the command line: real ffmpeg, real cairo, real files.
+
+Encoder tests read the file back (codec, pixel format, size, rate, frame count), never
+compare video bytes. Renders are tiny so the whole module runs in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import imageio.v3 as iio
+import imageio_ffmpeg
+import numba
+import numpy as np
+import pytest
+
+import render
+import render.pipeline as pipeline
+from render.cli import EXAMPLES, main, parser
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = ROOT / "scenes"
+FFMPEG = imageio_ffmpeg.get_ffmpeg_exe()
+LIGHT_BACKGROUND = (0xE7, 0xE2, 0xD5)
+# SPEC §7 diagnostics, one row per frame ("share inside" only when there is a containment).
+STATS_COLUMNS = {"frame", "time_s", "global_polarisation", "local_polarisation",
+                 "neighbours_p10", "neighbours_p50", "neighbours_p90",
+                 "nearest_median_spacings", "candidates_mean"}
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_numba_thread():
+    """Run these tiny flocks on one thread: numba's OpenMP workers spin-wait, and on a busy
+    machine a 200-bird step then costs milliseconds of scheduling instead of microseconds.
+    (Results do not depend on the thread count; the determinism test checks that.)"""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+
+
+def probe(path: Path) -> dict:
+    """The video stream as ffmpeg describes it (imageio-ffmpeg ships no ffprobe)."""
+    proc = subprocess.run([FFMPEG, "-hide_banner", "-i", str(path)],
+                          capture_output=True, text=True)
+    lines = [line for line in proc.stderr.splitlines() if "Video:" in line]
+    assert lines, proc.stderr
+    line = lines[0]
+    pix = re.search(r"Video: [^,]+, (\w+)(?:\(([^)]*)\))?", line)
+    size = re.search(r", (\d+)x(\d+)[ ,]", line)
+    fps = re.search(r"([\d.]+) fps", line)
+    return {
+        "line": line,
+        "codec": re.search(r"Video: (\w+)", line).group(1),
+        "pix_fmt": pix.group(1),
+        "colour": [part.strip() for part in (pix.group(2) or "").split(",")],
+        "size": (int(size.group(1)), int(size.group(2))),
+        "fps": fps.group(1),
+        "frames": imageio_ffmpeg.count_frames_and_secs(str(path))[0],
+    }
+
+
+def first_frame_rgb(path: Path) -> np.ndarray:
+    gen = imageio_ffmpeg.read_frames(str(path))
+    try:
+        meta = next(gen)
+        width, height = meta["size"]
+        return np.frombuffer(next(gen), np.uint8).reshape(height, width, 3)
+    finally:
+        gen.close()
+
+
+def commonest_colour(rgb: np.ndarray) -> tuple[int, ...]:
+    flat = rgb.reshape(-1, rgb.shape[-1])
+    values, counts = np.unique(flat, axis=0, return_counts=True)
+    return tuple(int(v) for v in values[counts.argmax()])
+
+
+def ffmpeg_children() -> list[tuple[int, str]]:
+    """(pid, state) of every ffmpeg process whose parent is this test process."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        return [(p.pid, p.status()) for p in psutil.Process().children(recursive=True)
+                if "ffmpeg" in p.name()]
+    proc = Path("/proc")
+    if not proc.is_dir():
+        pytest.skip("needs psutil or /proc to list child processes")
+    me, found = os.getpid(), []
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        name = text[text.index("(") + 1:text.rindex(")")]
+        state, ppid = text[text.rindex(")") + 2:].split()[:2]
+        if int(ppid) == me and "ffmpeg" in name:
+            found.append((int(stat.parent.name), state))
+    return found
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary or partial files (hidden ones included) left in `folder`."""
+    return sorted(p.name for p in folder.iterdir()
+                  if "partial" in p.name or p.name.startswith("."))
+
+
+def default_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def fail_draw_after(monkeypatch, frames: int, exc: BaseException) -> dict:
+    """Make the pipeline's drawing raise `exc` once `frames` frames have been drawn; the
+    returned dict records the ffmpeg children alive at that moment."""
+    real = pipeline.draw_frame
+    seen = {"drawn": 0, "ffmpeg_at_failure": None}
+
+    def draw(*args, **kwargs):
+        if seen["drawn"] == frames:
+            seen["ffmpeg_at_failure"] = ffmpeg_children()
+            raise exc
+        seen["drawn"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    return seen
+
+
+# ---------------------------------------------------------------------------------------
+# MP4
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory, small_scene_text) -> Path:
+    """One second at 30 fps, 320x180, of a 200-bird flock, rendered through the CLI."""
+    folder = tmp_path_factory.mktemp("clip")
+    scene = folder / "small.toml"
+    scene.write_text(small_scene_text)
+    target = folder / "out" / "clip.mp4"
+    code = main([str(scene), "-o", str(target), "--size", "320x180", "--fps", "30",
+                 "--duration", "1", "-q"])
+    assert code == 0
+    return target
+
+
+def test_mp4_has_requested_codec_pixel_format_size_rate_and_frame_count(clip):
+    assert clip.is_file()
+    info = probe(clip)
+    assert info["codec"] == "h264"
+    assert info["pix_fmt"] == "yuv420p"
+    assert info["size"] == (320, 180)
+    assert info["fps"] == "30"
+    assert info["frames"] == 30
+
+
+def test_mp4_stream_is_tagged_bt709(clip):
+    assert "bt709" in probe(clip)["line"]
+
+
+def test_mp4_tags_bt709_primaries_transfer_and_matrix(clip):
+    # ffmpeg prints one "bt709" when matrix, primaries and transfer all agree, and
+    # "bt709/unknown/unknown" when only the matrix is tagged (players then guess).
+    colour = probe(clip)["colour"]
+    assert colour[:2] == ["tv", "bt709"], probe(clip)["line"]
+
+
+def test_mp4_background_decodes_to_the_palette_colour(clip):
+    # Catches swapped channels (cairo's BGRA fed as RGBA) and a wrong colour matrix.
+    background = commonest_colour(first_frame_rgb(clip))
+    assert all(abs(a - b) <= 4 for a, b in zip(background, LIGHT_BACKGROUND)), background
+
+
+def test_mp4_leaves_only_the_clip_in_its_folder(clip):
+    assert sorted(p.name for p in clip.parent.iterdir()) == ["clip.mp4"]
+
+
+def test_mp4_gets_the_permissions_of_an_ordinary_new_file(clip):
+    # mkstemp creates 0600 files; renamed into place they stay unreadable to others.
+    assert clip.stat().st_mode & 0o777 == default_file_mode()
+
+
+def test_rational_fps_gives_exact_frame_count_and_23_98_fps(cli, small_scene, tmp_path):
+    target = tmp_path / "out" / "ntsc.mp4"
+    r = cli(small_scene, "-o", target, "--fps", "24000/1001", "--frames", "12", "-q")
+    assert r.code == 0, r.err
+    info = probe(target)
+    assert info["frames"] == 12
+    assert info["fps"] == "23.98"
+    meta = next(imageio_ffmpeg.read_frames(str(target)))
+    assert meta["fps"] == pytest.approx(float(Fraction(24000, 1001)), abs=0.01)
+
+
+def test_odd_size_for_mp4_is_bad_input(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", tmp_path / "out" / "odd.mp4", "--size", "321x180", "-q")
+    assert "even" in r.err and "321x180" in r.err
+    assert len(r.err_lines) == 1, r.err
+    assert r.code == 2  # bad input (scene or options), as the CLI's exit-status table says
+
+
+def test_odd_size_for_mp4_leaves_no_file_and_no_partial(cli, small_scene, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cli(small_scene, "-o", out / "odd.mp4", "--size", "320x181", "-q")
+    assert r.code != 0
+    assert list(out.iterdir()) == []
+
+
+def test_unsupported_output_suffix_is_bad_input(cli, small_scene, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cli(small_scene, "-o", out / "clip.xyz", "-q")
+    assert r.code == 2
+    assert "unsupported" in r.err
+    assert list(out.iterdir()) == []
+
+
+def test_no_output_and_no_stats_is_bad_input(cli, small_scene):
+    r = cli(small_scene, "-q")
+    assert r.code == 2
+    assert "nothing to do" in r.err
+
+
+# ---------------------------------------------------------------------------------------
+# PNG sequences
+
+
+@pytest.mark.parametrize("target, names", [
+    ("seq/", ["frame_00000.png", "frame_00001.png", "frame_00002.png"]),
+    ("seq/f_%03d.png", ["f_000.png", "f_001.png", "f_002.png"]),
+], ids=["folder", "pattern"])
+def test_png_sequence_has_one_file_per_frame_at_the_requested_size(
+        cli, small_scene, tmp_path, target, names):
+    r = cli(small_scene, "-o", f"{tmp_path}/{target}", "--frames", "3", "--size", "160x90",
+            "-q")
+    assert r.code == 0, r.err
+    folder = tmp_path / "seq"
+    assert sorted(p.name for p in folder.iterdir()) == names
+    for name in names:
+        pixels = iio.imread(folder / name)
+        assert pixels.shape[:2] == (90, 160)
+
+
+def test_png_frames_show_the_palette_background_and_birds(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "1", "-q")
+    assert r.code == 0, r.err
+    rgb = iio.imread(tmp_path / "seq" / "frame_00000.png")[:, :, :3]
+    assert commonest_colour(rgb) == LIGHT_BACKGROUND
+    assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 10  # streaks were drawn
+
+
+def test_png_frames_get_the_permissions_of_ordinary_new_files(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "1", "-q")
+    assert r.code == 0, r.err
+    assert (tmp_path / "seq" / "frame_00000.png").stat().st_mode & 0o777 \
+        == default_file_mode()
+
+
+def test_shipped_scene_renders_a_small_png_sequence(cli, tmp_path):
+    r = cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/m/", "--frames", "2",
+            "--size", "160x90", "--set", "flock.spacing=4", "-q")
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "frame_00000.png", "frame_00001.png"]
+
+
+# ---------------------------------------------------------------------------------------
+# Determinism and diagnostics
+
+
+def test_same_scene_renders_byte_identical_png_frames_whatever_the_thread_count(
+        cli, small_scene, tmp_path):
+    for run, threads in (("a", 1), ("b", numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        try:
+            r = cli(small_scene, "-o", f"{tmp_path}/{run}/", "--frames", "4", "-q")
+        finally:
+            numba.set_num_threads(1)
+        assert r.code == 0, r.err
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert len(names) == 4
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_same_scene_writes_identical_stats_csv(cli, small_scene, tmp_path):
+    for run in ("a", "b"):
+        r = cli(small_scene, "--stats", tmp_path / f"{run}.csv", "--frames", "15", "-q")
+        assert r.code == 0, r.err
+    first = (tmp_path / "a.csv").read_bytes()
+    assert first == (tmp_path / "b.csv").read_bytes()
+    rows = list(csv.DictReader(first.decode().splitlines()))
+    assert len(rows) == 15
+    assert STATS_COLUMNS <= set(rows[0])
+
+
+def test_stats_json_without_output_has_spec_columns_and_draws_nothing(
+        cli, small_scene, tmp_path, monkeypatch):
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("--stats without -o must not draw")
+
+    monkeypatch.setattr(pipeline, "draw_frame", no_drawing)
+    monkeypatch.setattr(pipeline, "Canvas", no_drawing)
+    target = tmp_path / "stats.json"
+    r = cli(small_scene, "--stats", target, "--frames", "6", "--fps", "30", "-q")
+    assert r.code == 0, r.err
+    rows = json.loads(target.read_text())
+    assert len(rows) == 6
+    for index, row in enumerate(rows):
+        assert STATS_COLUMNS <= set(row), set(row) ^ STATS_COLUMNS
+        assert row["frame"] == index
+        assert row["time_s"] == pytest.approx(index / 30)
+        assert 0.0 <= row["global_polarisation"] <= 1.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml", "stats.json"]
+
+
+def test_stats_json_is_strict_json(cli, small_scene, tmp_path):
+    # NaN / Infinity are not JSON (RFC 8259): JavaScript, jq and most parsers reject them.
+    # This scene has no containment and no hawk, so those diagnostics have no value.
+    target = tmp_path / "stats.json"
+    r = cli(small_scene, "--stats", target, "--frames", "2", "-q")
+    assert r.code == 0, r.err
+
+    def reject(constant):
+        raise ValueError(f"{constant} is not valid JSON")
+
+    json.loads(target.read_text(), parse_constant=reject)
+
+
+def test_stats_into_a_folder_that_does_not_exist_yet(cli, small_scene, tmp_path):
+    # -o creates its folder; --stats (whose help example is out/stats.csv) should too,
+    # and must never end a finished simulation with a traceback.
+    target = tmp_path / "new" / "stats.csv"
+    r = cli(small_scene, "--stats", target, "--frames", "2", "-q")
+    assert r.code == 0, r.err
+    assert target.is_file()
+
+
+# ---------------------------------------------------------------------------------------
+# Failures leave nothing behind, and no ffmpeg outlives a render
+
+
+@pytest.mark.parametrize("exc, code", [
+    (KeyboardInterrupt(), 130),
+    (RuntimeError("drawing broke"), None),
+], ids=["interrupted", "crashed"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_render_failing_midway_leaves_no_file_no_temp_and_no_ffmpeg(
+        small_scene, tmp_path, monkeypatch, exc, code, existing):
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "clip.mp4"
+    if existing:
+        target.write_bytes(b"an earlier render")
+    seen = fail_draw_after(monkeypatch, 3, exc)
+    try:
+        result = main([str(small_scene), "-o", str(target), "--frames", "10", "-q"])
+    except RuntimeError:
+        result = None  # an unexpected error may propagate (traceback) or exit 1
+    assert result == code or (code is None and result == 1)
+    assert seen["drawn"] == 3
+    assert seen["ffmpeg_at_failure"], "ffmpeg should have been running when drawing failed"
+    if existing:
+        assert target.read_bytes() == b"an earlier render"
+        assert sorted(p.name for p in out.iterdir()) == ["clip.mp4"]
+    else:
+        assert list(out.iterdir()) == []
+    assert ffmpeg_children() == []
+
+
+def test_png_sequence_failing_midway_leaves_no_partial_files(
+        small_scene, tmp_path, monkeypatch):
+    fail_draw_after(monkeypatch, 2, KeyboardInterrupt())
+    assert main([str(small_scene), "-o", f"{tmp_path}/seq/", "--frames", "5", "-q"]) == 130
+    assert leftovers(tmp_path / "seq") == []
+    assert sorted(p.name for p in (tmp_path / "seq").iterdir()) == [
+        "frame_00000.png", "frame_00001.png"]
+
+
+def test_ffmpeg_failure_is_one_line_with_its_message_and_leaves_nothing(
+        cli, small_scene, tmp_path, monkeypatch):
+    fake = tmp_path / "fake-ffmpeg"
+    fake.write_text("#!/bin/sh\necho 'fake encoder: out of cheese' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    import render.encode.video as video
+
+    monkeypatch.setattr(video, "ffmpeg_exe", lambda: str(fake))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cli(small_scene, "-o", out / "clip.mp4", "--frames", "5", "-q")
+    assert r.code == 1
+    assert len(r.err_lines) == 1, r.err
+    assert "out of cheese" in r.err
+    assert list(out.iterdir()) == []
+
+
+def test_ffmpeg_that_cannot_start_is_one_line_and_leaves_no_partial(
+        cli, small_scene, tmp_path, monkeypatch):
+    # imageio-ffmpeg returns $IMAGEIO_FFMPEG_EXE unchecked, so a stale setting is how
+    # users meet this.
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(tmp_path / "no-such-ffmpeg"))
+    out = tmp_path / "out"
+    out.mkdir()
+    try:
+        r, crash = cli(small_scene, "-o", out / "clip.mp4", "--frames", "2", "-q"), None
+    except OSError as exc:
+        r, crash = None, exc
+    assert leftovers(out) == []
+    assert crash is None, f"a traceback instead of a one-line message: {crash!r}"
+    assert r.code == 1
+    assert len(r.err_lines) == 1, r.err
+    assert "no-such-ffmpeg" in r.err
+
+
+def test_no_ffmpeg_outlives_a_finished_render(small_scene, tmp_path, monkeypatch):
+    real = pipeline.draw_frame
+    during = []
+
+    def draw(*args, **kwargs):
+        during.append(ffmpeg_children())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    assert main([str(small_scene), "-o", str(tmp_path / "clip.mp4"), "--frames", "3",
+                 "-q"]) == 0
+    assert all(during), "the check must see ffmpeg while it runs"
+    assert ffmpeg_children() == []
+
+
+# ---------------------------------------------------------------------------------------
+# --help, --version, shipped scenes
+
+
+def test_help_lists_every_option_with_an_example(cli):
+    r = cli("--help")
+    assert r.code == 0
+    assert "examples:" in r.out
+    example_lines = [line for line in EXAMPLES.splitlines()
+                     if line.strip().startswith("boids-render")]
+    for action in parser()._actions:
+        if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            continue
+        for name in action.option_strings or [action.dest]:
+            assert name in r.out, name
+        if action.nargs == 0:
+            continue  # a switch: its name is its usage
+        own = "e.g." in (action.help or "")
+        in_examples = any(f"{name} " in line for name in action.option_strings
+                          for line in example_lines)
+        assert own or in_examples, f"{action.option_strings or action.dest}: no example"
+
+
+def test_version_prints_the_package_version(cli):
+    r = cli("--version")
+    assert r.code == 0
+    assert r.out.strip() == f"boids-render {render.__version__}"
+    assert render.__version__ == importlib.metadata.version("boids-render")
+
+
+@pytest.mark.parametrize("scene", sorted(SCENES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_scene_passes_check(cli, scene):
+    r = cli(scene, "--check")
+    assert r.code == 0, r.err
+    assert r.err == ""
+    assert "[scene]" in r.out
+
+
+def test_shipped_scenes_are_found():
+    assert (SCENES / "murmuration.toml").is_file()

@@ -1,0 +1,337 @@
+"""Scene files as a user meets them: loading, precedence, validation messages, --check."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from render.cli import overrides_from, parser
+from render.scene import WorldSettings, load_scene
+
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
+MURMURATION = SCENES / "murmuration.toml"
+
+
+def resolve(*argv):
+    """The Scene the command line would build from `argv` (same overrides, same order)."""
+    args = parser().parse_args([str(a) for a in argv])
+    return load_scene(args.scene, overrides_from(args))
+
+
+def sources(scene) -> dict[str, str]:
+    return dict(scene.sources)
+
+
+def check_output(text: str) -> dict[str, tuple[str, str]]:
+    """Parse --check output into {"section.key": (printed value, source)}."""
+    out, section = {}, None
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        if line.startswith("[") and line.rstrip().endswith("]"):
+            section = line.strip()[1:-1]
+            continue
+        setting, sep, source = line.rpartition(" # ")
+        assert sep, f"no source on --check line {line!r}"
+        key, _, value = setting.partition(" = ")
+        out[f"{section}.{key.strip()}"] = (value.strip(), source.strip())
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The shipped scene and precedence: defaults < scene file < command line
+
+
+def test_shipped_murmuration_scene_loads_with_spec_values():
+    scene = load_scene(MURMURATION)
+    assert scene.scene.name == "murmuration"
+    assert (scene.world.width, scene.world.height) == (80.0, 45.0)
+    assert scene.count == 3600  # spacing 1 over 80 x 45 (SPEC §4)
+    assert scene.rules.perception_radius == 2.15
+    assert scene.rules.separation_radius == 0.82
+    assert scene.scene.settle_steps == 60
+    assert sources(scene)["scene.name"] == "scene file"
+
+
+def test_keys_missing_from_the_scene_file_take_the_defaults(small_scene):
+    scene = resolve(small_scene)
+    assert scene.world.wall_margin == WorldSettings().wall_margin
+    assert sources(scene)["world.wall_margin"] == "default"
+
+
+def test_scene_file_value_overrides_the_default(small_scene):
+    scene = resolve(small_scene)
+    assert scene.scene.seed == 3  # the built-in default is 0
+    assert sources(scene)["scene.seed"] == "scene file"
+
+
+def test_set_overrides_the_scene_file(small_scene):
+    scene = resolve(small_scene, "--set", "scene.seed=5", "--set", "flock.count=50")
+    assert scene.scene.seed == 5
+    assert scene.count == 50
+    assert sources(scene)["scene.seed"] == "--set"
+    assert sources(scene)["flock.count"] == "--set"
+
+
+def test_later_set_wins_over_earlier_set(small_scene):
+    scene = resolve(small_scene, "--set", "scene.seed=5", "--set", "scene.seed=6")
+    assert scene.scene.seed == 6
+
+
+@pytest.mark.parametrize("argv", [
+    ("--set", "scene.seed=5", "--seed", "9"),
+    ("--seed", "9", "--set", "scene.seed=5"),
+], ids=["set-then-flag", "flag-then-set"])
+def test_explicit_flag_overrides_set_whatever_the_order(small_scene, argv):
+    scene = resolve(small_scene, *argv)
+    assert scene.scene.seed == 9
+    assert sources(scene)["scene.seed"] == "--seed"
+
+
+def test_size_and_fps_flags_override_set_and_scene_file(small_scene):
+    scene = resolve(small_scene, "--set", "output.size=640x360", "--size", "320x180",
+                    "--set", "output.fps=25", "--fps", "24")
+    assert scene.output.size == (320, 180)
+    assert scene.output.fps == Fraction(24)
+    assert sources(scene)["output.size"] == "--size"
+    assert sources(scene)["output.fps"] == "--fps"
+
+
+def test_set_count_replaces_the_spacing_the_scene_file_gives(cli):
+    # count and spacing are two ways to say one thing; the command line outranks the file,
+    # so `--set flock.count=200` on the shipped (spacing-based) scene must simply win.
+    # There is no TOML null to unset the file's spacing from the command line.
+    r = cli(MURMURATION, "--check", "--set", "flock.count=200")
+    assert r.code == 0, r.err
+    scene = resolve(MURMURATION, "--set", "flock.count=200")
+    assert scene.count == 200
+
+
+def test_count_and_spacing_both_on_the_command_line_is_an_error(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "flock.count=50", "--set", "flock.spacing=2")
+    assert r.code == 2
+    assert "count or spacing" in r.err
+
+
+# ---------------------------------------------------------------------------------------
+# Command-line values are validated like scene-file values
+
+
+@pytest.mark.parametrize("argv, key, got", [
+    (("--set", "rules.cohesion_weight=abc"), "rules.cohesion_weight", "got 'abc'"),
+    (("--set", "flock.count=2.5"), "flock.count", "got 2.5"),
+    (("--set", "flock.count=true"), "flock.count", "got true"),
+    (("--set", "rules.perception_radius=0"), "rules.perception_radius", "got 0"),
+    (("--set", "render.opacity_max=1.5"), "render.opacity_max", "got 1.5"),
+    (("--set", "output.crf=52"), "output.crf", "got 52"),
+    (("--set", "rules.falloff=cubic"), "rules.falloff", "got 'cubic'"),
+    (("--set", "rules.cohesion_weight=nan"), "rules.cohesion_weight", "got nan"),
+    (("--set", "rules.cohesion_weight=inf"), "rules.cohesion_weight", "got inf"),
+    (("--set", "world.width=-inf"), "world.width", "got -inf"),
+    (("--set", "output.fps=nan"), "output.fps", "got nan"),
+    (("--seed", "-1"), "scene.seed", "got -1"),
+    (("--seed", "seven"), "scene.seed", "got 'seven'"),
+    (("--fps", "0"), "output.fps", "got '0'"),
+    (("--fps", "1/0"), "output.fps", "got '1/0'"),
+    (("--size", "1920by1080"), "output.size", "got '1920by1080'"),
+    (("--duration", "soon"), "scene.duration", "got 'soon'"),
+    (("--frames", "0"), "output.frames", "got 0"),
+    (("--crf", "99"), "output.crf", "got 99"),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
+def test_command_line_value_is_validated_like_the_file(cli, small_scene, argv, key, got):
+    r = cli(small_scene, "--check", *argv)
+    assert r.code == 2
+    assert r.out == ""
+    assert len(r.err_lines) == 1, r.err
+    line = r.err_lines[0]
+    assert argv[0] in line  # names where the value came from (--set, --seed, …)
+    assert key in line
+    assert "expected" in line
+    assert got in line
+
+
+# ---------------------------------------------------------------------------------------
+# Scene-file validation: one line per problem, naming file, section.key, expected and got
+
+
+@pytest.mark.parametrize("body, key, expected, got", [
+    ('[flock]\ncount = "many"', "flock.count", "expected an integer", "got 'many'"),
+    ("[flock]\ncount = 0", "flock.count", "expected a value ≥ 1", "got 0"),
+    ("[scene]\nseed = 1.5", "scene.seed", "expected an integer", "got 1.5"),
+    ("[scene]\nseed = nan", "scene.seed", "expected an integer", "got nan"),
+    ("[scene]\ndt = -inf", "scene.dt", "expected", "got -inf"),
+    ("[flock]\nmin_speed = true", "flock.min_speed", "expected a number", "got true"),
+    ('[world]\nboundary = "torus"', "world.boundary", "expected one of wrap | walls | none",
+     "got 'torus'"),
+    ('[rules]\nfalloff = "inverse-square"', "rules.falloff", "did you mean 'inverse_square'",
+     "got 'inverse-square'"),
+    ("[rules]\nperception_radius = 0.0", "rules.perception_radius", "expected a value > 0",
+     "got 0"),
+    ("[rules]\ncohesion_weight = nan", "rules.cohesion_weight", "expected a finite number",
+     "got nan"),
+    ("[rules]\nperception_radius = inf", "rules.perception_radius",
+     "expected a finite number", "got inf"),
+    ("[render]\nopacity_max = 1.5", "render.opacity_max", "expected a value ≤ 1", "got 1.5"),
+    ("[output]\ncrf = 52", "output.crf", "expected a value ≤ 51", "got 52"),
+    ('[output]\nsize = "1920x"', "output.size", "expected a size", "got '1920x'"),
+    ('[output]\nfps = "fast"', "output.fps", "expected a frame rate", "got 'fast'"),
+    ('[palette]\nink = "blue"', "palette.ink", "expected a colour", "got 'blue'"),
+], ids=lambda v: v.replace("\n", " ") if isinstance(v, str) and v.startswith("[") else None)
+def test_bad_scene_file_value_is_one_line_naming_key_expected_and_got(
+        cli, write_scene, body, key, expected, got):
+    path = write_scene(body + "\n")
+    r = cli(path, "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    line = r.err_lines[0]
+    assert str(path) in line
+    assert key in line
+    assert expected in line
+    assert got in line
+
+
+@pytest.mark.parametrize("body, key, expected", [
+    ("[flock]\ncount = 10\nmin_speed = 6.0\nmax_speed = 5.0", "flock.min_speed",
+     "expected ≤ flock.max_speed"),
+    ("[flock]\ncount = 10\n[rules]\nperception_radius = 2.0\nseparation_radius = 3.0",
+     "rules.separation_radius", "expected ≤ rules.perception_radius"),
+    ("[flock]\ncount = 10\nspacing = 2.0", "flock.count", "count or spacing, not both"),
+], ids=["min_speed>max_speed", "separation>perception", "count+spacing"])
+def test_inconsistent_settings_are_rejected(cli, write_scene, body, key, expected):
+    r = cli(write_scene(body + "\n"), "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert key in r.err and expected in r.err
+
+
+def test_inconsistency_created_by_set_is_rejected(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "flock.min_speed=9", "--set", "flock.max_speed=4")
+    assert r.code == 2
+    assert "flock.min_speed" in r.err and "got 9" in r.err
+
+
+def test_unknown_key_in_file_suggests_the_closest_and_lists_valid_keys(cli, write_scene):
+    r = cli(write_scene("[rules]\nperceptoin_radius = 3.0\n"), "--check")
+    assert r.code == 2
+    assert "rules.perceptoin_radius" in r.err
+    assert "did you mean 'perception_radius'" in r.err
+    assert "separation_radius" in r.err  # the list of valid keys
+
+
+def test_unknown_key_in_set_suggests_the_closest(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "flock.cuont=5")
+    assert r.code == 2
+    assert "--set flock.cuont" in r.err
+    assert "did you mean 'count'" in r.err
+
+
+def test_unknown_section_in_file_suggests_the_closest(cli, write_scene):
+    r = cli(write_scene("[rulez]\nfalloff = \"unit\"\n"), "--check")
+    assert r.code == 2
+    assert "rulez" in r.err and "unknown section" in r.err
+    assert "did you mean 'rules'" in r.err
+
+
+def test_unknown_section_in_set_suggests_the_closest(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "wrold.width=10")
+    assert r.code == 2
+    assert "wrold" in r.err and "unknown section" in r.err
+    assert "did you mean 'world'" in r.err
+
+
+def test_set_without_section_dot_key_is_bad_input(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "seed=3")
+    assert r.code == 2
+    assert "section.key=value" in r.err
+
+
+def test_toml_syntax_error_gives_line_and_column(cli, write_scene):
+    path = write_scene('[scene]\nname = "x"\nseed = = 3\n')
+    r = cli(path, "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert str(path) in r.err
+    assert "line 3" in r.err and "column" in r.err
+
+
+def test_missing_scene_file_is_bad_input(cli, tmp_path):
+    r = cli(tmp_path / "nowhere.toml", "--check")
+    assert r.code == 2
+    assert "nowhere.toml" in r.err and "no such scene file" in r.err
+
+
+def test_every_problem_is_reported_at_once(cli, write_scene):
+    path = write_scene('[flock]\ncount = "many"\n[rules]\nfalloff = "cubic"\n')
+    r = cli(path, "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 2, r.err
+    assert "flock.count" in r.err_lines[0] or "flock.count" in r.err_lines[1]
+    assert any("rules.falloff" in line for line in r.err_lines)
+
+
+def test_file_and_command_line_problems_are_reported_together(cli, write_scene):
+    path = write_scene('[flock]\ncount = "many"\n[rules]\nfalloff = "cubic"\n')
+    r = cli(path, "--check", "--set", "render.opacity_max=7")
+    assert r.code == 2
+    assert len(r.err_lines) == 3, r.err
+    assert any("--set render.opacity_max" in line for line in r.err_lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Frame rates and sizes
+
+
+@pytest.mark.parametrize("argv", [
+    ("--fps", "24000/1001"),
+    ("--set", "output.fps=24000/1001"),
+    ("--set", 'output.fps="24000/1001"'),
+], ids=["--fps", "--set bare", "--set quoted"])
+def test_rational_fps_on_the_command_line_is_exact(small_scene, argv):
+    assert resolve(small_scene, *argv).output.fps == Fraction(24000, 1001)
+
+
+def test_rational_fps_in_the_scene_file_is_exact(write_scene):
+    path = write_scene('[output]\nfps = "24000/1001"\n')
+    scene = resolve(path)
+    assert scene.output.fps == Fraction(24000, 1001)
+    assert isinstance(scene.output.fps, Fraction)
+
+
+def test_integer_fps_is_a_fraction(write_scene):
+    assert resolve(write_scene("[output]\nfps = 30\n")).output.fps == Fraction(30)
+
+
+def test_size_parses_to_width_and_height(write_scene, small_scene):
+    assert resolve(write_scene('[output]\nsize = "1920x1080"\n')).output.size == (1920, 1080)
+    assert resolve(small_scene, "--size", "1920x1080").output.size == (1920, 1080)
+
+
+def test_duration_and_fps_give_the_frame_count(small_scene):
+    assert resolve(small_scene, "--fps", "24", "--duration", "2.5").frame_count == 60
+    assert resolve(small_scene, "--frames", "7").frame_count == 7
+
+
+# ---------------------------------------------------------------------------------------
+# --check
+
+
+def test_check_prints_each_setting_with_its_source(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "flock.count=50", "--seed", "9")
+    assert r.code == 0
+    assert r.err == ""
+    assert "50 birds" in r.out.splitlines()[0]
+    settings = check_output(r.out)
+    assert settings["scene.name"] == ('"small"', "scene file")
+    assert settings["flock.count"] == ("50", "--set")
+    assert settings["scene.seed"] == ("9", "--seed")
+    assert settings["world.wall_margin"] == (str(WorldSettings().wall_margin), "default")
+    assert settings["output.size"] == ('"160x90"', "scene file")
+
+
+def test_check_renders_nothing(cli, small_scene, tmp_path):
+    target = tmp_path / "out" / "clip.mp4"
+    r = cli(small_scene, "--check", "-o", target)
+    assert r.code == 0
+    assert not target.parent.exists()
