@@ -43,8 +43,8 @@ def parser() -> argparse.ArgumentParser:
                    help="override any scene key (TOML syntax), e.g. --set rules.falloff=unit; "
                         "repeatable")
     p.add_argument("--stats", metavar="FILE",
-                   help="write per-frame diagnostics to FILE.csv or FILE.json; without -o "
-                        "the flock is simulated but not drawn")
+                   help="write per-frame diagnostics to FILE.csv or FILE.json, e.g. --stats "
+                        "out/stats.csv; without -o the flock is simulated but not drawn")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw the per-frame diagnostics over time as a PNG, e.g. "
                         "--plot out/diagnostics.png (needs the [plot] extra)")

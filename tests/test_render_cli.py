@@ -482,3 +482,12 @@ def test_every_shipped_scene_passes_check(cli, scene):
 
 def test_shipped_scenes_are_found():
     assert (SCENES / "murmuration.toml").is_file()
+
+
+@pytest.mark.parametrize("scene", sorted(SCENES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_scene_renders(cli, scene, tmp_path):
+    out = tmp_path / "clip.mp4"
+    r = cli(scene, "-o", out, "--size", "320x180", "--frames", "6", "--quiet")
+    assert r.code == 0, r.err
+    frames, _ = imageio_ffmpeg.count_frames_and_secs(str(out))
+    assert frames == 6
