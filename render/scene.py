@@ -93,7 +93,7 @@ class RulesSettings:
                              "minus the bird's own.", kind="choice", choices=("mean", "difference"))
     separation_weight: float = setting(6.5, "w_s: separation acceleration per unit push.",
                                        unit="1/s² · world units^k", lo=0)
-    alignment_weight: float = setting(4.8, "w_a.", unit="1/s", lo=0)
+    alignment_weight: float = setting(4.0, "w_a.", unit="1/s", lo=0)
     cohesion_weight: float = setting(1.3, "w_c: acceleration per world unit of offset to the "
                                      "neighbours' mean position.", unit="1/s²", lo=0)
     max_force: float | None = setting(None, "Clamp on each weighted rule's vector (separation, "
@@ -137,7 +137,7 @@ class ContainmentSettings:
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     semi_axes: float = setting(0.385, "Semi-axes of the centred ellipse as a fraction of the "
                                "world's width and height.", lo=0, hi=0.5, lo_open=True)
-    strength: float = setting(61.0, "Inward acceleration per world unit outside the ellipse "
+    strength: float = setting(40.0, "Inward acceleration per world unit outside the ellipse "
                               "(zero inside).", unit="1/s²", lo=0)
 
 
@@ -151,7 +151,7 @@ class HawkSettings:
     start: float = setting(1.0, "Time the first pass starts.", unit="s")
     bearing: float = setting(20.0, "Direction of the first chord; each pass adds the golden "
                              "angle (≈137.5°).", unit="degrees")
-    speed: float = setting(10.0, "The hawk's speed: each pass is a chord of length "
+    speed: float = setting(3.0, "The hawk's speed: each pass is a chord of length "
                            "speed·duration centred on the world's centre.",
                            unit="world units/s", lo=0, lo_open=True)
     radius: float = setting(13.3, "Reach of the hawk's repulsion.", unit="world units",

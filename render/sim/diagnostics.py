@@ -15,8 +15,11 @@ COLUMNS = ("frame", "time_s", "global_polarisation", "local_polarisation",
            "neighbours_mean", "neighbours_p10", "neighbours_p50", "neighbours_p90",
            "nearest_median_spacings", "candidates_mean", "inside_share", "hole_radius")
 
-# The hole is measured to the hawk's 5th-nearest bird, so one straggler does not close it.
-HOLE_RANK = 5
+# Scanning outward from the hawk, the hole ends at the first disc that holds this share of
+# the birds the flock's mean density (count / world area) would put there, and at least
+# HOLE_STRAGGLERS + 1 birds: a few stragglers inside do not close it, a sheet of birds does.
+HOLE_DENSITY = 0.25
+HOLE_STRAGGLERS = 4
 
 
 def measure(snap: Snapshot, spacing: float) -> dict[str, float]:
@@ -40,16 +43,20 @@ def measure(snap: Snapshot, spacing: float) -> dict[str, float]:
         "nearest_median_spacings": nn,
         "candidates_mean": float(snap.candidates.mean()),
         "inside_share": float(snap.inside.mean()) if snap.inside is not None else math.nan,
-        "hole_radius": hole_radius(snap.positions, snap.hawk),
+        "hole_radius": hole_radius(snap.positions, snap.hawk, spacing),
     }
 
 
-def hole_radius(positions: np.ndarray, hawk) -> float:
-    """Radius of the empty disc the hawk tears (NaN while it is away), world units."""
-    if hawk is None or len(positions) < HOLE_RANK:
+def hole_radius(positions: np.ndarray, hawk, spacing: float) -> float:
+    """Radius of the hole the hawk tears (NaN while it is away), world units: the distance
+    to the nearest bird at which the disc around the hawk reaches HOLE_DENSITY of the mean
+    density 1/spacing² (and holds more than HOLE_STRAGGLERS birds)."""
+    if hawk is None or len(positions) <= HOLE_STRAGGLERS:
         return math.nan
-    dist = np.hypot(positions[:, 0] - hawk[0], positions[:, 1] - hawk[1])
-    return float(np.partition(dist, HOLE_RANK - 1)[HOLE_RANK - 1])
+    dist = np.sort(np.hypot(positions[:, 0] - hawk[0], positions[:, 1] - hawk[1]))
+    held = np.arange(1, len(dist) + 1)  # birds within dist[k], inclusive
+    closed = (held >= HOLE_DENSITY * np.pi * dist**2 / spacing**2) & (held > HOLE_STRAGGLERS)
+    return float(dist[np.argmax(closed)]) if closed.any() else math.inf
 
 
 def write(rows: list[dict], path: str | Path) -> None:
