@@ -1,10 +1,16 @@
 """Command line: argv → options → scene → pipeline. Errors become one line and an exit code
-here and nowhere else: 0 done, 2 bad input, 130 interrupted, 1 anything else."""
+here and nowhere else: 0 done, 2 bad input, 130 interrupted (Ctrl-C or SIGTERM),
+1 anything else."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+import threading
+import traceback
 
 from . import __version__
 from .errors import BoidsError, SceneError
@@ -17,8 +23,11 @@ examples:
   boids-render scenes/murmuration.toml --stats out/stats.csv --duration 5   (no drawing)
   boids-render scenes/murmuration.toml --plot out/diagnostics.png --frames 400
   boids-render scenes/sliders.toml --check --set flock.count=2000
+  boids-render scenes/murmuration.toml -o out/frames/ --resume   (after an interruption)
+  boids-render scenes/murmuration.toml -o /shared/frames/ --no-overwrite   (one per machine)
 
-exit status: 0 done, 2 bad input (scene or options), 130 interrupted, 1 anything else.
+exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C or SIGTERM),
+1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
 """
 
 
@@ -51,9 +60,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="validate the scene, print the resolved settings and where each "
                         "came from, and exit without rendering")
+    p.add_argument("--resume", action="store_true",
+                   help="PNG sequences: keep the frames already complete (readable, right "
+                        "size) and render only the rest")
+    p.add_argument("--no-overwrite", action="store_false", dest="overwrite",
+                   help="never replace an existing file: refuse a clip that exists; skip "
+                        "PNG frames that exist (several machines can share one folder)")
+    p.add_argument("--workers", metavar="N", type=_positive_int,
+                   help="threads drawing frames while the flock is simulated and encoded "
+                        "(default: the machine's cores), e.g. --workers 1")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return value
 
 
 def overrides_from(args) -> list[tuple[str, str, str]]:
@@ -81,21 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, malformed options
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        from .scene import describe, load_scene
-
-        scene = load_scene(args.scene, overrides_from(args))
-        if args.check:
-            print(describe(scene))
-            return 0
-        if args.output is None and args.stats is None and args.plot is None:
-            print("boids-render: nothing to do: give -o OUT, --stats FILE, --plot FILE or "
-                  "--check",
-                  file=sys.stderr)
-            return 2
-        from .pipeline import render
-
-        render(scene, args.output, stats=args.stats, plot=args.plot, quiet=args.quiet)
-        return 0
+        with _sigterm_interrupts():
+            return run(args)
     except SceneError as exc:
         for line in exc.problems:
             print(f"boids-render: {line}", file=sys.stderr)
@@ -106,6 +121,80 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("boids-render: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        print("boids-render: out of memory: try a smaller --size or fewer birds",
+              file=sys.stderr)
+        return 1
+    except OSError as exc:  # a file we read or write: permissions, a missing folder, …
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"boids-render: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if _caused_by_interrupt(exc):
+            print("boids-render: interrupted", file=sys.stderr)
+            return 130
+        if os.environ.get("BOIDS_RENDER_DEBUG"):
+            traceback.print_exc()
+        first = str(exc).strip().splitlines()
+        print(f"boids-render: internal error: {type(exc).__name__}"
+              f"{': ' + first[0] if first else ''}", file=sys.stderr)
+        print("boids-render: this is a bug; please report it with the scene and command "
+              "line (BOIDS_RENDER_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Parsed options → scene → pipeline. Raises the errors `main` reports."""
+    from . import budget
+    from .scene import describe, load_scene
+
+    scene = load_scene(args.scene, overrides_from(args))
+    if args.check:
+        print(describe(scene))
+        scope = f"to {args.output}" if args.output else "(simulation only; -o adds drawing)"
+        print(f"# estimate {scope}: {budget.estimate(scene, args.output)}")
+        budget.check(scene, args.output)
+        return 0
+    if args.output is None and args.stats is None and args.plot is None:
+        print("boids-render: nothing to do: give -o OUT, --stats FILE, --plot FILE or "
+              "--check",
+              file=sys.stderr)
+        return 2
+    from .pipeline import render
+
+    render(scene, args.output, stats=args.stats, plot=args.plot, quiet=args.quiet,
+           resume=args.resume, overwrite=args.overwrite, workers=args.workers)
+    return 0
+
+
+def _caused_by_interrupt(exc: BaseException | None) -> bool:
+    """Whether `exc` is Ctrl-C in disguise: a signal that lands while a numba kernel runs
+    surfaces as SystemError ("… returned a result with an exception set") whose cause is
+    the KeyboardInterrupt; an error raised while unwinding from one counts as well."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (`kill`, a render farm's scheduler) stops a render the way Ctrl-C does: the
+    KeyboardInterrupt unwinds through the writers, which kill ffmpeg and remove their
+    temporaries, and the exit status is the same 130."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def entry() -> None:

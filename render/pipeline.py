@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import queue
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
+from . import budget
 from .draw.streaks import draw_frame
 from .draw.surface import Canvas
 from .encode import open_writer
@@ -16,25 +22,52 @@ from .sim import diagnostics
 from .sim.simulate import Simulation, frames
 
 
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
 def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
-           plot: str | Path | None = None, quiet: bool = False) -> int:
+           plot: str | Path | None = None, quiet: bool = False, resume: bool = False,
+           overwrite: bool = True, workers: int | None = None) -> int:
     """Render `scene` to `output` (None: simulate only); write per-frame diagnostics to
-    `stats` and a picture of them to `plot` when given. Returns the number of frames."""
+    `stats` and a picture of them to `plot` when given. Returns the number of frames.
+
+    resume / overwrite=False: frames of a PNG sequence already on disk are kept, not drawn
+    (see `open_writer`); the flock is still simulated through them.
+    workers: threads drawing frames while the main thread simulates and hands finished
+    frames, in order, to the encoder (default: the cores this process may use).
+    """
+    budget.check(scene, output)  # before anything large is allocated
     total = scene.frame_count
-    writer = open_writer(output, scene) if output is not None else contextlib.nullcontext()
-    canvas = Canvas(scene.output.size) if output is not None else None
+    writer = open_writer(output, scene, resume=resume, overwrite=overwrite) \
+        if output is not None else contextlib.nullcontext()
     spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
     rows = []
     label = Path(output).name if output else "simulate"
-    with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label) as bar:
+    drawing = _Drawing(scene, workers or default_workers()) if output is not None else None
+    with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label) as bar, \
+            drawing or contextlib.nullcontext():
         sim = Simulation(scene)
         for frame in frames(sim, scene.output.fps, total):
+            _require_finite(frame)
             if stats is not None or plot is not None:
                 rows.append({"frame": frame.index, "time_s": float(frame.time),
                              **diagnostics.measure(frame.snapshot, spacing)})
-            if canvas is not None:
-                writer.write(draw_frame(canvas, scene, frame.positions, frame.velocities,
-                                        frame.snapshot.neighbours, sim.accent))
+            if drawing is None:
+                bar.update()
+                continue
+            if writer.wants(frame.index):
+                drawing.submit(frame, sim.accent)
+            else:
+                drawing.skip(frame.index)
+            for index, pixels in drawing.ready():
+                if pixels is not None:
+                    writer.write(index, pixels)
+                bar.update()
+        for index, pixels in drawing.ready(all_=True) if drawing else ():
+            if pixels is not None:
+                writer.write(index, pixels)
             bar.update()
     if stats is not None:
         diagnostics.write(rows, stats)
@@ -43,3 +76,62 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
 
         draw_plot(rows, plot, title=f"{scene.scene.name}, seed {scene.scene.seed}")
     return total
+
+
+class _Drawing:
+    """Frames drawn by a pool of threads (cairo and numpy release the GIL while they work),
+    handed back in frame order. Each thread draws onto a Canvas borrowed from a small pool
+    and returned once its pixels have been written, so memory stays bounded whatever the
+    clip's length, and the pixels are the same whichever thread drew them."""
+
+    def __init__(self, scene: Scene, workers: int):
+        self.scene = scene
+        self.window = 2 * workers  # frames in flight: enough to keep every thread busy
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="draw")
+        self.canvases: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(self.window + 1):
+            self.canvases.put(Canvas(scene.output.size))
+        self.pending: deque = deque()  # (index, future or None for a skipped frame)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for _, future in self.pending:
+            if future is not None:
+                future.cancel()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, frame, accent) -> None:
+        # The simulator may reuse its arrays for the next step: the thread gets copies.
+        args = (frame.positions.copy(), frame.velocities.copy(),
+                frame.snapshot.neighbours.copy(), accent)
+        self.pending.append((frame.index, self.pool.submit(self._draw, *args)))
+
+    def skip(self, index: int) -> None:
+        self.pending.append((index, None))
+
+    def _draw(self, positions, velocities, neighbours, accent):
+        canvas = self.canvases.get()
+        return canvas, draw_frame(canvas, self.scene, positions, velocities, neighbours,
+                                  accent)
+
+    def ready(self, all_: bool = False):
+        """Yield (index, pixels or None) in frame order: the oldest frames once more than a
+        window's worth are in flight (all of them with all_). The pixels stay valid until
+        the consumer asks for the next frame, when their canvas goes back to the pool."""
+        while self.pending and (all_ or len(self.pending) > self.window):
+            index, future = self.pending.popleft()
+            if future is None:
+                yield index, None
+                continue
+            canvas, pixels = future.result()
+            yield index, pixels
+            self.canvases.put(canvas)
+
+
+def _require_finite(frame) -> None:
+    """A NaN would draw nothing and poison every later step: stop at the first one."""
+    if not (np.isfinite(frame.positions).all() and np.isfinite(frame.velocities).all()):
+        raise FloatingPointError(f"the simulation produced a non-finite position or "
+                                 f"velocity at frame {frame.index}")

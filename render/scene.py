@@ -23,6 +23,18 @@ from typing import Any
 from .errors import SceneError
 
 
+# Every number in a scene lies within ±MAX_MAGNITUDE: products of a few of them (drift ·
+# time, speed · duration) then stay far from float overflow, whose inf would turn into NaN
+# inside the forces. 1e9 is a billion world units: room for any unit system.
+MAX_MAGNITUDE = 1e9  # (messages spell it "1e9")
+# Settings that must be positive (lo_open at 0) divide something: a wavelength, a radius, a
+# period. Below this their quotients overflow to inf, so they start here.
+MIN_POSITIVE = 1e-9  # (messages spell it "1e-9")
+MIN_WORLD = 1e-6
+# More birds than this is a mistake (a spacing typed in the wrong unit), not a flock.
+MAX_BIRDS = 5_000_000
+
+
 def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, hi=None,
             lo_open: bool = False, choices: tuple[str, ...] = (), optional: bool = False):
     """A documented scene setting: the dataclass field plus what the validator needs."""
@@ -45,10 +57,11 @@ class SceneSettings:
 
 @dataclass(frozen=True)
 class WorldSettings:
+    # Bounded below so that pixels per world unit stay in what cairo can invert.
     width: float = setting(80.0, "Width of the world rectangle.", unit="world units",
-                           lo=0, lo_open=True)
+                           lo=MIN_WORLD)
     height: float = setting(45.0, "Height of the world rectangle.", unit="world units",
-                            lo=0, lo_open=True)
+                            lo=MIN_WORLD)
     boundary: str = setting("wrap", "Edges: a torus, hyperbolic wall avoidance, or open.",
                             kind="choice", choices=("wrap", "walls", "none"))
     wall_margin: float = setting(5.0, "Walls: distance from an edge where avoidance starts.",
@@ -76,8 +89,15 @@ class FlockSettings:
     def resolved_count(self, world: WorldSettings) -> int:
         if self.count is not None:
             return self.count
-        spacing = self.spacing if self.spacing is not None else 1.0
-        return max(1, round(world.width * world.height / spacing**2))
+        return max(1, round(bird_estimate(self, world)))
+
+
+def bird_estimate(flock: FlockSettings, world: WorldSettings) -> float:
+    """Birds a flock asks for, as a float: a tiny spacing gives inf here, not an exception."""
+    if flock.count is not None:
+        return float(flock.count)
+    spacing = flock.spacing if flock.spacing is not None else 1.0
+    return world.width * world.height / spacing / spacing  # spacing**2 could underflow to 0
 
 
 @dataclass(frozen=True)
@@ -300,6 +320,9 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
         raise SceneError([f"{path}: no such scene file"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise SceneError([f"{path}: TOML syntax error: {exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}"]) from None
     except OSError as exc:
         raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
     return build_scene(raw, path, overrides)
@@ -325,6 +348,7 @@ def build_scene(raw: dict, path: str = "<scene>",
     problems: list[str] = []
     sources: dict[str, str] = {}
     merged: dict[str, dict] = {}
+    rejected: set[str] = set()  # "section.key" or "section" whose value was already reported
 
     for name, body in raw.items():
         if name not in SECTIONS:
@@ -332,6 +356,7 @@ def build_scene(raw: dict, path: str = "<scene>",
             continue
         if not isinstance(body, dict):
             problems.append(f"{path}: {name}: expected a [{name}] table, got {_show(body)}")
+            rejected.add(name)
             continue
         merged[name] = dict(body)
         for key in body:
@@ -356,12 +381,14 @@ def build_scene(raw: dict, path: str = "<scene>",
         if name in OPTIONAL_SECTIONS and name not in merged:
             values[name] = None
             continue
-        values[name] = _build_section(cls, name, merged.get(name, {}), path, sources, problems)
+        values[name] = _build_section(cls, name, merged.get(name, {}), path, sources,
+                                      problems, rejected)
         if name in OPTIONAL_SECTIONS and not values[name].enabled:
             values[name] = None
 
-    if not problems:
-        _check_relations(values, path, problems)
+    # Relations run even when other settings were rejected, so one run reports every
+    # problem; those involving a rejected setting are skipped (it is reported already).
+    _check_relations(values, path, sources, rejected, problems)
     if problems:
         raise SceneError(problems)
 
@@ -375,12 +402,17 @@ def build_scene(raw: dict, path: str = "<scene>",
     return Scene(**values, path=path, sources=tuple(sorted(all_sources.items())))
 
 
-def _build_section(cls, name, body, path, sources, problems):
+def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
+    """Message prefix naming where a setting came from: the file, or the flag that set it."""
+    label = sources.get(dotted, "scene file")
+    return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
+
+
+def _build_section(cls, name, body, path, sources, problems, rejected):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs = {}
     for key, value in body.items():
-        where = f"{sources.get(f'{name}.{key}', 'scene file')}"
-        prefix = f"{path}: {name}.{key}" if where == "scene file" else f"{where} {name}.{key}"
+        prefix = _where(f"{name}.{key}", path, sources)
         if key not in fields:
             problems.append(f"{prefix}: unknown key{_suggest(key, fields)}; "
                             f"valid keys: {', '.join(fields)}")
@@ -389,6 +421,7 @@ def _build_section(cls, name, body, path, sources, problems):
             kwargs[key] = _convert(value, fields[key].metadata)
         except ValueError as exc:
             problems.append(f"{prefix}: {exc}")
+            rejected.add(f"{name}.{key}")
     return cls(**kwargs)
 
 
@@ -425,6 +458,11 @@ def _number(value, meta, want_int: bool):
         raise ValueError(f"expected a value {bound}{_unit(meta)}, got {_show(value)}")
     if hi is not None and value > hi:
         raise ValueError(f"expected a value ≤ {hi}{_unit(meta)}, got {_show(value)}")
+    if not want_int and meta["lo_open"] and lo == 0 and value < MIN_POSITIVE:
+        raise ValueError(f"expected a value ≥ 1e-9{_unit(meta)}, got {_show(value)}")
+    if not want_int and abs(value) > MAX_MAGNITUDE:
+        raise ValueError(f"expected a value between -1e9 and 1e9{_unit(meta)}, "
+                         f"got {_show(value)}")
     return value
 
 
@@ -432,6 +470,8 @@ def _unit(meta) -> str:
     return f" {meta['unit']}" if meta["unit"] and meta["unit"] != "px" else ""
 
 
+# cairo's image surfaces are limited to 32767 px a side.
+MAX_SIDE = 32767
 _SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
 _COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
 
@@ -445,9 +485,20 @@ def parse_size(value) -> tuple[int, int]:
     else:
         raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
                          f"got {_show(value)}")
-    if not (1 <= w <= 32767 and 1 <= h <= 32767):
-        raise ValueError(f"expected each side in 1..32767 px, got {w}x{h}")
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}"
+                         f"{_largest_frame_hint(w, h)}")
     return (w, h)
+
+
+def _largest_frame_hint(w: int, h: int) -> str:
+    """What would work instead of a frame too large for cairo: the same aspect, shrunk."""
+    if w < 1 or h < 1:
+        return ""
+    scale = min(MAX_SIDE / w, MAX_SIDE / h)
+    fit_w, fit_h = max(2, int(w * scale) // 2 * 2), max(2, int(h * scale) // 2 * 2)
+    return f"; at this aspect the largest is {fit_w}x{fit_h} (larger needs tiling, " \
+           f"which boids-render does not do)"
 
 
 def parse_fps(value) -> Fraction:
@@ -507,33 +558,64 @@ def _convert(value, meta):
         keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
                      for k in value)
         if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
-            raise ValueError("expected keyframe times in increasing order")
+            times = ", ".join(_show(k[0]) for k in keys)
+            raise ValueError(f"expected keyframe times in increasing order, got {times}")
         return keys
     raise AssertionError(f"unknown setting kind {kind}")
 
 
-def _check_relations(values, path, problems):
-    flock, rules, world = values["flock"], values["rules"], values["world"]
-    if flock.count is not None and flock.spacing is not None:
-        problems.append(f"{path}: flock.count: give count or spacing, not both "
-                        f"(got count {flock.count} and spacing {flock.spacing})")
-    if flock.min_speed > flock.max_speed:
-        problems.append(f"{path}: flock.min_speed: expected ≤ flock.max_speed "
-                        f"({flock.max_speed}), got {flock.min_speed}")
-    if rules.separation_radius > rules.perception_radius:
-        problems.append(f"{path}: rules.separation_radius: expected ≤ rules.perception_radius "
-                        f"({rules.perception_radius}), got {rules.separation_radius}")
-    render = values["render"]
-    if render.width_min > render.width_max:
-        problems.append(f"{path}: render.width_min: expected ≤ render.width_max "
-                        f"({render.width_max}), got {render.width_min}")
-    hawk = values["hawk"]
-    if hawk is not None and hawk.duration > hawk.period:
-        problems.append(f"{path}: hawk.duration: expected ≤ hawk.period ({hawk.period}), "
-                        f"got {hawk.duration}")
-    count = flock.resolved_count(world)
-    if count > 5_000_000:
-        problems.append(f"{path}: flock: expected at most 5,000,000 birds, got {count:,}")
+# Settings that must not exceed another: (lower, upper).
+_ORDERED = (("flock.min_speed", "flock.max_speed"),
+            ("rules.separation_radius", "rules.perception_radius"),
+            ("render.width_min", "render.width_max"),
+            ("hawk.duration", "hawk.period"))
+_PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
+
+
+def _check_relations(values, path, sources, rejected, problems):
+    """Problems between settings, each reported at the setting given last in precedence
+    (the one the user most likely just changed), with the file or flag it came from."""
+
+    def get(dotted):
+        section, _, key = dotted.partition(".")
+        return None if values[section] is None else getattr(values[section], key)
+
+    def usable(*keys):
+        return not any(k in rejected or k.partition(".")[0] in rejected for k in keys)
+
+    def rank(dotted):
+        return _PRECEDENCE.get(sources.get(dotted, "default"), 2)
+
+    def where(dotted):
+        return _where(dotted, path, sources)
+
+    for low, high in _ORDERED:
+        lo, hi = get(low), get(high)
+        if lo is None or hi is None or lo <= hi or not usable(low, high):
+            continue
+        if rank(high) > rank(low):
+            problems.append(f"{where(high)}: expected ≥ {low} ({_show(lo)}), got {_show(hi)}")
+        else:
+            problems.append(f"{where(low)}: expected ≤ {high} ({_show(hi)}), got {_show(lo)}")
+
+    flock, world = values["flock"], values["world"]
+    if flock.count is not None and flock.spacing is not None \
+            and usable("flock.count", "flock.spacing"):
+        key = "flock.spacing" if rank("flock.spacing") > rank("flock.count") else "flock.count"
+        problems.append(f"{where(key)}: give count or spacing, not both "
+                        f"(got count {flock.count} and spacing {_show(flock.spacing)})")
+    elif usable("flock.count", "flock.spacing", "world.width", "world.height"):
+        birds = bird_estimate(flock, world)
+        if birds > MAX_BIRDS:
+            if flock.count is not None:
+                problems.append(f"{where('flock.count')}: expected at most {MAX_BIRDS:,} birds, "
+                                f"got {flock.count:,}")
+            else:
+                least = math.sqrt(world.width * world.height / MAX_BIRDS)
+                shown = f"{birds:,.0f}" if birds < 1e15 else f"{birds:.3g}"
+                problems.append(f"{where('flock.spacing')}: expected a spacing ≥ {least:.4g} "
+                                f"(at most {MAX_BIRDS:,} birds in this world), got "
+                                f"{_show(flock.spacing or 1.0)} ({shown} birds)")
 
 
 def describe(scene: Scene) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numba
 import pytest
 
 from render.cli import main
@@ -90,3 +91,13 @@ def small_scene_text() -> str:
 @pytest.fixture
 def small_scene(write_scene) -> Path:
     return write_scene(SMALL_SCENE, "small.toml")
+
+
+@pytest.fixture(scope="module")
+def one_numba_thread():
+    """Run tiny flocks on one thread (`pytestmark = pytest.mark.usefixtures(...)`): numba's
+    OpenMP hand-offs cost more than a 200-bird step. Results do not depend on threads."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)

@@ -19,7 +19,7 @@ from naive import (naive_accel, naive_integrate, naive_rules, naive_step,
                    naive_total_accel)
 from render.scene import build_scene
 from render.sim.grid import counting_sort, grid_shape
-from render.sim.kernels import FALLOFF_POWER, integrate, neighbourhood, steer
+from render.sim.kernels import FALLOFF_POWER, integrate, steer
 from render.sim.simulate import Simulation
 
 TOL = 1e-9
@@ -124,20 +124,8 @@ def kernel_sums(pos, vel, *, width, height, wrap, radius, sep_radius, falloff):
     pos = np.ascontiguousarray(pos, dtype=np.float64)
     vel = np.ascontiguousarray(vel, dtype=np.float64)
     shape = grid_shape(pos, radius, width, height, wrap)
-    order, cell_start, cell_x, cell_y = counting_sort(
-        pos, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny)
-    pos_s, vel_s = pos[order], vel[order]
-    unit_s = simulate.unit_headings(vel_s)
-    results = neighbourhood(pos_s, vel_s, unit_s, cell_x, cell_y, cell_start, shape.nx,
-                            shape.ny, wrap, width, height, radius, sep_radius,
-                            FALLOFF_POWER[falloff])
-    names = ("count", "cand", "sep", "vsum", "offsum", "usum", "nn")
-    out = {}
-    for name, sorted_values in zip(names, results):
-        by_bird = np.empty_like(sorted_values)
-        by_bird[order] = sorted_values
-        out[name] = by_bird
-    return out
+    return simulate.neighbour_sums(pos, vel, shape, wrap, width, height, radius, sep_radius,
+                                   FALLOFF_POWER[falloff])
 
 
 # ---------------------------------------------------------------------------------------
@@ -311,11 +299,13 @@ def test_kernels_match_reference_when_birds_stray_far_outside_an_open_world():
 
 
 def test_comparison_detects_a_kernel_with_flipped_separation(monkeypatch):
-    def flipped(*args):
-        count, cand, sep, vsum, offsum, usum, nn = neighbourhood(*args)
-        return count, cand, -sep, vsum, offsum, usum, nn
+    advance_flock = simulate.step.advance_flock
 
-    monkeypatch.setattr(simulate, "neighbourhood", flipped)
+    def flipped(*args):
+        *head, rules, motion, extras, work = args
+        return advance_flock(*head, rules._replace(w_sep=-rules.w_sep), motion, extras, work)
+
+    monkeypatch.setattr(simulate.step, "advance_flock", flipped)
     scene = make_scene(falloff="inverse", alignment="difference", boundary="wrap")
     with pytest.raises(AssertionError):
         assert_matches_reference(Simulation(scene), 100)

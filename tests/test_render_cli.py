@@ -491,3 +491,20 @@ def test_every_shipped_scene_renders(cli, scene, tmp_path):
     assert r.code == 0, r.err
     frames, _ = imageio_ffmpeg.count_frames_and_secs(str(out))
     assert frames == 6
+
+
+def test_frames_are_identical_whatever_the_number_of_drawing_workers(cli, tmp_path, small_scene):
+    outputs = {}
+    for workers in (1, 3):
+        folder = tmp_path / f"w{workers}"
+        r = cli(small_scene, "-o", f"{folder}/", "--frames", "8", "--workers", str(workers),
+                "--quiet")
+        assert r.code == 0, r.err
+        outputs[workers] = [p.read_bytes() for p in sorted(folder.glob("*.png"))]
+    assert len(outputs[1]) == 8
+    assert outputs[1] == outputs[3]
+
+
+def test_workers_must_be_a_positive_whole_number(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", f"{tmp_path}/", "--workers", "0")
+    assert r.code == 2 and "--workers" in r.err

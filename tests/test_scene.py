@@ -335,3 +335,82 @@ def test_check_renders_nothing(cli, small_scene, tmp_path):
     r = cli(small_scene, "--check", "-o", target)
     assert r.code == 0
     assert not target.parent.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Relations between settings, and values no render could use
+
+
+def test_relation_broken_by_set_names_the_flag_not_the_file(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "flock.max_speed=2")
+    assert r.code == 2
+    assert r.err_lines == ["boids-render: --set flock.max_speed: expected ≥ flock.min_speed "
+                           "(3.6), got 2.0"]
+
+
+def test_relation_broken_by_the_file_names_the_file(cli, write_scene):
+    path = write_scene("[hawk]\nperiod = 2.0\n")
+    r = cli(path, "--check")
+    assert r.code == 2
+    assert r.err_lines == [f"boids-render: {path}: hawk.period: expected ≥ hawk.duration "
+                           f"(4.3), got 2.0"]
+
+
+def test_relations_are_checked_alongside_unrelated_problems(cli, write_scene):
+    path = write_scene('[flock]\ncount = 10\nmin_speed = 6.0\nmax_speed = 5.0\n'
+                       '[rules]\nfalloff = "cubic"\n')
+    r = cli(path, "--check", "--set", "render.width_min=0.5", "--set", "render.width_max=0.2")
+    assert r.code == 2
+    assert len(r.err_lines) == 3, r.err
+    assert any("rules.falloff" in line for line in r.err_lines)
+    assert any("flock.min_speed" in line and "expected ≤ flock.max_speed" in line
+               for line in r.err_lines)
+    assert any(line.startswith("boids-render: --set render.width_min: expected ≤ "
+                               "render.width_max") for line in r.err_lines)
+
+
+def test_a_rejected_value_is_not_reported_again_by_a_relation(cli, write_scene):
+    # max_speed is rejected; comparing min_speed with the default in its place would add
+    # a second, misleading line.
+    r = cli(write_scene('[flock]\ncount = 10\nmin_speed = 9.0\nmax_speed = "fast"\n'),
+            "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert "flock.max_speed" in r.err and "got 'fast'" in r.err
+
+
+def test_count_and_spacing_both_from_set_names_the_flag(cli, small_scene):
+    r = cli(small_scene, "--check", "--set", "flock.count=50", "--set", "flock.spacing=2")
+    assert r.code == 2
+    assert r.err_lines[0].startswith("boids-render: --set flock.")
+
+
+@pytest.mark.parametrize("body, key, expected", [
+    ("[world]\nwidth = 1e12", "world.width", "expected a value between -1e9 and 1e9"),
+    ("[world]\nheight = 1e-9", "world.height", "expected a value ≥ 1e-06"),
+    ("[field]\nwavelength_x = 5e-324", "field.wavelength_x", "expected a value ≥ 1e-9"),
+    ("[field]\ndrift_x = 1e300", "field.drift_x", "between -1e9 and 1e9"),
+    ("[scene]\ndt = 1e-12", "scene.dt", "expected a value ≥ 1e-9"),
+    ("[attractor]\nposition = [1e300, 0]", "attractor.position", "between -1e9 and 1e9"),
+    ("[flock]\nspacing = 1e-7", "flock.spacing", "expected a spacing ≥ 0.0268"),
+    ('[output]\nsize = "100000x100000"', "output.size", "the largest is 32766x32766"),
+    ("[attractor]\npath = [[1, 0, 0], [0, 1, 1]]", "attractor.path",
+     "expected keyframe times in increasing order, got 1.0, 0.0"),
+], ids=lambda v: v.replace("\n", " ") if isinstance(v, str) and v.startswith("[") else None)
+def test_value_no_render_could_use_is_one_line_saying_what_would_work(
+        cli, write_scene, body, key, expected):
+    path = write_scene(body + "\n")
+    r = cli(path, "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert f"{path}: {key}" in r.err
+    assert expected in r.err
+
+
+def test_scene_file_that_is_not_utf8_is_one_line(cli, tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[scene]\nname = "Étourneaux"\n'.encode("latin-1"))
+    r = cli(path, "--check")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert str(path) in r.err and "UTF-8" in r.err

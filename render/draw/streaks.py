@@ -1,21 +1,40 @@
-"""Each bird drawn as a short streak, density-weighted, grouped into a few strokes (SPEC §5).
+"""Each bird drawn as a short streak, density-weighted, grouped into a few paths (SPEC §5).
 
 Birds fall into `BUCKETS` density buckets plus one accent bucket; each bucket is one path
-and one stroke, so a frame costs six state changes, not one per bird.
+composited once, so a frame costs six state changes, not one per bird.
+
+A streak is a round-capped line, drawn as its filled outline (a rectangle with a polygon
+for each cap) rather than stroked: numpy builds every outline at once, the whole path
+reaches cairo in one call (see `paths`), and cairo's stroker is not needed. Frames are
+drawn in two halves, `frame_paths` (numpy) and `fill_frame` (cairo); timings and the
+comparison with the stroked drawing are in benchmarks/draw_bench.py.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cairo
 import numpy as np
 
 from ..scene import Scene
+from .paths import append_polygons, polygon_records
 from .surface import Canvas, world_to_pixels
 
 BUCKETS = 5
 DT_REF = 1 / 60  # streak lengths are in units of the distance flown in one 60 Hz step
+
+# cairo's 4x4-supersampling rasteriser takes half the time of its default 15x256 grid
+# (benchmarks/draw_bench.py), and differs from it only at streak edges: against a 4x
+# supersampled frame, 1080p ink pixels are off by 7/255 on average instead of 0.4/255,
+# total ink is unchanged, and a lone thin streak's ink varies by ~5% with its sub-pixel
+# position (0.2% on the fine grid). Stills that can wait pass ANTIALIAS_DEFAULT instead.
+ANTIALIAS = cairo.ANTIALIAS_FAST
+# How far a cap polygon may stray from the true semicircle, in pixels: the 4x4 grid's
+# sample spacing (nearer than that is invisible through it), else cairo's own tolerance.
+CAP_TOLERANCE_PX = {cairo.ANTIALIAS_FAST: 0.25}
+FINE_CAP_TOLERANCE_PX = 0.1
 
 
 @dataclass(frozen=True)
@@ -86,30 +105,134 @@ def wrapped_copies(start, end, bucket, width: float, height: float):
     return np.concatenate(starts), np.concatenate(ends), np.concatenate(groups)
 
 
-def draw_frame(canvas: Canvas, scene: Scene, positions: np.ndarray, velocities: np.ndarray,
-               neighbours: np.ndarray, accent: np.ndarray) -> np.ndarray:
-    """Draw one frame onto `canvas`; returns its pixels (h, w, 4) BGRA uint8."""
+def to_pixels(matrix: cairo.Matrix, points: np.ndarray) -> np.ndarray:
+    """(n, 2) world points through the world→pixel matrix."""
+    x, y = points[:, 0], points[:, 1]
+    return np.column_stack([matrix.xx * x + matrix.xy * y + matrix.x0,
+                            matrix.yx * x + matrix.yy * y + matrix.y0])
+
+
+def cap_sides(radius_px: float, tolerance_px: float) -> int:
+    """Sides of the polygon standing in for each semicircular cap of a streak of this
+    radius (pixels): the fewest, ≥ 3, that keep it within `tolerance_px` of the circle."""
+    sides = 3
+    while (cap_scale(sides) - 1.0) * radius_px > tolerance_px and sides < 64:
+        sides += 1
+    return sides
+
+
+def cap_scale(sides: int) -> float:
+    """Radius, relative to the streak's, of a cap polygon's inner vertices so the polygon
+    has the semicircle's area (an inscribed polygon would thin every streak's ends).
+
+    The fan of `sides` triangles from the cap's centre, the two outer vertices at radius 1
+    and the inner ones at s, has area sin(π/sides)·(2s + (sides − 2)s²)/2 = π/2."""
+    k = sides - 2
+    return (math.sqrt(1.0 + k * math.pi / math.sin(math.pi / sides)) - 1.0) / k
+
+
+def outline_polygons(start: np.ndarray, end: np.ndarray, radius: np.ndarray, sides: int,
+                     out: np.ndarray) -> None:
+    """Write each streak's round-capped outline into `out` (n, 2·(sides + 1), 2).
+
+    start, end: (n, 2) C-contiguous end points; radius: (n,) half widths, in the same unit.
+    The polygon runs around the head cap (from one side of the streak, over the tip, to the
+    other), then around the tail cap: every outline turns the same way, so overlapping
+    streaks add up under the non-zero fill rule instead of cancelling. A zero-length streak
+    gets a round dot, as a round-capped stroke does.
+    """
+    # Points as complex numbers x + iy: a cap vertex is the cap's centre plus the streak's
+    # radius·heading turned by the vertex's angle, which is one complex multiplication.
+    tail, head = start.view(np.complex128)[:, 0], end.view(np.complex128)[:, 0]
+    d = head - tail
+    length = np.abs(d)
+    moving = length > 0
+    heading = d * (radius / np.where(moving, length, 1.0))  # radius long
+    if not moving.all():
+        heading[~moving] = radius[~moving]
+    angle = np.linspace(-0.5 * np.pi, 0.5 * np.pi, sides + 1)
+    reach = np.full(sides + 1, cap_scale(sides))
+    reach[[0, -1]] = 1.0
+    offsets = heading[:, None] * (reach * np.exp(1j * angle))  # (n, sides + 1)
+    vertices = out.view(np.complex128)[..., 0]
+    vertices[:, :sides + 1] = head[:, None] + offsets
+    vertices[:, sides + 1:] = tail[:, None] - offsets
+
+
+@dataclass(frozen=True)
+class FramePaths:
+    """One frame's streaks, ready for cairo: the path records (see `paths`) of every
+    streak's outline in pixels, grouped by bucket (bucket b's path is
+    records[bounds[b]:bounds[b + 1]]), and the style that colours them."""
+
+    records: np.ndarray
+    bounds: np.ndarray
+    style: Style
+
+
+def frame_paths(scene: Scene, size: tuple[int, int], positions: np.ndarray,
+                velocities: np.ndarray, neighbours: np.ndarray, accent: np.ndarray, *,
+                antialias: cairo.Antialias = ANTIALIAS) -> FramePaths:
+    """The numpy half of drawing a frame of `size` (w, h) px: every streak's outline, its
+    caps as fine as `antialias` will show."""
     world = scene.world
-    matrix = world_to_pixels(world.width, world.height, canvas.size)
+    matrix = world_to_pixels(world.width, world.height, size)
     style = style_for(scene, matrix.xx)
     start, end = segments(positions, velocities, style.tail, style.head)
     group = buckets(neighbours, accent, style.density_count)
     if world.boundary == "wrap":
         start, end, group = wrapped_copies(start, end, group, world.width, world.height)
+    # Bucket order, so each bucket's path is one contiguous slice of records; pixels, so
+    # cairo need not transform every vertex (the world→pixel scale is uniform).
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(BUCKETS + 2))
+    half_widths_px = 0.5 * matrix.xx * np.asarray(style.widths)
+    sides = cap_sides(half_widths_px.max(),
+                      CAP_TOLERANCE_PX.get(antialias, FINE_CAP_TOLERANCE_PX))
+    records, points = polygon_records(len(order), 2 * (sides + 1))
+    outline_polygons(to_pixels(matrix, start[order]), to_pixels(matrix, end[order]),
+                     half_widths_px[group[order]], sides, out=points)
+    return FramePaths(records, bounds, style)
 
+
+def fill_frame(canvas: Canvas, paths: FramePaths, *,
+               antialias: cairo.Antialias = ANTIALIAS) -> np.ndarray:
+    """The cairo half: background, then each bucket's streaks. Returns the canvas's pixels
+    (h, w, 4) BGRA uint8, contiguous: ready for the encoder as they are."""
     ctx = canvas.context()
-    ctx.set_source_rgb(*style.background)
+    ctx.set_antialias(antialias)
+    ctx.set_source_rgb(*paths.style.background)
     ctx.paint()
-    ctx.set_matrix(matrix)
-    ctx.set_line_cap(cairo.LINE_CAP_ROUND)
+    # Non-zero winding (cairo's default): where streaks of one bucket overlap, their union
+    # is drawn once, as one stroke of them would be; even-odd would punch holes there.
+    ctx.set_fill_rule(cairo.FILL_RULE_WINDING)
+    # A fill in a translucent colour goes through pixman once per run of covered pixels
+    # in every row (tens of thousands of calls a frame). SOURCE with the opaque colour,
+    # the streaks as the clip and the opacity as a uniform mask gives the same pixels,
+    # dst·(1 − α·coverage) + colour·α·coverage, and cairo blends it in place in one pass.
+    ctx.set_operator(cairo.OPERATOR_SOURCE)
     for b in range(BUCKETS + 1):
-        members = np.flatnonzero(group == b)
-        if members.size == 0:
+        lo, hi = paths.bounds[b], paths.bounds[b + 1]
+        if hi == lo:
             continue
-        for (x0, y0), (x1, y1) in zip(start[members].tolist(), end[members].tolist()):
-            ctx.move_to(x0, y0)
-            ctx.line_to(x1, y1)
-        ctx.set_line_width(style.widths[b])
-        ctx.set_source_rgba(*style.colours[b])
-        ctx.stroke()
+        append_polygons(ctx, paths.records[lo:hi])
+        ctx.clip()
+        *rgb, alpha = paths.style.colours[b]
+        ctx.set_source_rgb(*rgb)
+        ctx.paint_with_alpha(alpha)
+        ctx.reset_clip()
     return canvas.flush()
+
+
+def draw_frame(canvas: Canvas, scene: Scene, positions: np.ndarray, velocities: np.ndarray,
+               neighbours: np.ndarray, accent: np.ndarray, *,
+               antialias: cairo.Antialias = ANTIALIAS) -> np.ndarray:
+    """Draw one frame onto `canvas`; returns its pixels (h, w, 4) BGRA uint8, contiguous.
+
+    positions, velocities: (n, 2) world units and world units/s; neighbours: (n,) counts;
+    accent: (n,) bool. `antialias`: cairo.ANTIALIAS_DEFAULT gives cairo's finest edges
+    (about twice the time), for stills where time does not matter.
+    """
+    paths = frame_paths(scene, canvas.size, positions, velocities, neighbours, accent,
+                        antialias=antialias)
+    return fill_frame(canvas, paths, antialias=antialias)

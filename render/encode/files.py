@@ -18,3 +18,25 @@ def temp_beside(path: Path, suffix: str) -> Path:
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_UMASK)
     return Path(tmp)
+
+
+def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:
+    """Move the finished `tmp` to `path` in one atomic step; False (and `tmp` removed) when
+    `overwrite` is off and `path` exists, e.g. another machine sharing the folder finished
+    it first."""
+    if overwrite:
+        os.replace(tmp, path)
+        return True
+    try:
+        # Unlike a rename, a hard link never replaces an existing file: the check and the
+        # move are one step, so two machines cannot both "win".
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError:  # a filesystem without hard links: check, then rename (racy, rare)
+        if path.exists():
+            return False
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -9,7 +10,8 @@ from pathlib import Path
 import cairo
 import numpy as np
 
-from .files import temp_beside
+from ..errors import EncodeError
+from .files import place, temp_beside
 
 _PATTERN = re.compile(r"%0?(\d*)d")
 
@@ -24,37 +26,69 @@ def sequence_pattern(output: str) -> str:
     return output if _PATTERN.search(output) else os.path.join(output, "frame_%05d.png")
 
 
-def write_png(pixels: np.ndarray, path: str | Path) -> None:
-    """Write (h, w, 4) BGRA pixels as a PNG, via a temporary file renamed into place."""
+def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True) -> bool:
+    """Write (h, w, 4) BGRA pixels as a PNG, via a temporary file renamed into place.
+    Returns False when `overwrite` is off and `path` exists (nothing written)."""
     path = Path(path)
     height, width, _ = pixels.shape
     data = np.ascontiguousarray(pixels)
     surface = cairo.ImageSurface.create_for_data(memoryview(data), cairo.FORMAT_ARGB32,
                                                  width, height, width * 4)
+    # Encode in memory, then write with Python: a full disk then raises an OSError that
+    # says so, where cairo would only report "error while writing to output stream".
+    png = io.BytesIO()
+    surface.write_to_png(png)
     tmp = temp_beside(path, ".png")
     try:
-        surface.write_to_png(str(tmp))
-        os.replace(tmp, path)
+        tmp.write_bytes(png.getbuffer())
+        return place(tmp, path, overwrite=overwrite)
+    except OSError as exc:
+        raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
 
 
-class SequenceWriter:
-    """Writes frame k to `pattern % k`. A context manager, like the video writer."""
+def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
+    """Whether `path` holds a PNG that decodes whole at `size` (w, h) px."""
+    try:
+        surface = cairo.ImageSurface.create_from_png(str(path))
+    except (cairo.Error, OSError, MemoryError):  # missing, truncated or corrupt
+        return False
+    return (surface.get_width(), surface.get_height()) == tuple(size)
 
-    def __init__(self, output: str, *, first: int = 0):
+
+class SequenceWriter:
+    """Writes frame k to `pattern % k`. A context manager, like the video writer.
+
+    Frames already on disk are kept instead of drawn again: with `resume`, those that
+    read back whole at `size` (an interrupted run's); without `overwrite`, any file at a
+    frame's name (so several machines can render into one folder, each skipping the frames
+    another has finished).
+    """
+
+    def __init__(self, output: str, *, size: tuple[int, int], resume: bool = False,
+                 overwrite: bool = True):
         self.pattern = sequence_pattern(output)
-        self.index = first
+        self.size = size
+        self.resume = resume
+        self.overwrite = overwrite
         self.written = 0
 
     def __enter__(self) -> SequenceWriter:
         Path(self.pattern % 0).parent.mkdir(parents=True, exist_ok=True)
         return self
 
-    def write(self, pixels: np.ndarray) -> None:
-        write_png(pixels, self.pattern % self.index)
-        self.index += 1
-        self.written += 1
+    def wants(self, index: int) -> bool:
+        """Whether frame `index` needs drawing; False for a frame on disk to keep."""
+        path = self.pattern % index
+        if not self.overwrite and os.path.exists(path):
+            return False
+        return not (self.resume and is_complete_png(path, self.size))
+
+    def write(self, index: int, pixels: np.ndarray) -> None:
+        # Not written (False) when, without overwrite, another machine sharing the folder
+        # finished this frame meanwhile: theirs is kept.
+        self.written += write_png(pixels, self.pattern % index, overwrite=self.overwrite)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         return None

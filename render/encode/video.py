@@ -7,7 +7,8 @@ and frames go in cairo's native BGRA layout so ffmpeg, not numpy, converts the p
 
 from __future__ import annotations
 
-import os
+import re
+import signal
 import subprocess
 import tempfile
 from fractions import Fraction
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
-from .files import temp_beside
+from .files import place, temp_beside
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
 # stream, so players do not guess (and shift colours) on HD material.
@@ -28,6 +29,10 @@ _H264 = [
     "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709",
     "-color_range", "tv", "-movflags", "+faststart",
 ]
+
+
+# ffmpeg tags its messages with the component that wrote them: "[out#0/mp4 @ 0x55…] ".
+_LOG_PREFIX = re.compile(r"^(\[[^]]*@ 0x[0-9a-f]+\] )+")
 
 
 def ffmpeg_exe() -> str:
@@ -43,79 +48,119 @@ class VideoWriter:
     """Streams BGRA frames into an H.264 MP4, written to a temporary file beside `path` and
     renamed into place only once ffmpeg succeeded and the frame count read back matches.
 
-    Use as a context manager; an exception inside the block kills ffmpeg and removes the
-    temporary file, leaving any existing file at `path` untouched.
+    Use as a context manager; an exception inside the block (an interruption included)
+    kills ffmpeg and removes the temporary file, leaving any existing file at `path`
+    untouched. With `overwrite` off an existing `path` is refused before any work.
     """
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
-                 frames: int):
+                 frames: int, overwrite: bool = True):
         width, height = size
         if width % 2 or height % 2:
             raise UsageError(f"{path}: H.264 in yuv420p needs even sizes, got "
                               f"{width}x{height}; try {width + width % 2}x{height + height % 2}")
         self.path = Path(path)
+        if not overwrite and self.path.exists():
+            raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
+                             f"or drop --no-overwrite to replace it")
         self.size = size
         self.fps = fps
         self.crf = crf
         self.expected = frames
+        self.overwrite = overwrite
         self.written = 0
         self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> VideoWriter:
+        exe = ffmpeg_exe()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = temp_beside(self.path, self.path.suffix)
         self._log = tempfile.TemporaryFile()
         width, height = self.size
-        cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
+        cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
                "-framerate", f"{self.fps.numerator}/{self.fps.denominator}", "-i", "pipe:0",
                "-an", *_H264, "-crf", str(self.crf), "-f", "mp4", str(self._tmp)]
         try:
+            # Own session: Ctrl-C in a terminal signals the whole foreground process group,
+            # and ffmpeg would then finish its file by itself, racing our kill. Signals
+            # left as Python has them (SIGXFSZ ignored): a file-size limit then fails
+            # ffmpeg's write with "File too large" on its stderr, as a full disk does with
+            # "No space left on device", instead of killing it without a word.
             self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
-                                          stdout=subprocess.DEVNULL, stderr=self._log)
-        except OSError as exc:
+                                          stdout=subprocess.DEVNULL, stderr=self._log,
+                                          start_new_session=True, restore_signals=False)
+        except BaseException as exc:
             self._log.close()
             self._tmp.unlink(missing_ok=True)
-            raise EncodeError(f"cannot run ffmpeg {cmd[0]}: {exc.strerror}") from None
+            if isinstance(exc, OSError):
+                raise EncodeError(f"cannot run ffmpeg {exe}: {exc.strerror}") from None
+            raise
         return self
 
-    def write(self, pixels: np.ndarray) -> None:
-        """One frame, (h, w, 4) uint8 BGRA."""
+    def wants(self, index: int) -> bool:
+        """Every frame of a clip is drawn."""
+        return True
+
+    def write(self, index: int, pixels: np.ndarray) -> None:
+        """Frame `index` (the next one), (h, w, 4) uint8 BGRA."""
+        if index != self.written:
+            raise ValueError(f"frame {index} given, frame {self.written} expected")
         try:
             self._proc.stdin.write(memoryview(np.ascontiguousarray(pixels)).cast("B"))
         except (BrokenPipeError, OSError):
             self._proc.wait()
             raise EncodeError(f"ffmpeg stopped while encoding {self.path}: "
-                              f"{self._stderr()}") from None
+                              f"{self._cause()}") from None
         self.written += 1
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if exc_type is not None:
-                self._proc.kill()
-                self._proc.wait()
-                return
-            self._proc.stdin.close()
-            code = self._proc.wait()
-            if code != 0:
-                raise EncodeError(f"ffmpeg failed (exit {code}) writing {self.path}: "
-                                  f"{self._stderr()}")
-            found = count_frames(self._tmp)
-            if found != self.expected:
-                raise EncodeError(f"{self.path}: expected {self.expected} frames, "
-                                  f"ffmpeg wrote {found}")
-            os.replace(self._tmp, self.path)
+            if exc_type is None:
+                self._finish()
         finally:
+            # On failure or interruption kill ffmpeg rather than let it flush a file nobody
+            # will keep; remove the temporary before waiting, in case a second Ctrl-C
+            # cuts the wait short.
             if self._proc.poll() is None:
                 self._proc.kill()
-                self._proc.wait()
-            self._log.close()
             self._tmp.unlink(missing_ok=True)
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass  # unflushed bytes to a killed ffmpeg
+            self._proc.wait()
+            self._log.close()
 
-    def _stderr(self) -> str:
+    def _finish(self) -> None:
+        self._proc.stdin.close()
+        code = self._proc.wait()
+        if code != 0:
+            raise EncodeError(f"ffmpeg failed writing {self.path}: {self._cause()}")
+        found = count_frames(self._tmp)
+        if found != self.expected:
+            raise EncodeError(f"{self.path}: expected {self.expected} frames, "
+                              f"ffmpeg wrote {found}")
+        if not place(self._tmp, self.path, overwrite=self.overwrite):
+            raise UsageError(f"{self.path}: appeared while rendering and --no-overwrite "
+                             f"keeps it; the new render was discarded")
+
+    def _cause(self) -> str:
+        """ffmpeg's own account of a failure, on one line."""
         self._log.seek(0)
-        text = self._log.read().decode("utf-8", "replace").strip()
-        return text.splitlines()[-1] if text else "no message"
+        lines = []
+        for line in self._log.read().decode("utf-8", "replace").splitlines():
+            line = _LOG_PREFIX.sub("", line).strip()
+            if line and line not in lines:
+                lines.append(line)
+        code = self._proc.returncode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            lines.append(f"killed by {name} ({signal.strsignal(-code)})")
+        elif code:
+            lines.append(f"exit status {code}")
+        text = "; ".join(lines)
+        return text if len(text) <= 400 else text[:400] + " …"
 
 
 def count_frames(path: str | Path) -> int:

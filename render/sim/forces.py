@@ -1,11 +1,19 @@
-"""Forces beyond the three flocking rules, vectorised in numpy (they cost O(n) per step).
+"""Forces beyond the three flocking rules.
 
-Each returns an acceleration array (n, 2) in world units/s² for positions (n, 2).
+Each force is written twice: vectorised in numpy (an acceleration array (n, 2) in world
+units/s² for positions (n, 2)), the plain statement of the formula; and per bird in numba
+(`*_at`, scalars in, scalars out), which the fused step calls. The two agree bit for bit
+(tests/test_step.py): the per-bird versions do the same floating-point operations in the
+same order, and only skip work whose result is an exact zero.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .jit import serial
 
 # The hyperbolic wall push is capped where a bird reaches 1% of the margin from the edge
 # (or beyond it): the push is then 99× the strength, enough to turn any bird back.
@@ -104,3 +112,75 @@ def hawk(pos: np.ndarray, where, radius: float, strength: float) -> np.ndarray:
     dist = np.hypot(offset[:, 0], offset[:, 1])
     push = strength * np.clip(1.0 - dist / radius, 0.0, None) ** 2
     return offset / np.maximum(dist, 1e-300)[:, None] * push[:, None]
+
+
+# ---------------------------------------------------------------------------------------
+# Per bird, for the fused step. Same operations, same order as above.
+
+_TWO_PI = 2 * np.pi
+_SQRT2 = np.sqrt(2.0)
+
+
+@serial
+def wall_at(p, extent, margin, strength):
+    """`walls` along one axis for the coordinate p."""
+    floor = _WALL_NEAREST * margin
+    near = max(p, floor)
+    far = max(extent - p, floor)
+    push = 0.0 + strength * max(margin / near - 1.0, 0.0)
+    return push - strength * max(margin / far - 1.0, 0.0)
+
+
+@serial
+def attractor_at(x, y, px, py, strength, radius):
+    """`attractor` for one bird at (x, y), toward (px, py)."""
+    ox = px - x
+    oy = py - y
+    scale = strength / (math.hypot(ox, oy) + radius)
+    return ox * scale, oy * scale
+
+
+@serial
+def containment_at(x, y, cx, cy, a, b, strength):
+    """`containment` for one bird: (ax, ay, inside)."""
+    ox = x - cx
+    oy = y - cy
+    u = ox / a
+    v = oy / b
+    # Well inside (ρ < 0.995) the exact test below says inside too; two hypot calls saved.
+    if u * u + v * v < 0.99:
+        return 0.0, 0.0, True
+    rho = math.hypot(u, v)
+    if not rho > 1.0:
+        return 0.0, 0.0, True
+    dist = math.hypot(ox, oy)
+    outside = dist * (1.0 - 1.0 / max(rho, 1.0))
+    scale = strength * outside
+    reach = max(dist, 1e-300)
+    return (-ox / reach) * scale, (-oy / reach) * scale, outside == 0.0
+
+
+@serial
+def hawk_at(x, y, hx, hy, radius, strength):
+    """`hawk` for one bird."""
+    ox = x - hx
+    oy = y - hy
+    # Clearly beyond the radius the push is exactly zero; hypot saved.
+    if ox * ox + oy * oy >= 1.01 * radius * radius:
+        return 0.0, 0.0
+    dist = math.hypot(ox, oy)
+    fade = max(1.0 - dist / radius, 0.0)
+    push = strength * (fade * fade)
+    reach = max(dist, 1e-300)
+    return (ox / reach) * push, (oy / reach) * push
+
+
+@serial
+def field_at(x, y, time_s, wavelengths, drifts, phases):
+    """`field` φ at (x, y); wavelengths, drifts, phases: 3-tuples along x, y, diagonal."""
+    total = 0.0
+    total += math.sin(_TWO_PI * (x - drifts[0] * time_s) / wavelengths[0] + phases[0])
+    total += math.sin(_TWO_PI * (y - drifts[1] * time_s) / wavelengths[1] + phases[1])
+    total += math.sin(_TWO_PI * ((x + y) / _SQRT2 - drifts[2] * time_s) / wavelengths[2]
+                      + phases[2])
+    return total / 3.0

@@ -19,6 +19,14 @@ from .jit import serial
 _MAX_SPAN_WORLDS = 4.0
 
 
+def max_cells(birds: int) -> int:
+    """Cells a grid of `birds` stops at (about). Each cell costs two int64 and a turn of the
+    serial prefix sum every step, and a perception radius tiny next to the world would ask
+    for more cells than memory holds; beyond a few per bird they are nearly all empty.
+    Larger cells stay correct (side ≥ r), they only hold more candidates."""
+    return 4 * birds + 4096
+
+
 @dataclass(frozen=True)
 class GridShape:
     """Cell layout for one step: origin (x0, y0), cell sides (cw, ch), counts (nx, ny)."""
@@ -38,52 +46,66 @@ def grid_shape(positions: np.ndarray, radius: float, width: float, height: float
     positions: (n, 2) float64, world units. On a torus the cells tile the world exactly;
     otherwise they cover the birds' bounding box (the world may be open).
     """
+    limit = max_cells(len(positions))
     if wrap:
-        nx = max(1, int(width // radius))
-        ny = max(1, int(height // radius))
+        side = _cell_side(radius, width, height, limit)
+        nx = max(1, int(width // side))
+        ny = max(1, int(height // side))
         return GridShape(0.0, 0.0, width / nx, height / ny, nx, ny)
-    lo = positions.min(axis=0)
-    hi = positions.max(axis=0)
-    max_x = max(1, math.ceil(_MAX_SPAN_WORLDS * width / radius))
-    max_y = max(1, math.ceil(_MAX_SPAN_WORLDS * height / radius))
-    nx = min(max_x, int((hi[0] - lo[0]) // radius) + 1)
-    ny = min(max_y, int((hi[1] - lo[1]) // radius) + 1)
-    return GridShape(float(lo[0]), float(lo[1]), radius, radius, nx, ny)
+    lo, hi = bounds(positions)
+    span_x = min(float(hi[0] - lo[0]), _MAX_SPAN_WORLDS * width)
+    span_y = min(float(hi[1] - lo[1]), _MAX_SPAN_WORLDS * height)
+    side = _cell_side(radius, span_x, span_y, limit)
+    nx = int(span_x // side) + 1
+    ny = int(span_y // side) + 1
+    return GridShape(float(lo[0]), float(lo[1]), side, side, nx, ny)
+
+
+def _cell_side(radius: float, span_x: float, span_y: float, limit: int) -> float:
+    """`radius`, or larger where cells of side `radius` over the span would number more
+    than `limit` (their count may even overflow to inf): then about `limit` cells, or up
+    to 3x that for an open world, whose cells over the span are whole."""
+    if (span_x / radius + 1) * (span_y / radius + 1) <= limit:
+        return radius
+    return max(radius, math.sqrt(span_x * span_y / limit), max(span_x, span_y) / limit)
+
+
+@serial
+def bounds(positions):
+    """(min, max) over the birds of each coordinate, two (2,) arrays. (numpy's min(axis=0)
+    on an (n, 2) array walks it two elements at a time: 25x slower.)"""
+    lo = positions[0].copy()
+    hi = positions[0].copy()
+    for i in range(1, positions.shape[0]):
+        for axis in range(2):
+            lo[axis] = min(lo[axis], positions[i, axis])
+            hi[axis] = max(hi[axis], positions[i, axis])
+    return lo, hi
 
 
 @serial
 def counting_sort(positions, x0, y0, cw, ch, nx, ny):
-    """Sort birds by cell.
+    """Sort birds by cell, stably (birds of a cell stay in identity order).
 
-    Returns (order, cell_start, cell_x, cell_y): sorted slot k holds bird order[k]; birds
-    of cell c = cy·nx + cx occupy slots cell_start[c] .. cell_start[c+1]; cell_x/cell_y
-    give each sorted slot's cell coordinates.
+    Returns (order, cell_start, slot): sorted slot k holds bird order[k], and bird i sits
+    in slot[i]; birds of cell c = cy·nx + cx occupy slots cell_start[c] .. cell_start[c+1]
+    (nx·ny + 1,).
     """
     n = positions.shape[0]
-    cells = nx * ny
-    cx = np.empty(n, np.int64)
-    cy = np.empty(n, np.int64)
     cell = np.empty(n, np.int64)
-    counts = np.zeros(cells + 1, np.int64)
+    counts = np.zeros(nx * ny + 1, np.int64)
     for i in range(n):
         x = int(math.floor((positions[i, 0] - x0) / cw))
         y = int(math.floor((positions[i, 1] - y0) / ch))
-        x = min(max(x, 0), nx - 1)
-        y = min(max(y, 0), ny - 1)
-        cx[i] = x
-        cy[i] = y
-        cell[i] = y * nx + x
+        cell[i] = min(max(y, 0), ny - 1) * nx + min(max(x, 0), nx - 1)
         counts[cell[i] + 1] += 1
-    for c in range(cells):
+    for c in range(nx * ny):
         counts[c + 1] += counts[c]
     cell_start = counts.copy()
     order = np.empty(n, np.int64)
-    cell_x = np.empty(n, np.int64)
-    cell_y = np.empty(n, np.int64)
+    slot = np.empty(n, np.int64)
     for i in range(n):
-        k = counts[cell[i]]
+        slot[i] = counts[cell[i]]
+        order[slot[i]] = i
         counts[cell[i]] += 1
-        order[k] = i
-        cell_x[k] = cx[i]
-        cell_y[k] = cy[i]
-    return order, cell_start, cell_x, cell_y
+    return order, cell_start, slot

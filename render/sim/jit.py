@@ -1,11 +1,13 @@
 """Numba flags in one place.
 
 No fastmath: reassociating sums would make results depend on vectorisation choices.
-`cache=True` so a second run does not recompile. Parallel kernels use `prange` over birds
+Cached, so a second run does not recompile. Parallel kernels use `prange` over birds
 and write only their own row, so any thread count gives bit-identical results.
 """
 
+import hashlib
 import os
+from pathlib import Path
 
 # GNU OpenMP busy-waits between parallel regions: as soon as anything else wants the cores
 # (ffmpeg encoding, a second render) every kernel launch costs tens of ms. This must be set
@@ -14,8 +16,47 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402
 
-FLAGS = dict(cache=True, fastmath=False, error_model="numpy")
+FLAGS = dict(fastmath=False, error_model="numpy")
 
-serial = numba.njit(**FLAGS)
-parallel = numba.njit(parallel=True, **FLAGS)
+# numba's cache is stale only when the file defining a function changes, but a kernel is
+# compiled together with the kernels it calls from other files (step.py calls kernels.py,
+# forces.py, grid.py): after an edit there, the old machine code would still run. So every
+# cached kernel here is stamped with the sources of every module that defines kernels.
+_SOURCES = [path.read_bytes() for path in sorted(Path(__file__).parent.glob("*.py"))]
+_SOURCES_STAMP = hashlib.sha256(b"".join(
+    text for text in _SOURCES if b"from .jit import" in text or b"def _njit(" in text
+)).hexdigest()
+
+
+try:  # numba's cache classes are not public API: without them, plain cache=True
+    from numba.core.caching import CompileResultCacheImpl, FunctionCache
+
+    def _stamped(locator_class):
+        return type(locator_class.__name__, (locator_class,),
+                    {"get_source_stamp": lambda self: _SOURCES_STAMP})
+
+    class _CacheImpl(CompileResultCacheImpl):
+        _locator_classes = [_stamped(c) for c in CompileResultCacheImpl._locator_classes]
+
+    class _Cache(FunctionCache):
+        _impl_class = _CacheImpl
+except (ImportError, AttributeError):  # pragma: no cover - depends on the numba version
+    _Cache = None
+
+
+def _njit(**options):
+    def decorate(func):
+        if _Cache is None:
+            return numba.njit(**FLAGS, cache=True, **options)(func)
+        dispatcher = numba.njit(**FLAGS, **options)(func)
+        dispatcher._cache = _Cache(dispatcher.py_func)  # as cache=True would, stamped
+        return dispatcher
+    return decorate
+
+
+serial = _njit()
+# Inlined into each caller in numba's IR: a caller that passes a constant (a flag) gets a
+# copy with the other branch compiled away.
+inline = _njit(inline="always")
+parallel = _njit(parallel=True)
 prange = numba.prange

@@ -1,8 +1,9 @@
 """The fixed-step simulator and the frames sampled from it.
 
-`Simulation` validates and prepares arrays and calls the small numba kernels; `frames`
-turns its steps into frame states at the output rate (SPEC §2: the step never changes to
-suit the fps; a frame between two steps interpolates, the short way across a wrapping edge).
+`Simulation` validates and prepares arrays and calls the numba step (step.py, one call
+per step); `frames` turns its steps into frame states at the output rate (SPEC §2: the
+step never changes to suit the fps; a frame between two steps interpolates, the short way
+across a wrapping edge).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..scene import Scene
-from . import forces
-from .grid import counting_sort, grid_shape
-from .kernels import FALLOFF_POWER, integrate, neighbourhood, steer
+from . import forces, step
+from .grid import GridShape, counting_sort, grid_shape
+from .kernels import FALLOFF_POWER, neighbourhood, sort_birds, split_sums, steer
 from .state import STREAM_FIELD, seed_flock, streams
 
 
@@ -44,19 +45,36 @@ class Snapshot:
 
 
 def unit_headings(vel: np.ndarray) -> np.ndarray:
-    """v/|v| per row; zero for birds with zero speed."""
-    speed = np.hypot(vel[:, 0], vel[:, 1])
+    """v/|v| per row; zero for birds with zero speed. (sqrt, not hypot: the same values as
+    the kernels' `heading`, at a tenth of the cost.)"""
+    speed = np.sqrt(vel[:, 0] * vel[:, 0] + vel[:, 1] * vel[:, 1])
     out = np.zeros_like(vel)
     moving = speed > 0
     out[moving] = vel[moving] / speed[moving, None]
     return out
 
 
+def neighbour_sums(pos: np.ndarray, vel: np.ndarray, shape: GridShape, wrap: bool,
+                   width: float, height: float, radius: float, sep_radius: float,
+                   sep_power: int) -> dict[str, np.ndarray]:
+    """The neighbourhood kernel's sums for the birds pos, vel (n, 2) on the grid `shape`,
+    by bird identity, by name (see kernels.split_sums)."""
+    order, cell_start, _ = counting_sort(pos, shape.x0, shape.y0, shape.cw, shape.ch,
+                                         shape.nx, shape.ny)
+    work = step.workspace(len(pos))
+    sort_birds(pos, vel, order, work.birds)
+    neighbourhood(work.birds, cell_start, shape.nx, shape.ny, wrap, width, height, radius,
+                  sep_radius, sep_power, work.sums)
+    work.mine[order] = work.sums
+    return split_sums(work.mine)
+
+
 class Simulation:
     """The flock of one scene, advanced one fixed step at a time.
 
     After construction the settle steps have run: `step_index` is 0 and `positions` is the
-    state frame 0 shows.
+    state frame 0 shows. `positions` and `velocities` ((n, 2) float64, by bird identity)
+    are the whole state: assigning them sets the state the next step reads.
     """
 
     def __init__(self, scene: Scene):
@@ -68,15 +86,20 @@ class Simulation:
         self.dt = scene.scene.dt
         self.step_index = -scene.scene.settle_steps
         self._wrap = scene.world.boundary == "wrap"
-        rules = scene.rules
+        world, rules, flock = scene.world, scene.rules, scene.flock
+        max_force = rules.max_force if rules.max_force is not None else math.inf
         self._rule_args = (rules.separation_weight, rules.alignment_weight,
-                           rules.cohesion_weight, rules.alignment == "difference",
-                           rules.max_force if rules.max_force is not None else math.inf)
-        world = scene.world
+                           rules.cohesion_weight, rules.alignment == "difference", max_force)
         self.centre = (0.5 * world.width, 0.5 * world.height)
         fraction = scene.containment.semi_axes if scene.containment else 0.385
         self.semi_axes = (fraction * world.width, fraction * world.height)
         self._phases = forces.field_phases(streams(scene.scene.seed)[STREAM_FIELD])
+        self._world = step.World(self._wrap, world.width, world.height)
+        self._rules = step.Rules(rules.perception_radius, rules.separation_radius,
+                                 FALLOFF_POWER[rules.falloff], *self._rule_args)
+        self._motion = step.Motion(self.dt, flock.min_speed, flock.max_speed)
+        self._extras = self._constant_extras()
+        self._work = step.workspace(len(self.positions))
         while self.step_index < 0:
             self.advance()
 
@@ -84,52 +107,51 @@ class Simulation:
     def time_s(self) -> float:
         return self.step_index * self.dt
 
+    def advance(self) -> Snapshot:
+        """Advance one step; returns the Snapshot of the state that was read."""
+        pos = np.ascontiguousarray(self.positions, dtype=np.float64)
+        vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
+        shape = self._grid(pos)
+        hawk = self.hawk_position()
+        new_pos, new_vel, neighbours, candidates, nearest, local, inside = step.advance_flock(
+            pos, vel, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny,
+            self._world, self._rules, self._motion, self._step_extras(hawk), self._work_for(pos))
+        snap = Snapshot(self.step_index, pos, vel, neighbours, candidates, nearest, local,
+                        inside if self.scene.containment is not None else None, hawk)
+        self.positions, self.velocities = new_pos, new_vel
+        self.step_index += 1
+        return snap
+
     def measure(self) -> tuple[Snapshot, np.ndarray]:
-        """Neighbourhood of the current state: its Snapshot and the flocking acceleration."""
-        scene, rules = self.scene, self.scene.rules
-        pos, vel = self.positions, self.velocities
-        w, h = scene.world.width, scene.world.height
-        shape = grid_shape(pos, rules.perception_radius, w, h, self._wrap)
-        order, cell_start, cell_x, cell_y = counting_sort(
-            pos, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny)
-        pos_s = np.ascontiguousarray(pos[order])
-        vel_s = np.ascontiguousarray(vel[order])
-        unit_s = unit_headings(vel_s)
-        count, cand, sep, vsum, offsum, usum, nn = neighbourhood(
-            pos_s, vel_s, unit_s, cell_x, cell_y, cell_start, shape.nx, shape.ny,
-            self._wrap, w, h, rules.perception_radius, rules.separation_radius,
-            FALLOFF_POWER[rules.falloff])
-        acc_s = steer(count, sep, vsum, offsum, vel_s, *self._rule_args)
-
-        def by_bird(sorted_values):
-            out = np.empty_like(sorted_values)
-            out[order] = sorted_values
-            return out
-
-        local = (usum + unit_s) / (count + 1)[:, None]
+        """Neighbourhood of the current state without advancing: its Snapshot and the
+        flocking acceleration (n, 2), by bird. The separate kernels that `advance` fuses,
+        composed in numpy: for inspection, and for tests to hold the fused step to."""
+        scene = self.scene
+        pos = np.ascontiguousarray(self.positions, dtype=np.float64)
+        vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
+        rules = self._rules
+        sums = neighbour_sums(pos, vel, self._grid(pos), self._wrap, scene.world.width,
+                              scene.world.height, rules.radius, rules.sep_radius,
+                              rules.sep_power)
+        count = sums["count"]
+        acc = steer(count, sums["sep"], sums["vsum"], sums["offsum"], vel, *self._rule_args)
+        local = (sums["usum"] + unit_headings(vel)) / (count + 1)[:, None]
         inside = None
         if scene.containment is not None:
             inside = forces.ellipse_outside(pos, self.centre, self.semi_axes)[0] == 0.0
-        snap = Snapshot(self.step_index, pos, vel, by_bird(count), by_bird(cand), by_bird(nn),
-                        by_bird(local), inside, self.hawk_position())
-        return snap, by_bird(acc_s)
+        snap = Snapshot(self.step_index, pos, vel, count, sums["cand"], sums["nn"], local,
+                        inside, self.hawk_position())
+        return snap, acc
 
     def hawk_position(self) -> tuple[float, float] | None:
         if self.scene.hawk is None:
             return None
         return forces.hawk_position(self.time_s, self.scene.hawk, self.centre)
 
-    def advance(self) -> Snapshot:
-        """Advance one step; returns the Snapshot of the state that was read."""
-        snap, acc = self.measure()
-        acc = acc + self._extra_forces(snap)
-        scene = self.scene
-        self.positions, self.velocities = integrate(
-            self.positions, self.velocities, acc, self._turn(), self.dt,
-            scene.flock.min_speed, scene.flock.max_speed, self._wrap,
-            scene.world.width, scene.world.height)
-        self.step_index += 1
-        return snap
+    def attractor_point(self) -> tuple[float, float]:
+        att, world = self.scene.attractor, self.scene.world
+        default = (0.5 * world.width, 0.5 * world.height)
+        return forces.attractor_point(self.time_s, att.position or default, att.path)
 
     def _turn(self) -> np.ndarray:
         """Radians to turn each bird's new velocity this step (the steering field)."""
@@ -141,25 +163,58 @@ class Simulation:
                            (f.drift_x, f.drift_y, f.drift_diagonal), self._phases)
         return f.turn_rate * self.dt * phi
 
-    def _extra_forces(self, snap: Snapshot) -> np.ndarray:
+    def _work_for(self, pos: np.ndarray) -> step.Workspace:
+        """The scratch arrays, renewed when the flock's size changed (assigned positions)."""
+        if len(self._work.birds) != len(pos):
+            self._work = step.workspace(len(pos))
+        return self._work
+
+    def _grid(self, pos: np.ndarray):
+        world = self.scene.world
+        return grid_shape(pos, self.scene.rules.perception_radius, world.width, world.height,
+                          self._wrap)
+
+    def _constant_extras(self) -> step.Extras:
+        """The optional forces' settings that do not change from step to step.
+
+        The forces act on top of the flocking rules in this order, each added onto 0.0:
+        walls (boundary "walls"), attractor, containment, hawk (while it is out).
+        """
         scene = self.scene
-        pos = snap.positions
-        acc = np.zeros_like(pos)
-        world = scene.world
-        if world.boundary == "walls":
-            acc += forces.walls(pos, world.width, world.height, world.wall_margin,
-                                world.wall_strength)
-        att = scene.attractor
-        if att is not None:
-            default = (0.5 * world.width, 0.5 * world.height)
-            point = forces.attractor_point(self.time_s, att.position or default, att.path)
-            acc += forces.attractor(pos, point, att.strength, att.radius)
-        if scene.containment is not None:
-            acc += forces.containment(pos, self.centre, self.semi_axes,
-                                      scene.containment.strength)
-        if snap.hawk is not None:
-            acc += forces.hawk(pos, snap.hawk, scene.hawk.radius, scene.hawk.strength)
-        return acc
+        world, att, cont, hawk, f = (scene.world, scene.attractor, scene.containment,
+                                     scene.hawk, scene.field)
+        return step.Extras(
+            walls=world.boundary == "walls", wall_margin=world.wall_margin,
+            wall_strength=world.wall_strength,
+            attractor=att is not None, attractor_x=0.0, attractor_y=0.0,
+            attractor_strength=att.strength if att else 0.0,
+            attractor_radius=att.radius if att else 0.0,
+            containment=cont is not None, centre_x=self.centre[0], centre_y=self.centre[1],
+            semi_x=self.semi_axes[0], semi_y=self.semi_axes[1],
+            containment_strength=cont.strength if cont else 0.0,
+            hawk=False, hawk_x=0.0, hawk_y=0.0,
+            hawk_radius=hawk.radius if hawk else 0.0,
+            hawk_strength=hawk.strength if hawk else 0.0,
+            field=f is not None, time_s=0.0,
+            wavelength_x=f.wavelength_x if f else 1.0,
+            wavelength_y=f.wavelength_y if f else 1.0,
+            wavelength_diagonal=f.wavelength_diagonal if f else 1.0,
+            drift_x=f.drift_x if f else 0.0, drift_y=f.drift_y if f else 0.0,
+            drift_diagonal=f.drift_diagonal if f else 0.0,
+            phase_x=float(self._phases[0]), phase_y=float(self._phases[1]),
+            phase_diagonal=float(self._phases[2]),
+            # As forces.field's callers compute it: (turn_rate·dt)·φ.
+            field_turn=f.turn_rate * self.dt if f else 0.0)
+
+    def _step_extras(self, hawk) -> step.Extras:
+        """This step's forces: where the hawk and the attractor are, and the field's time."""
+        changes = dict(time_s=self.time_s)
+        if hawk is not None:
+            changes.update(hawk=True, hawk_x=float(hawk[0]), hawk_y=float(hawk[1]))
+        if self.scene.attractor is not None:
+            x, y = self.attractor_point()
+            changes.update(attractor_x=float(x), attractor_y=float(y))
+        return self._extras._replace(**changes)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,142 @@
+"""Whole-program figures: a full export against ffmpeg alone, peak memory, start-up.
+
+Each function returns a list of result dicts {figure, value, unit, reference, ratio,
+target}; `quick` shrinks every figure to a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENE = ROOT / "scenes" / "murmuration.toml"
+CLI = [sys.executable, "-m", "render"]
+
+
+def _result(figure, value, unit, reference=None, target="", ratio=None):
+    if ratio is None and reference:
+        ratio = value / reference
+    return dict(figure=figure, value=value, unit=unit, reference=reference, ratio=ratio,
+                target=target)
+
+
+def _timed(cmd: list[str], **kw) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+    return time.perf_counter() - start
+
+
+def _raw_frames(path: Path, size: str, frames: int) -> None:
+    """The murmuration's frames as raw BGRA, drawn by boids-render (not timed)."""
+    from render.draw.streaks import draw_frame
+    from render.draw.surface import Canvas
+    from render.scene import load_scene
+    from render.sim.simulate import Simulation, frames as frame_states
+
+    scene = load_scene(SCENE, [("output.size", f'"{size}"', "bench")])
+    sim = Simulation(scene)
+    canvas = Canvas(scene.output.size)
+    with open(path, "wb") as fh:
+        for f in frame_states(sim, scene.output.fps, frames):
+            fh.write(draw_frame(canvas, scene, f.positions, f.velocities,
+                                f.snapshot.neighbours, sim.accent).tobytes())
+
+
+def export_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
+    """Full export of the murmuration against ffmpeg alone encoding the same frames from raw
+    with the same settings (crf 18, preset medium, yuv420p, BT.709)."""
+    from render.encode.video import _H264, ffmpeg_exe
+
+    size, frames = ("480x270", 60) if quick else ("1920x1080", 600)
+    repeats = 1 if quick else repeats
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "frames.bgra"
+        _raw_frames(raw, size, frames)
+        encode = [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgra",
+                  "-s", size, "-framerate", "60", "-i", str(raw), "-an", *_H264,
+                  "-crf", "18", str(Path(tmp) / "ffmpeg.mp4")]
+        export = [*CLI, str(SCENE), "-o", str(Path(tmp) / "export.mp4"), "--size", size,
+                  "--frames", str(frames), "--quiet"]
+        _timed(export)  # warm the JIT cache and the page cache
+        alone = statistics.median(_timed(encode) for _ in range(repeats))
+        full = statistics.median(_timed(export) for _ in range(repeats))
+    label = f"full export, murmuration, {frames} frames, {size}, crf 18 medium"
+    return [_result(f"ffmpeg alone, same {frames} frames from raw", alone, "s"),
+            _result(label, full, "s", reference=alone, target="≤ 1.15× ffmpeg alone")]
+
+
+def _peak_rss(cmd: list[str]) -> tuple[float, float]:
+    """Run `cmd`; return the peak resident memory (MiB) of its own process and of its
+    largest child (the encoder), read from /proc while it runs."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peaks = {"self": 0.0, "child": 0.0}
+
+    def hwm(pid: int) -> float:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def children(pid: int) -> list[int]:
+        out = []
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                out += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+        return out
+
+    def watch():
+        while proc.poll() is None:
+            peaks["self"] = max(peaks["self"], hwm(proc.pid))
+            for child in children(proc.pid):
+                peaks["child"] = max(peaks["child"], hwm(child))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    proc.wait()
+    watcher.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd} failed with {proc.returncode}")
+    return peaks["self"], peaks["child"]
+
+
+def peak_memory(quick: bool = False) -> list[dict]:
+    """Peak memory of a 3840x2160 export, and of a 5× longer one (must not grow)."""
+    size, short, long = ("960x540", 10, 50) if quick else ("3840x2160", 600, 3000)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        base = [*CLI, str(SCENE), "-o", str(Path(tmp) / "m.mp4"), "--size", size, "--quiet"]
+        own_short, enc_short = _peak_rss([*base, "--frames", str(short)])
+        own_long, enc_long = _peak_rss([*base, "--frames", str(long)])
+    results.append(_result(f"peak memory, boids-render, {size}, {short} frames", own_short,
+                           "MiB", target="≤ 1024 MiB"))
+    results.append(_result(f"peak memory, encoder (ffmpeg), {size}, {short} frames", enc_short,
+                           "MiB"))
+    results.append(_result(f"peak memory, boids-render, {size}, {long} frames", own_long,
+                           "MiB", reference=own_short, target="within 10% of the short one"))
+    return results
+
+
+def startup(quick: bool = False, repeats: int = 5) -> list[dict]:
+    """`boids-render --help`, and a 1-frame render once the JIT cache is warm."""
+    repeats = 3 if quick else repeats
+    help_s = statistics.median(_timed([*CLI, "--help"]) for _ in range(repeats))
+    with tempfile.TemporaryDirectory() as tmp:
+        one = [*CLI, str(SCENE), "-o", os.path.join(tmp, "f_%03d.png"), "--frames", "1",
+               "--quiet"]
+        _timed(one)
+        one_s = statistics.median(_timed(one) for _ in range(repeats))
+    return [_result("start-up: boids-render --help", help_s, "s", target="≤ 0.5 s"),
+            _result("start-up: 1-frame render, warm cache", one_s, "s", target="≤ 2 s")]

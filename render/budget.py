@@ -1,0 +1,143 @@
+"""What a render will cost, estimated before anything is allocated, and refused when it
+cannot work (SPEC: refuse a 10⁹-bird flock or a giant frame instead of crashing or swapping).
+
+The model is deliberately rough: a few per-bird and per-pixel constants measured on a
+2-core machine (numba on both cores, libx264 preset medium, 1080p and 4K, 10⁴–2·10⁶
+birds), rounded up. It only has to tell "fits" from "cannot work", and to say what would.
+Like scene.py, this module imports no numpy, numba or cairo.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .encode import VIDEO_SUFFIXES
+from .errors import UsageError
+from .scene import Scene
+
+BASE_BYTES = 250e6           # Python, numpy, numba, cairo and their compiled code
+SIM_BYTES_PER_BIRD = 500     # arrays, their grid-sorted copies, neighbourhood sums, snapshots
+DRAW_BYTES_PER_BIRD = 800    # streak end points and the Python lists cairo's path is fed from
+CANVAS_BYTES_PER_PX = 8      # the BGRA canvas, and a PNG being compressed
+VIDEO_BYTES_PER_PX = 140     # ffmpeg: BGRA→YUV, x264's lookahead and reference frames
+SIM_S_PER_BIRD_STEP = 1.5e-6
+DRAW_S_PER_BIRD = 4e-6
+DRAW_S_PER_PX = 2e-8         # painting and PNG compression, per frame
+VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
+# Longer than this is a typo (a dt or a duration in the wrong unit), not a render anyone
+# waits for; split real work into shorter runs into a shared PNG folder (--no-overwrite).
+MAX_SECONDS = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Peak memory (bytes) and wall time (s) of one render, both rough."""
+
+    bytes: float
+    seconds: float
+    birds: int
+    pixels: int  # per frame; 0 when nothing is drawn
+    per_pixel: float  # bytes per pixel of frame (what the frame size costs)
+    per_bird: float
+
+    def __str__(self) -> str:
+        return f"about {_bytes(self.bytes)} of memory and {_duration(self.seconds)}"
+
+
+def estimate(scene: Scene, output: str | None) -> Estimate:
+    """Cost of rendering `scene` to `output` (None: simulate only, as for --stats)."""
+    birds = scene.count
+    frames = scene.frame_count
+    # Steps: the settling, then up to the last frame's time (float: may be astronomical).
+    steps = scene.scene.settle_steps + float(frames / scene.output.fps) / scene.scene.dt + 1
+    per_bird = SIM_BYTES_PER_BIRD
+    per_pixel = 0.0
+    seconds = steps * birds * SIM_S_PER_BIRD_STEP
+    pixels = 0
+    if output is not None:
+        video = Path(output).suffix.lower() in VIDEO_SUFFIXES
+        width, height = scene.output.size
+        pixels = width * height
+        per_bird += DRAW_BYTES_PER_BIRD
+        per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0)
+        seconds += frames * (birds * DRAW_S_PER_BIRD
+                             + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX))
+    return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
+                    pixels, per_pixel, per_bird)
+
+
+def check(scene: Scene, output: str | None) -> Estimate:
+    """The estimate, or UsageError (exit 2) saying what would fit when it does not."""
+    cost = estimate(scene, output)
+    where = output or scene.path
+    memory = available_memory()
+    if memory is not None and cost.bytes > memory:
+        raise UsageError(f"{where}: needs {cost}, but only {_bytes(memory)} of memory is "
+                         f"available; {_what_fits(scene, cost, memory)}")
+    if cost.seconds > MAX_SECONDS:
+        raise UsageError(f"{where}: would take {_duration(cost.seconds)} (rough estimate; "
+                         f"the limit is {_duration(MAX_SECONDS)}): use fewer frames "
+                         f"(--frames, --duration), fewer birds, a larger scene.dt or fewer "
+                         f"scene.settle_steps")
+    return cost
+
+
+def _what_fits(scene: Scene, cost: Estimate, memory: float) -> str:
+    spare = memory - BASE_BYTES
+    ideas = []
+    if cost.pixels:
+        room = (spare - cost.birds * cost.per_bird) / cost.per_pixel
+        width, height = scene.output.size
+        scale = math.sqrt(max(room, 0.0) / cost.pixels)
+        if scale >= 0.01:
+            ideas.append(f"a frame up to {int(width * scale) // 2 * 2}x"
+                         f"{int(height * scale) // 2 * 2} (--size)")
+    birds = int((spare - cost.pixels * cost.per_pixel) / cost.per_bird)
+    if birds >= 1:
+        ideas.append(f"up to {birds:,} birds (flock.count, or a larger flock.spacing)")
+    return "it would fit with " + " or ".join(ideas) if ideas else \
+        "use a smaller frame and fewer birds"
+
+
+def available_memory() -> float | None:
+    """Bytes this process may still use: the smaller of the memory the kernel calls
+    available and a container's limit. None where neither can be read (no check)."""
+    limits = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    try:  # cgroup v2: a container or a scheduler's job limit
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            text = fh.read().strip()
+        if text.isdigit():
+            limits.append(int(text))
+    except OSError:
+        pass
+    if not limits:
+        try:
+            limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return None
+    return float(min(limits))
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n / 1e3:.3g} kB"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600),
+                       ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} s"

@@ -1,0 +1,455 @@
+"""When things go wrong: interruptions, encoder failures, full disks, existing outputs,
+resumed PNG sequences, requests too large to work, and the exit codes of each.
+
+Signal and file-size-limit tests run the real command in a subprocess (a signal or an
+rlimit must reach the process and its ffmpeg child); the rest call `main` in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import imageio_ffmpeg
+import numpy as np
+import pytest
+
+import render.budget as budget
+import render.encode.video as video
+import render.pipeline as pipeline
+from render.cli import main
+
+PROC = Path("/proc")
+DRAW = pipeline.draw_frame
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary files (hidden or partial) in `folder`."""
+    return sorted(p.name for p in folder.iterdir()
+                  if p.name.startswith(".") or "partial" in p.name)
+
+
+def children(pid: int) -> list[int]:
+    """Pids of the processes whose parent is `pid` (read from /proc)."""
+    found = []
+    for stat in PROC.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def count_draws(monkeypatch, fail_at: int | None = None,
+                exc: BaseException = KeyboardInterrupt()) -> list[int]:
+    """Record the frame counts drawn so far; raise `exc` at draw number `fail_at`."""
+    real = DRAW
+    drawn: list[int] = []
+
+    def draw(*args, **kwargs):
+        if fail_at is not None and len(drawn) == fail_at:
+            raise exc
+        drawn.append(len(drawn))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    return drawn
+
+
+def frame_names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def render_subprocess(argv, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "render", *map(str, argv)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# Ctrl-C and SIGTERM
+
+
+@pytest.mark.skipif(not PROC.is_dir(), reason="needs /proc to find ffmpeg")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_a_render_fast_kills_ffmpeg_and_leaves_nothing(
+        small_scene, tmp_path, signum):
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "clip.mp4"
+    # Minutes of work if left alone.
+    proc = render_subprocess([small_scene, "-o", target, "--frames", "20000",
+                              "--size", "640x360", "-q"])
+    try:
+        deadline = time.monotonic() + 60
+        while not any(p.stat().st_size > 0 for p in out.iterdir() if "partial" in p.name):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the render never started writing"
+            time.sleep(0.02)
+        encoders = children(proc.pid)
+        assert encoders, "ffmpeg should be running"
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert elapsed < 2.0, f"took {elapsed:.2f} s to stop"
+    assert proc.returncode == 130, err
+    assert err.strip() == "boids-render: interrupted"
+    assert list(out.iterdir()) == []  # no clip, no temporary
+    for pid in encoders:
+        assert not (PROC / str(pid)).exists(), f"ffmpeg {pid} outlived the render"
+
+
+def test_interrupt_landing_inside_a_numba_kernel_still_exits_130(
+        cli, small_scene, tmp_path, monkeypatch):
+    # CPython reports a KeyboardInterrupt raised while compiled code runs as a SystemError
+    # ("returned a result with an exception set") caused by it.
+    def kernel_interrupted():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(<function step>) returned a result with an "
+                              "exception set") from exc
+
+    monkeypatch.setattr(pipeline, "draw_frame", lambda *a, **k: kernel_interrupted())
+    out = tmp_path / "out"
+    r = cli(small_scene, "-o", out / "clip.mp4", "--frames", "3", "-q")
+    assert r.code == 130
+    assert r.err_lines == ["boids-render: interrupted"]
+    assert list(out.iterdir()) == []
+
+
+def test_sigterm_handler_is_restored_after_main(small_scene, tmp_path):
+    before = signal.getsignal(signal.SIGTERM)
+    assert main([str(small_scene), "--check"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_ffmpeg_runs_in_its_own_session_so_a_terminal_ctrl_c_reaches_only_us(
+        small_scene, tmp_path, monkeypatch):
+    # A terminal's Ctrl-C signals the whole foreground process group; ffmpeg would then
+    # finish the file on its own and race the kill.
+    seen = []
+    real = pipeline.draw_frame
+
+    def draw(*args, **kwargs):
+        if not seen:
+            seen.extend(os.getsid(pid) for pid in children(os.getpid()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    assert main([str(small_scene), "-o", str(tmp_path / "c.mp4"), "--frames", "2", "-q"]) == 0
+    assert seen and os.getsid(0) not in seen
+
+
+# ---------------------------------------------------------------------------------------
+# PNG sequences: --resume and --no-overwrite
+
+
+@pytest.fixture
+def uninterrupted(cli, small_scene, tmp_path) -> Path:
+    """Six frames rendered in one go, to compare against."""
+    r = cli(small_scene, "-o", f"{tmp_path}/whole/", "--frames", "6", "-q")
+    assert r.code == 0, r.err
+    return tmp_path / "whole"
+
+
+def test_resume_keeps_complete_frames_and_renders_the_rest_identically(
+        cli, small_scene, tmp_path, monkeypatch, uninterrupted):
+    seq = tmp_path / "seq"
+    count_draws(monkeypatch, fail_at=4)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "6", "-q")
+    assert r.code == 130
+    assert frame_names(seq) == [f"frame_0000{i}.png" for i in range(4)]
+    # A truncated frame, as a copy or another tool might leave one: drawn again.
+    (seq / "frame_00001.png").write_bytes((seq / "frame_00001.png").read_bytes()[:100])
+    kept = {name: (seq / name).stat().st_ino for name in ("frame_00000.png",
+                                                          "frame_00002.png")}
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "6", "--resume", "-q")
+    assert r.code == 0, r.err
+    assert len(drawn) == 3  # frames 1 (truncated), 4 and 5
+    assert {name: (seq / name).stat().st_ino for name in kept} == kept
+    assert frame_names(seq) == frame_names(uninterrupted)
+    for name in frame_names(seq):
+        assert (seq / name).read_bytes() == (uninterrupted / name).read_bytes(), name
+
+
+def test_resume_redraws_a_frame_of_the_wrong_size(cli, small_scene, tmp_path, monkeypatch):
+    seq = tmp_path / "seq"
+    assert cli(small_scene, "-o", f"{seq}/", "--frames", "2", "--size", "80x44",
+               "-q").code == 0
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "2", "--size", "160x90", "--resume",
+            "-q")
+    assert r.code == 0, r.err
+    assert len(drawn) == 2
+
+
+def test_without_resume_every_frame_is_drawn_again(cli, small_scene, tmp_path, monkeypatch,
+                                                   uninterrupted):
+    drawn = count_draws(monkeypatch)
+    assert cli(small_scene, "-o", f"{uninterrupted}/", "--frames", "6", "-q").code == 0
+    assert len(drawn) == 6
+
+
+def test_no_overwrite_skips_existing_frames_whatever_they_hold(
+        cli, small_scene, tmp_path, monkeypatch):
+    seq = tmp_path / "seq"
+    seq.mkdir()
+    (seq / "frame_00001.png").write_bytes(b"another machine's")
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "3", "--no-overwrite", "-q")
+    assert r.code == 0, r.err
+    assert len(drawn) == 2
+    assert (seq / "frame_00001.png").read_bytes() == b"another machine's"
+    assert frame_names(seq) == ["frame_00000.png", "frame_00001.png", "frame_00002.png"]
+
+
+def test_no_overwrite_keeps_a_frame_another_machine_finished_meanwhile(
+        cli, small_scene, tmp_path, monkeypatch):
+    # Two machines render into one folder; both start frame 1, the other finishes first.
+    seq = tmp_path / "seq"
+    real = pipeline.draw_frame
+    calls = []
+
+    def draw(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            (seq / "frame_00001.png").write_bytes(b"the other machine's frame 1")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "3", "--no-overwrite", "-q")
+    assert r.code == 0, r.err
+    assert (seq / "frame_00001.png").read_bytes() == b"the other machine's frame 1"
+    assert leftovers(seq) == []
+
+
+# ---------------------------------------------------------------------------------------
+# Clips: replacing and refusing
+
+
+def test_finished_clip_replaces_an_existing_file_only_at_the_end(
+        cli, small_scene, tmp_path, monkeypatch):
+    target = tmp_path / "clip.mp4"
+    target.write_bytes(b"an earlier render")
+    before = target.stat().st_ino
+    during = []
+    real = pipeline.draw_frame
+
+    def draw(*args, **kwargs):
+        during.append(target.read_bytes())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    r = cli(small_scene, "-o", target, "--frames", "4", "-q")
+    assert r.code == 0, r.err
+    assert during == [b"an earlier render"] * 4  # untouched while rendering
+    assert target.stat().st_ino != before  # a new file renamed over it, not rewritten
+    assert imageio_ffmpeg.count_frames_and_secs(str(target))[0] == 4
+    assert frame_names(tmp_path) == ["clip.mp4", "small.toml"]
+
+
+def test_no_overwrite_refuses_an_existing_clip_before_any_work(
+        cli, small_scene, tmp_path, monkeypatch):
+    target = tmp_path / "clip.mp4"
+    target.write_bytes(b"keep me")
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("nothing may be simulated, drawn or encoded")
+
+    monkeypatch.setattr(pipeline, "Simulation", no_work)
+    monkeypatch.setattr(video, "ffmpeg_exe", no_work)
+    r = cli(small_scene, "-o", target, "--frames", "4", "--no-overwrite", "-q")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert "exists" in r.err and "--no-overwrite" in r.err
+    assert target.read_bytes() == b"keep me"
+
+
+def test_no_overwrite_writes_a_clip_that_does_not_exist_yet(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", tmp_path / "new.mp4", "--frames", "2", "--no-overwrite", "-q")
+    assert r.code == 0, r.err
+    assert (tmp_path / "new.mp4").is_file()
+
+
+def test_resume_of_a_clip_is_bad_input(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", tmp_path / "clip.mp4", "--resume", "-q")
+    assert r.code == 2
+    assert "PNG sequences" in r.err
+    assert not (tmp_path / "clip.mp4").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Encoder failures: one line naming the cause, non-zero status, nothing left behind
+
+
+def test_unsupported_codec_names_ffmpegs_reason(cli, small_scene, tmp_path, monkeypatch):
+    monkeypatch.setattr(video, "_H264", ["-c:v", "no_such_codec"])
+    out = tmp_path / "out"
+    r = cli(small_scene, "-o", out / "clip.mp4", "--frames", "3", "-q")
+    assert r.code == 1
+    assert len(r.err_lines) == 1, r.err
+    assert "Unknown encoder 'no_such_codec'" in r.err
+    assert list(out.iterdir()) == []
+
+
+def limit_file_size(size_bytes: int):
+    def preexec():  # runs in the child: it and its ffmpeg inherit the limit
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size_bytes, size_bytes))
+    return preexec
+
+
+@pytest.mark.parametrize("output, limit", [("clip.mp4", 20_000), ("seq/", 2_000)],
+                         ids=["mp4", "png"])
+def test_full_disk_is_one_line_naming_the_cause_and_leaves_nothing(
+        small_scene, tmp_path, output, limit):
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "clip.mp4"
+    target.write_bytes(b"an earlier render")
+    proc = render_subprocess([small_scene, "-o", f"{out}/{output}", "--frames", "60",
+                              "--size", "320x180", "-q"], preexec_fn=limit_file_size(limit))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "File too large" in lines[0]  # EFBIG, as ENOSPC says "No space left on device"
+    assert target.read_bytes() == b"an earlier render"
+    assert leftovers(out) == []
+    if output == "seq/":
+        assert leftovers(out / "seq") == []
+
+
+def test_ffmpeg_killed_by_a_signal_is_named(cli, small_scene, tmp_path, monkeypatch):
+    fake = tmp_path / "fake-ffmpeg"
+    fake.write_text("#!/bin/sh\nkill -KILL $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(video, "ffmpeg_exe", lambda: str(fake))
+    r = cli(small_scene, "-o", tmp_path / "out" / "clip.mp4", "--frames", "3", "-q")
+    assert r.code == 1
+    assert len(r.err_lines) == 1, r.err
+    assert "SIGKILL" in r.err
+
+
+# ---------------------------------------------------------------------------------------
+# Exit codes: 0 done, 2 bad input, 130 interrupted, 1 anything else
+
+
+def test_unexpected_error_is_one_line_and_a_hint_without_traceback(
+        cli, small_scene, tmp_path, monkeypatch):
+    count_draws(monkeypatch, fail_at=1, exc=RuntimeError("drawing broke"))
+    monkeypatch.delenv("BOIDS_RENDER_DEBUG", raising=False)
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "3", "-q")
+    assert r.code == 1
+    assert "Traceback" not in r.err
+    assert r.err_lines[0] == "boids-render: internal error: RuntimeError: drawing broke"
+    assert len(r.err_lines) == 2 and "BOIDS_RENDER_DEBUG=1" in r.err_lines[1]
+
+
+def test_debug_variable_shows_the_traceback(cli, small_scene, tmp_path, monkeypatch):
+    count_draws(monkeypatch, fail_at=1, exc=RuntimeError("drawing broke"))
+    monkeypatch.setenv("BOIDS_RENDER_DEBUG", "1")
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "3", "-q")
+    assert r.code == 1
+    assert "Traceback" in r.err and "drawing broke" in r.err
+
+
+def test_output_that_cannot_be_created_is_one_line_exit_1(cli, small_scene, tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    r = cli(small_scene, "-o", tmp_path / "file" / "clip.mp4", "--frames", "2", "-q")
+    assert r.code == 1
+    assert len(r.err_lines) == 1, r.err
+    assert str(tmp_path / "file") in r.err
+
+
+def test_nan_from_the_simulation_stops_before_drawing(cli, small_scene, tmp_path,
+                                                      monkeypatch):
+    real = pipeline.frames
+
+    def poisoned(*args, **kwargs):
+        for frame in real(*args, **kwargs):
+            frame.positions[0, 0] = np.nan
+            yield frame
+
+    monkeypatch.setattr(pipeline, "frames", poisoned)
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "2", "-q")
+    assert r.code == 1
+    assert "non-finite" in r.err_lines[0]
+    assert drawn == []
+
+
+# ---------------------------------------------------------------------------------------
+# Requests too large to work are refused before anything is allocated
+
+
+@pytest.fixture
+def no_allocation(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("allocated before refusing")
+
+    monkeypatch.setattr(pipeline, "Simulation", refuse)
+    monkeypatch.setattr(pipeline, "Canvas", refuse)
+    monkeypatch.setattr(video, "ffmpeg_exe", refuse)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("--set", "flock.count=1000000000"), "expected at most 5,000,000 birds"),
+    (("--set", "flock.spacing=0.0001"), "expected a spacing ≥"),
+    (("--size", "100000x100000"), "the largest is 32766x32766"),
+], ids=["1e9 birds", "tiny spacing", "100000x100000"])
+def test_impossible_request_is_refused_saying_what_would_work(
+        cli, small_scene, tmp_path, no_allocation, argv, expected):
+    r = cli(small_scene, "-o", tmp_path / "clip.mp4", *argv, "-q")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert expected in r.err
+    assert frame_names(tmp_path) == ["small.toml"]
+
+
+def test_frame_too_large_for_memory_is_refused_with_a_size_that_fits(
+        cli, small_scene, tmp_path, monkeypatch, no_allocation):
+    monkeypatch.setattr(budget, "available_memory", lambda: 8e9)
+    r = cli(small_scene, "-o", tmp_path / "clip.mp4", "--size", "32000x18000", "-q")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert "8 GB of memory is available" in r.err
+    width, height = map(int, r.err.split("frame up to ")[1].split()[0].split("x"))
+    assert width * height * budget.VIDEO_BYTES_PER_PX < 8e9 and width / height == \
+        pytest.approx(32000 / 18000, rel=0.01)
+
+
+def test_flock_too_large_for_memory_is_refused_with_a_count_that_fits(
+        cli, small_scene, tmp_path, monkeypatch, no_allocation):
+    monkeypatch.setattr(budget, "available_memory", lambda: 1e9)
+    r = cli(small_scene, "--stats", tmp_path / "s.csv", "--set", "flock.count=4000000", "-q")
+    assert r.code == 2
+    assert "up to 1,500,000 birds" in r.err
+
+
+def test_render_that_would_take_months_is_refused(cli, small_scene, tmp_path, no_allocation):
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--set", "scene.dt=1e-9",
+            "--duration", "1000000", "-q")
+    assert r.code == 2
+    assert "would take" in r.err and "scene.dt" in r.err
+
+
+def test_check_prints_the_estimate(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--check", "-o", tmp_path / "clip.mp4")
+    assert r.code == 0, r.err
+    assert any(line.startswith("# estimate to ") and "of memory" in line
+               for line in r.out.splitlines())
