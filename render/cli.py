@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import signal
 import sys
 import threading
 import traceback
+from fractions import Fraction
 
 from . import __version__
-from .errors import BoidsError, SceneError
+from .errors import BoidsError, SceneError, UsageError
 
 EXAMPLES = """\
 examples:
@@ -36,7 +38,9 @@ def parser() -> argparse.ArgumentParser:
         prog="boids-render",
         description="Render a flock described by a TOML scene file to a video or PNG frames.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scene", help="scene file (TOML), e.g. scenes/murmuration.toml")
+    p.add_argument("scene", nargs="?",
+                   help="scene file (TOML), e.g. scenes/murmuration.toml (not needed with "
+                        "--from or --info)")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output: FILE.mp4, a folder ending in '/' or a pattern such as "
                         "out/f_%%05d.png (PNG sequence), e.g. -o out/murmuration.mp4")
@@ -66,12 +70,68 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-overwrite", action="store_false", dest="overwrite",
                    help="never replace an existing file: refuse a clip that exists; skip "
                         "PNG frames that exist (several machines can share one folder)")
+    still = p.add_argument_group("stills for print")
+    still.add_argument("--still", metavar="TIME",
+                       help="render one frame as a PNG still: seconds or frame:N, e.g. "
+                            "--still 12.5 -o print.png, or --still frame:750")
+    paper = still.add_mutually_exclusive_group()
+    paper.add_argument("--paper", choices=sorted(PAPER_MM),
+                       help="size the still for a paper format at --dpi, e.g. --paper A3")
+    still.add_argument("--dpi", type=_positive_float, metavar="N",
+                       help="print resolution recorded in the PNG (and with --paper, its "
+                            "size); default 300 with --paper, else 72, e.g. --dpi 300")
+    still.add_argument("--landscape", action="store_true",
+                       help="with --paper: the long side across, e.g. --paper A2 --landscape")
+    still.add_argument("--info", metavar="FILE.png",
+                       help="print the scene, seed, time and version a still records, e.g. "
+                            "--info print.png")
+    still.add_argument("--from", dest="from_png", metavar="FILE.png",
+                       help="re-render from the scene a still records (at its time unless "
+                            "--still is given), e.g. --from print.png -o again.png")
     p.add_argument("--workers", metavar="N", type=_positive_int,
                    help="threads drawing frames while the flock is simulated and encoded "
                         "(default: the machine's cores), e.g. --workers 1")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
+
+
+# ISO 216 A sizes, portrait (width, height) in millimetres.
+PAPER_MM = {"A0": (841, 1189), "A1": (594, 841), "A2": (420, 594), "A3": (297, 420),
+            "A4": (210, 297)}
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value <= 100_000):
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 100000], got {text!r}")
+    return value
+
+
+def paper_size(paper: str, dpi: float, landscape: bool) -> tuple[int, int]:
+    """Pixels for an A-series sheet at `dpi`."""
+    w_mm, h_mm = PAPER_MM[paper]
+    if landscape:
+        w_mm, h_mm = h_mm, w_mm
+    return round(w_mm / 25.4 * dpi), round(h_mm / 25.4 * dpi)
+
+
+def parse_time(text: str, fps) -> Fraction:
+    """--still TIME: seconds ("12.5") or a frame ("frame:750"), as exact seconds."""
+    try:
+        if text.startswith("frame:"):
+            value = Fraction(int(text[6:])) / fps
+        else:
+            value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"--still {text}: expected seconds (12.5) or frame:N "
+                         f"(frame:750)") from None
+    if value < 0:
+        raise UsageError(f"--still {text}: expected a time ≥ 0")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -148,7 +208,28 @@ def run(args: argparse.Namespace) -> int:
     from . import budget
     from .scene import describe, load_scene
 
-    scene = load_scene(args.scene, overrides_from(args))
+    if args.info:
+        return _info(args.info)
+    overrides = overrides_from(args)
+    if args.paper:
+        size = paper_size(args.paper, args.dpi or 300, args.landscape)
+        overrides.append(("output.size", f'"{size[0]}x{size[1]}"', "--paper"))
+    if args.from_png:
+        scene, recorded_time = _embedded_scene(args.from_png, overrides)
+    elif args.scene is None:
+        raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
+    else:
+        scene, recorded_time = load_scene(args.scene, overrides), None
+    if args.still is not None or (args.from_png and not args.check):
+        if not args.output or not args.output.lower().endswith(".png"):
+            raise UsageError("a still is written as PNG: give -o FILE.png")
+        from .pipeline import render_still
+
+        time = parse_time(args.still, scene.output.fps) if args.still is not None \
+            else recorded_time
+        render_still(scene, args.output, time, dpi=args.dpi or (300 if args.paper else 72),
+                     overwrite=args.overwrite)
+        return 0
     if args.check:
         print(describe(scene))
         scope = f"to {args.output}" if args.output else "(simulation only; -o adds drawing)"
@@ -165,6 +246,35 @@ def run(args: argparse.Namespace) -> int:
     render(scene, args.output, stats=args.stats, plot=args.plot, quiet=args.quiet,
            resume=args.resume, overwrite=args.overwrite, workers=args.workers)
     return 0
+
+
+def _info(path: str) -> int:
+    from .encode.still import read_chunks
+
+    dpi, text = read_chunks(path)
+    if "boids-render:scene" not in text:
+        raise UsageError(f"{path}: no boids-render scene recorded in this PNG")
+    for key in ("version", "seed", "time", "scene-sha256"):
+        print(f"{key}: {text.get('boids-render:' + key, '?')}")
+    if dpi is not None:
+        print(f"dpi: {dpi:.0f}")
+    print(text["boids-render:scene"])
+    return 0
+
+
+def _embedded_scene(path: str, overrides):
+    """The scene and time a still records; overrides apply on top as usual."""
+    import tomllib
+
+    from .encode.still import read_chunks
+    from .scene import build_scene
+
+    _, text = read_chunks(path)
+    if "boids-render:scene" not in text:
+        raise UsageError(f"{path}: no boids-render scene recorded in this PNG")
+    raw = tomllib.loads(text["boids-render:scene"])
+    scene = build_scene(raw, f"{path} (recorded scene)", overrides)
+    return scene, Fraction(text.get("boids-render:time", "0"))
 
 
 def _caused_by_interrupt(exc: BaseException | None) -> bool:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import queue
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ from . import budget
 from .draw.streaks import draw_frame
 from .draw.surface import Canvas
 from .encode import open_writer
+from .errors import UsageError
 from .scene import Scene
 from .sim import diagnostics
 from .sim.simulate import Simulation, frames
@@ -135,3 +138,33 @@ def _require_finite(frame) -> None:
     if not (np.isfinite(frame.positions).all() and np.isfinite(frame.velocities).all()):
         raise FloatingPointError(f"the simulation produced a non-finite position or "
                                  f"velocity at frame {frame.index}")
+
+
+def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
+                 overwrite: bool = True) -> None:
+    """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene.
+
+    It is the frame a PNG sequence of the same scene and size shows at that time, pixel for
+    pixel: the same sampling of the simulation and the same drawing.
+    """
+    from . import __version__
+    from .encode.still import write_still
+
+    sim = Simulation(scene)
+    # Frame 1 at 1/time frames per second is sampled at exactly `time`.
+    fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
+    frame = next(frames(sim, fps, 1, first=index))
+    _require_finite(frame)
+    pixels = draw_frame(Canvas(scene.output.size), scene, frame.positions, frame.velocities,
+                        frame.snapshot.neighbours, sim.accent)
+    toml = scene.to_toml()
+    text = {
+        "Software": f"boids-render {__version__}",
+        "boids-render:scene": toml,
+        "boids-render:scene-sha256": hashlib.sha256(toml.encode()).hexdigest(),
+        "boids-render:seed": str(scene.scene.seed),
+        "boids-render:time": str(time),
+        "boids-render:version": __version__,
+    }
+    if not write_still(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
+        raise UsageError(f"{output}: exists (--no-overwrite)")

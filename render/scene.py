@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import re
 import tomllib
@@ -290,6 +291,25 @@ class Scene:
                          for f in dataclasses.fields(section)
                          if getattr(section, f.name) is not None}
         return out
+
+    def to_toml(self) -> str:
+        """Every setting, resolved, as a scene file that loads back to the same Scene."""
+        lines = []
+        for name, body in self.to_dict().items():
+            lines.append(f"[{name}]")
+            lines += [f"{key} = {_toml(value)}" for key, value in body.items()]
+            lines.append("")
+        return "\n".join(lines)
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
 
 
 def _plain(value):

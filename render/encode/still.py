@@ -1,0 +1,91 @@
+"""Print stills: a PNG that records its resolution (pHYs), sRGB, and the fully resolved scene
+it was drawn from, so the picture can be re-rendered from the file alone.
+
+cairo writes the pixels; the few extra chunks are spliced in here (a PNG chunk is length,
+type, data, CRC-32), which no PNG library cairo can hand its buffer to would save.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from pathlib import Path
+
+import cairo
+import numpy as np
+
+from ..errors import EncodeError, UsageError
+from .files import place, temp_beside
+
+_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_SRGB_PERCEPTUAL = b"\x00"
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + \
+        struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def _itxt(key: str, value: str) -> bytes:
+    # Uncompressed international text: keyword, flags, language, translated keyword, UTF-8.
+    return _chunk(b"iTXt", key.encode("latin-1") + b"\x00\x00\x00\x00\x00" +
+                  value.encode("utf-8"))
+
+
+def add_chunks(png: bytes, dpi: float, text: dict[str, str]) -> bytes:
+    """`png` with pHYs (dpi as pixels per metre) and sRGB after IHDR, and one iTXt chunk per
+    text entry before IEND."""
+    if not png.startswith(_SIGNATURE):
+        raise ValueError("not a PNG")
+    ihdr_end = len(_SIGNATURE) + 8 + struct.unpack(">I", png[8:12])[0] + 4
+    per_metre = round(dpi / 0.0254)
+    head = _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)) + \
+        _chunk(b"sRGB", _SRGB_PERCEPTUAL)
+    iend = png.rindex(b"IEND") - 4
+    tail = b"".join(_itxt(k, v) for k, v in text.items())
+    return png[:ihdr_end] + head + png[ihdr_end:iend] + tail + png[iend:]
+
+
+def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
+    """(dpi or None, text entries) of a PNG file."""
+    data = Path(path).read_bytes()
+    if not data.startswith(_SIGNATURE):
+        raise UsageError(f"{path}: not a PNG file")
+    pos, dpi, text = len(_SIGNATURE), None, {}
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"pHYs" and body[8:9] == b"\x01":
+            dpi = struct.unpack(">I", body[:4])[0] * 0.0254
+        elif kind == b"iTXt":
+            key, _, rest = body.partition(b"\x00")
+            value = rest[2:].split(b"\x00", 2)[-1]  # skip flags, language, translated key
+            text[key.decode("latin-1")] = value.decode("utf-8", "replace")
+        elif kind == b"tEXt":
+            key, _, value = body.partition(b"\x00")
+            text[key.decode("latin-1")] = value.decode("latin-1")
+        pos += 12 + length
+    return dpi, text
+
+
+def write_still(pixels: np.ndarray, path: str | Path, *, dpi: float, text: dict[str, str],
+                overwrite: bool = True) -> bool:
+    """Write (h, w, 4) BGRA pixels as a PNG still with resolution, sRGB and text, through a
+    temporary file renamed into place. False when `overwrite` is off and `path` exists."""
+    path = Path(path)
+    height, width, _ = pixels.shape
+    data = np.ascontiguousarray(pixels)
+    surface = cairo.ImageSurface.create_for_data(memoryview(data), cairo.FORMAT_ARGB32,
+                                                 width, height, width * 4)
+    png = io.BytesIO()
+    surface.write_to_png(png)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(path, ".png")
+    try:
+        tmp.write_bytes(add_chunks(png.getvalue(), dpi, text))
+        return place(tmp, path, overwrite=overwrite)
+    except OSError as exc:
+        raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)

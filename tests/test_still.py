@@ -1,0 +1,125 @@
+"""Stills for print: the same picture as the clip's frame, any size, with its scene inside."""
+
+from __future__ import annotations
+
+import io
+
+import cairo
+import numpy as np
+import pytest
+from PIL import Image
+
+from render.encode.still import add_chunks, read_chunks
+
+
+def pixels(path) -> np.ndarray:
+    surface = cairo.ImageSurface.create_from_png(str(path))
+    h, w = surface.get_height(), surface.get_width()
+    return np.frombuffer(bytes(surface.get_data()), np.uint8).reshape(h, -1, 4)[:, :w, :3] \
+        .astype(float)
+
+
+@pytest.fixture
+def still(cli, small_scene, tmp_path):
+    def make(time, size="320x180", *extra):
+        out = tmp_path / f"still_{time.replace(':', '_')}_{size}_{len(extra)}.png"
+        r = cli(small_scene, "--still", time, "--size", size, "-o", out, *extra)
+        assert r.code == 0, r.err
+        return out
+    return make
+
+
+def test_still_is_the_png_sequence_frame_at_that_time(cli, small_scene, still, tmp_path):
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--size", "320x180", "--fps", "4",
+            "--frames", "4", "--quiet")
+    assert r.code == 0, r.err
+    frame3 = tmp_path / "seq" / "frame_00003.png"
+    assert np.array_equal(pixels(still("0.75")), pixels(frame3))
+
+
+def test_frame_n_is_n_over_the_scenes_fps(still):
+    # The small scene runs at 30 fps: frame 15 is 0.5 s.
+    assert np.array_equal(pixels(still("frame:15")), pixels(still("0.5")))
+
+
+def test_a_still_twice_the_size_is_the_same_picture_with_more_detail(still):
+    # Widths in world units only: the pixel floor would (rightly) thicken the small one.
+    world_widths = ("--set", "render.min_width_px=0", "--set", "render.width_min=0.3",
+                    "--set", "render.width_max=0.5")
+    one = pixels(still("0.5", "320x180", *world_widths))
+    two = pixels(still("0.5", "640x360", *world_widths))
+    later = pixels(still("1.0", "320x180", *world_widths))
+    down = two.reshape(180, 2, 320, 2, 3).mean(axis=(1, 3))
+    same_picture = np.abs(down - one).mean()
+    half_second = np.abs(later - one).mean()
+    assert same_picture < 0.3 * half_second
+    # Not an upscale: the 2x still differs from the 1x still blown up 2x by more than the
+    # 1x still differs from the 2x one averaged down.
+    upscale = one.repeat(2, axis=0).repeat(2, axis=1)
+    assert np.abs(two - upscale).mean() > 1.5 * same_picture
+
+
+def test_still_records_dpi_srgb_and_the_scene(cli, small_scene, tmp_path):
+    out = tmp_path / "a6.png"
+    r = cli(small_scene, "--still", "0.5", "--paper", "A4", "--dpi", "40", "--landscape",
+            "-o", out)
+    assert r.code == 0, r.err
+    with Image.open(out) as im:
+        im.load()  # text chunks after the pixels are read with them
+        assert im.size == (468, 331)  # 297 x 210 mm at 40 dpi
+        assert im.info["dpi"] == pytest.approx((40, 40), abs=0.01)
+        assert "srgb" in im.info
+        assert "[flock]" in im.info["boids-render:scene"]
+        assert im.info["boids-render:time"] == "1/2"
+    dpi, text = read_chunks(out)
+    assert dpi == pytest.approx(40, abs=0.01)
+    assert text["boids-render:seed"] == "3"
+
+
+def test_info_prints_what_a_still_records(cli, still):
+    r = cli("--info", still("0.5"))
+    assert r.code == 0, r.err
+    for needle in ("version: ", "seed: 3", "time: 1/2", "scene-sha256: ", "[scene]"):
+        assert needle in r.out
+
+
+def test_from_rerenders_the_same_picture_from_the_file_alone(cli, still, tmp_path):
+    first = still("0.5")
+    again = tmp_path / "again.png"
+    r = cli("--from", first, "-o", again)
+    assert r.code == 0, r.err
+    assert np.array_equal(pixels(first), pixels(again))
+    # Overrides still apply on top of the recorded scene.
+    other = tmp_path / "other.png"
+    assert cli("--from", first, "--seed", "4", "-o", other).code == 0
+    assert not np.array_equal(pixels(first), pixels(other))
+
+
+def test_from_a_png_without_a_scene_is_bad_input(cli, tmp_path):
+    plain = tmp_path / "plain.png"
+    cairo.ImageSurface(cairo.FORMAT_RGB24, 4, 4).write_to_png(str(plain))
+    r = cli("--from", plain, "-o", tmp_path / "x.png")
+    assert r.code == 2 and "no boids-render scene" in r.err
+
+
+def test_still_needs_a_png_output(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "1", "-o", tmp_path / "x.mp4")
+    assert r.code == 2 and ".png" in r.err
+    assert cli(small_scene, "--still", "soon", "-o", tmp_path / "x.png").code == 2
+
+
+def test_stills_may_have_odd_sizes(still):
+    with Image.open(still("0.5", "321x181")) as im:
+        assert im.size == (321, 181)
+
+
+def test_chunks_survive_a_round_trip(tmp_path):
+    buf = io.BytesIO()
+    cairo.ImageSurface(cairo.FORMAT_RGB24, 3, 2).write_to_png(buf)
+    path = tmp_path / "c.png"
+    path.write_bytes(add_chunks(buf.getvalue(), 300, {"k": "välue\nline"}))
+    dpi, text = read_chunks(path)
+    assert dpi == pytest.approx(300, abs=0.01) and text == {"k": "välue\nline"}
+    with Image.open(path) as im:  # and a third-party reader still takes the file
+        im.load()
+        assert im.info["k"] == "välue\nline"
