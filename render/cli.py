@@ -221,8 +221,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         scene, recorded_time = load_scene(args.scene, overrides), None
     if args.still is not None or (args.from_png and not args.check):
-        if not args.output or not args.output.lower().endswith(".png"):
-            raise UsageError("a still is written as PNG: give -o FILE.png")
+        if not args.output or not args.output.lower().endswith((".png", ".pdf", ".svg")):
+            raise UsageError("a still is written as PNG, PDF or SVG: give -o FILE.png, "
+                             "FILE.pdf or FILE.svg")
         from .pipeline import render_still
 
         time = parse_time(args.still, scene.output.fps) if args.still is not None \

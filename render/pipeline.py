@@ -142,7 +142,8 @@ def _require_finite(frame) -> None:
 
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
                  overwrite: bool = True) -> None:
-    """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene.
+    """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
+    or as a vector PDF/SVG page of the same picture.
 
     It is the frame a PNG sequence of the same scene and size shows at that time, pixel for
     pixel: the same sampling of the simulation and the same drawing.
@@ -155,9 +156,24 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
     frame = next(frames(sim, fps, 1, first=index))
     _require_finite(frame)
-    pixels = draw_frame(Canvas(scene.output.size), scene, frame.positions, frame.velocities,
-                        frame.snapshot.neighbours, sim.accent)
+    state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)
     toml = scene.to_toml()
+    if Path(output).suffix.lower() in (".pdf", ".svg"):
+        from .draw.vector import write_vector
+        from .encode.files import place, temp_beside
+
+        output = Path(output)
+        if not overwrite and output.exists():
+            raise UsageError(f"{output}: exists (--no-overwrite)")
+        tmp = temp_beside(output, output.suffix)
+        try:
+            write_vector(tmp, scene, scene.output.size, dpi, *state,
+                         title=f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s")
+            place(tmp, output, overwrite=overwrite)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return
+    pixels = draw_frame(Canvas(scene.output.size), scene, *state)
     text = {
         "Software": f"boids-render {__version__}",
         "boids-render:scene": toml,

@@ -123,3 +123,38 @@ def test_chunks_survive_a_round_trip(tmp_path):
     with Image.open(path) as im:  # and a third-party reader still takes the file
         im.load()
         assert im.info["k"] == "välue\nline"
+
+
+def test_vector_stills_are_vectors_of_the_same_picture(cli, small_scene, tmp_path):
+    for suffix in (".pdf", ".svg"):
+        out = tmp_path / f"v{suffix}"
+        r = cli(small_scene, "--still", "0.5", "--size", "320x180", "--dpi", "144", "-o", out)
+        assert r.code == 0, r.err
+        data = out.read_bytes()
+        assert data.startswith(b"%PDF" if suffix == ".pdf" else b"<?xml")
+        # Drawn as paths, with no rasterised fallback image embedded.
+        assert b"/Subtype /Image" not in data and b"<image" not in data
+    svg = (tmp_path / "v.svg").read_text()
+    assert 'width="160pt" height="90pt"' in svg  # 320x180 px at 144 dpi
+    assert svg.count("<path") >= 2
+
+
+def test_vector_drawing_matches_the_raster_drawing():
+    from render.draw.streaks import draw_frame, frame_paths
+    from render.draw.surface import Canvas
+    from render.draw.vector import paint_vector
+    from render.scene import load_scene
+    from render.sim.simulate import Simulation, frames
+    from conftest import SCENES
+
+    scene = load_scene(SCENES / "murmuration.toml", [("output.size", '"480x270"', "test")])
+    sim = Simulation(scene)
+    frame = next(frames(sim, scene.output.fps, 1))
+    state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)
+    raster = draw_frame(Canvas((480, 270)), scene, *state,
+                        antialias=cairo.ANTIALIAS_DEFAULT)[:, :, :3].astype(float)
+    canvas = Canvas((480, 270))
+    paint_vector(canvas.context(), frame_paths(scene, (480, 270), *state,
+                                               antialias=cairo.ANTIALIAS_DEFAULT))
+    vector = canvas.flush()[:, :, :3].astype(float)
+    assert np.abs(vector - raster).mean() < 0.5  # of 255: the same colour arithmetic
