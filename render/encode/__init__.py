@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..scene import Scene
 
-VIDEO_SUFFIXES = (".mp4",)
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".gif")
 
 
 def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: bool = True):
@@ -33,5 +33,5 @@ def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: b
         return VideoWriter(output, size=scene.output.size, fps=scene.output.fps,
                            crf=scene.output.crf, frames=scene.frame_count,
                            overwrite=overwrite)
-    raise UsageError(f"{output}: unsupported output; use .mp4, a folder ending in '/' or a "
-                     f"pattern such as out/frame_%05d.png")
+    raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
+                     f"ending in '/' or a pattern such as out/frame_%05d.png")

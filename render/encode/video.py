@@ -31,6 +31,54 @@ _H264 = [
 ]
 
 
+_BT709_TAGS = ["-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709"]
+# The -color_* options alone are overridden by what the filtered frames carry.
+_BT709_FRAMES = "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709"
+# x264's crf 18 ("visually lossless") is about VP9's 31; the scale keeps the scene's crf the
+# one quality knob for both.
+_VP9_CRF_OFFSET = 13
+# GIF frame delays are whole hundredths of a second.
+GIF_MAX_FPS = 50
+
+
+def codec_args(suffix: str, crf: int) -> tuple[list[str], str]:
+    """ffmpeg output options and muxer for a clip of this suffix."""
+    if suffix == ".mp4":
+        return [*_H264, "-crf", str(crf)], "mp4"
+    if suffix == ".webm":
+        return ["-c:v", "libvpx-vp9", "-crf", str(min(63, crf + _VP9_CRF_OFFSET)), "-b:v", "0",
+                "-deadline", "good", "-cpu-used", "4", "-row-mt", "1",
+                "-vf", f"scale=out_color_matrix=bt709:out_range=tv,{_BT709_FRAMES}:range=tv",
+                "-pix_fmt", "yuv420p",
+                *_BT709_TAGS], "webm"
+    if suffix == ".mov":
+        # ProRes 4444: 10-bit 4:4:4, the editing and compositing codec.
+        return ["-c:v", "prores_ks", "-profile:v", "4", "-vendor", "apl0",
+                "-vf", f"scale=out_color_matrix=bt709,{_BT709_FRAMES}",
+                "-pix_fmt", "yuv444p10le",
+                *_BT709_TAGS], "mov"
+    if suffix == ".gif":
+        # Two passes in one graph: a palette generated from the whole clip, then applied
+        # with an ordered dither (no crawling noise between frames).
+        return ["-vf", "split[a][b];[a]palettegen=stats_mode=diff[p];"
+                       "[b][p]paletteuse=dither=bayer:bayer_scale=3:diff_mode=rectangle",
+                "-loop", "0"], "gif"
+    raise ValueError(suffix)
+
+
+def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction) -> None:
+    """What a suffix cannot take, as bad input before any work is done."""
+    suffix = Path(path).suffix.lower()
+    width, height = size
+    if suffix in (".mp4", ".webm") and (width % 2 or height % 2):
+        raise UsageError(f"{path}: 4:2:0 video needs even sizes, got {width}x{height}; try "
+                         f"{width + width % 2}x{height + height % 2}")
+    if suffix == ".gif" and (fps > GIF_MAX_FPS or (100 / fps).denominator != 1):
+        raise UsageError(f"{path}: GIF frame delays are whole hundredths of a second, so it "
+                         f"plays 50, 25, 20, 10 … fps exactly (100/k); got {float(fps):g}: "
+                         f"try --fps 25 or --fps 50")
+
+
 # ffmpeg tags its messages with the component that wrote them: "[out#0/mp4 @ 0x55…] ".
 _LOG_PREFIX = re.compile(r"^(\[[^]]*@ 0x[0-9a-f]+\] )+")
 
@@ -45,7 +93,8 @@ def ffmpeg_exe() -> str:
 
 
 class VideoWriter:
-    """Streams BGRA frames into an H.264 MP4, written to a temporary file beside `path` and
+    """Streams BGRA frames into a clip (H.264 MP4, VP9 WebM, ProRes 4444 MOV or GIF by
+    suffix), written to a temporary file beside `path` and
     renamed into place only once ffmpeg succeeded and the frame count read back matches.
 
     Use as a context manager; an exception inside the block (an interruption included)
@@ -55,10 +104,7 @@ class VideoWriter:
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
                  frames: int, overwrite: bool = True):
-        width, height = size
-        if width % 2 or height % 2:
-            raise UsageError(f"{path}: H.264 in yuv420p needs even sizes, got "
-                              f"{width}x{height}; try {width + width % 2}x{height + height % 2}")
+        check_clip(path, size, fps)
         self.path = Path(path)
         if not overwrite and self.path.exists():
             raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
@@ -77,10 +123,11 @@ class VideoWriter:
         self._tmp = temp_beside(self.path, self.path.suffix)
         self._log = tempfile.TemporaryFile()
         width, height = self.size
+        args, muxer = codec_args(self.path.suffix.lower(), self.crf)
         cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
                "-framerate", f"{self.fps.numerator}/{self.fps.denominator}", "-i", "pipe:0",
-               "-an", *_H264, "-crf", str(self.crf), "-f", "mp4", str(self._tmp)]
+               "-an", *args, "-f", muxer, str(self._tmp)]
         try:
             # Own session: Ctrl-C in a terminal signals the whole foreground process group,
             # and ffmpeg would then finish its file by itself, racing our kill. Signals
