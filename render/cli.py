@@ -42,13 +42,17 @@ def parser() -> argparse.ArgumentParser:
                    help="scene file (TOML), e.g. scenes/murmuration.toml (not needed with "
                         "--from or --info)")
     p.add_argument("-o", "--output", metavar="OUT",
-                   help="output: FILE.mp4, a folder ending in '/' or a pattern such as "
+                   help="output: FILE.mp4|.webm|.mov|.gif, a folder ending in '/' or a "
+                        "pattern such as "
                         "out/f_%%05d.png (PNG sequence), e.g. -o out/murmuration.mp4")
     p.add_argument("--size", metavar="WxH", help="frame size, e.g. --size 1280x720")
     p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--duration", metavar="S", help="clip length in seconds, e.g. 4.5")
-    length.add_argument("--frames", metavar="N", help="number of frames, e.g. --frames 120")
+    length.add_argument("--frames", metavar="N|A:B",
+                        help="number of frames, e.g. --frames 120; or the range A..B−1 of "
+                             "the clip, the same frames a full render has, e.g. "
+                             "--frames 600:1200 (farm-style splitting)")
     p.add_argument("--seed", metavar="N", help="random seed, e.g. --seed 7")
     p.add_argument("--crf", metavar="N", help="x264 quality 0–51 (18 default), e.g. --crf 23")
     p.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[],
@@ -152,6 +156,12 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
     for text in args.overrides:
         key, value = parse_override(text)
         out.append((key, value, "--set"))
+    if args.frames is not None and ":" in args.frames:
+        first, _, end = args.frames.partition(":")
+        if not (first.isdigit() and end.isdigit() and int(first) < int(end)):
+            raise UsageError(f"--frames {args.frames}: expected A:B with 0 ≤ A < B, "
+                             f"e.g. 600:1200")
+        args.first, args.frames = int(first), end
     flags = [("size", "output.size"), ("fps", "output.fps"), ("duration", "scene.duration"),
              ("frames", "output.frames"), ("seed", "scene.seed"), ("crf", "output.crf")]
     for flag, key in flags:
@@ -245,7 +255,8 @@ def run(args: argparse.Namespace) -> int:
     from .pipeline import render
 
     render(scene, args.output, stats=args.stats, plot=args.plot, quiet=args.quiet,
-           resume=args.resume, overwrite=args.overwrite, workers=args.workers)
+           resume=args.resume, overwrite=args.overwrite, workers=args.workers,
+           first=getattr(args, "first", 0))
     return 0
 
 

@@ -32,7 +32,7 @@ def default_workers() -> int:
 
 def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
            plot: str | Path | None = None, quiet: bool = False, resume: bool = False,
-           overwrite: bool = True, workers: int | None = None) -> int:
+           overwrite: bool = True, workers: int | None = None, first: int = 0) -> int:
     """Render `scene` to `output` (None: simulate only); write per-frame diagnostics to
     `stats` and a picture of them to `plot` when given. Returns the number of frames.
 
@@ -40,10 +40,11 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
     (see `open_writer`); the flock is still simulated through them.
     workers: threads drawing frames while the main thread simulates and hands finished
     frames, in order, to the encoder (default: the cores this process may use).
+    first: render only frames first .. frame_count−1 (the same frames a full render has).
     """
     budget.check(scene, output)  # before anything large is allocated
-    total = scene.frame_count
-    writer = open_writer(output, scene, resume=resume, overwrite=overwrite) \
+    total = scene.frame_count - first
+    writer = open_writer(output, scene, resume=resume, overwrite=overwrite, first=first) \
         if output is not None else contextlib.nullcontext()
     spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
     rows = []
@@ -52,7 +53,7 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
     with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label) as bar, \
             drawing or contextlib.nullcontext():
         sim = Simulation(scene)
-        for frame in frames(sim, scene.output.fps, total):
+        for frame in frames(sim, scene.output.fps, total, first=first):
             _require_finite(frame)
             if stats is not None or plot is not None:
                 rows.append({"frame": frame.index, "time_s": float(frame.time),

@@ -51,3 +51,22 @@ def test_gif_takes_odd_sizes_and_webm_does_not(cli, small_scene, tmp_path):
                "--frames", "3", "--quiet").code == 0
     r = cli(small_scene, "-o", tmp_path / "x.webm", "--size", "161x91", "--frames", "3")
     assert r.code == 2 and "even" in r.err
+
+
+def test_a_frame_range_renders_the_same_frames_as_the_full_clip(cli, small_scene, tmp_path):
+    assert cli(small_scene, "-o", f"{tmp_path}/all/", "--frames", "9", "--quiet").code == 0
+    r = cli(small_scene, "-o", f"{tmp_path}/part/", "--frames", "6:9", "--quiet")
+    assert r.code == 0, r.err
+    part = sorted(p.name for p in (tmp_path / "part").glob("*.png"))
+    assert part == ["frame_00006.png", "frame_00007.png", "frame_00008.png"]
+    for name in part:
+        assert (tmp_path / "part" / name).read_bytes() == (tmp_path / "all" / name).read_bytes()
+    clip = tmp_path / "part.mp4"
+    assert cli(small_scene, "-o", clip, "--frames", "6:9", "--quiet").code == 0
+    assert imageio_ffmpeg.count_frames_and_secs(str(clip))[0] == 3
+
+
+@pytest.mark.parametrize("bad", ["9:6", "3:3", "a:5", "-1:4"])
+def test_a_frame_range_must_run_forwards(cli, small_scene, tmp_path, bad):
+    r = cli(small_scene, "-o", f"{tmp_path}/x/", f"--frames={bad}")
+    assert r.code == 2 and "--frames" in r.err

@@ -10,7 +10,8 @@ from ..scene import Scene
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".gif")
 
 
-def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: bool = True):
+def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: bool = True,
+                first: int = 0):
     """A writer for `output`: a PNG sequence (a %0Nd pattern or a trailing "/") or a video
     chosen by suffix. Each is a context manager with `wants(index)` (False: a frame on disk
     to keep, do not draw it) and `write(index, pixels)`.
@@ -31,7 +32,8 @@ def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: b
         from .video import VideoWriter
 
         return VideoWriter(output, size=scene.output.size, fps=scene.output.fps,
-                           crf=scene.output.crf, frames=scene.frame_count,
+                           crf=scene.output.crf, frames=scene.frame_count - first,
+                           first=first,
                            overwrite=overwrite)
     raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
                      f"ending in '/' or a pattern such as out/frame_%05d.png")

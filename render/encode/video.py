@@ -103,7 +103,7 @@ class VideoWriter:
     """
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
-                 frames: int, overwrite: bool = True):
+                 frames: int, overwrite: bool = True, first: int = 0):
         check_clip(path, size, fps)
         self.path = Path(path)
         if not overwrite and self.path.exists():
@@ -113,6 +113,7 @@ class VideoWriter:
         self.fps = fps
         self.crf = crf
         self.expected = frames
+        self.first = first  # index of the clip's first frame (a range of a longer clip)
         self.overwrite = overwrite
         self.written = 0
         self._proc: subprocess.Popen | None = None
@@ -151,8 +152,9 @@ class VideoWriter:
 
     def write(self, index: int, pixels: np.ndarray) -> None:
         """Frame `index` (the next one), (h, w, 4) uint8 BGRA."""
-        if index != self.written:
-            raise ValueError(f"frame {index} given, frame {self.written} expected")
+        if index != self.first + self.written:
+            raise ValueError(f"frame {index} given, frame {self.first + self.written} "
+                             f"expected")
         try:
             self._proc.stdin.write(memoryview(np.ascontiguousarray(pixels)).cast("B"))
         except (BrokenPipeError, OSError):
