@@ -54,6 +54,9 @@ def parser() -> argparse.ArgumentParser:
                              "the clip, the same frames a full render has, e.g. "
                              "--frames 600:1200 (farm-style splitting)")
     p.add_argument("--seed", metavar="N", help="random seed, e.g. --seed 7")
+    p.add_argument("--motion-blur", metavar="N",
+                   help="average N sub-frames across the shutter (render.motion_blur; "
+                        "render.shutter_angle, 180° by default), e.g. --motion-blur 8")
     p.add_argument("--crf", metavar="N", help="x264 quality 0–51 (18 default), e.g. --crf 23")
     p.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[],
                    dest="overrides",
@@ -163,13 +166,15 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
                              f"e.g. 600:1200")
         args.first, args.frames = int(first), end
     flags = [("size", "output.size"), ("fps", "output.fps"), ("duration", "scene.duration"),
-             ("frames", "output.frames"), ("seed", "scene.seed"), ("crf", "output.crf")]
+             ("frames", "output.frames"), ("seed", "scene.seed"), ("crf", "output.crf"),
+             ("motion_blur", "render.motion_blur")]
     for flag, key in flags:
         value = getattr(args, flag)
         if value is not None:
             # --size 1280x720 and --fps 24000/1001 are strings; numbers stay numbers.
-            raw = value if flag in ("duration", "frames", "seed", "crf") else f'"{value}"'
-            out.append((key, raw, f"--{flag}"))
+            raw = value if flag in ("duration", "frames", "seed", "crf", "motion_blur") \
+                else f'"{value}"'
+            out.append((key, raw, f"--{flag.replace('_', '-')}"))
     return out
 
 

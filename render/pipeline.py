@@ -16,7 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import budget
-from .draw.streaks import draw_frame
+from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .encode import open_writer
 from .errors import UsageError
@@ -53,7 +53,7 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
     with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label) as bar, \
             drawing or contextlib.nullcontext():
         sim = Simulation(scene)
-        for frame in frames(sim, scene.output.fps, total, first=first):
+        for frame in frames(sim, scene.output.fps, total, first=first, **exposure(scene)):
             _require_finite(frame)
             if stats is not None or plot is not None:
                 rows.append({"frame": frame.index, "time_s": float(frame.time),
@@ -109,14 +109,16 @@ class _Drawing:
     def submit(self, frame, accent) -> None:
         # The simulator may reuse its arrays for the next step: the thread gets copies.
         args = (frame.positions.copy(), frame.velocities.copy(),
-                frame.snapshot.neighbours.copy(), accent)
+                frame.snapshot.neighbours.copy(), accent, frame.exposure)
         self.pending.append((frame.index, self.pool.submit(self._draw, *args)))
 
     def skip(self, index: int) -> None:
         self.pending.append((index, None))
 
-    def _draw(self, positions, velocities, neighbours, accent):
+    def _draw(self, positions, velocities, neighbours, accent, exposure):
         canvas = self.canvases.get()
+        if exposure:
+            return canvas, draw_exposure(canvas, self.scene, exposure, neighbours, accent)
         return canvas, draw_frame(canvas, self.scene, positions, velocities, neighbours,
                                   accent)
 
@@ -132,6 +134,12 @@ class _Drawing:
             canvas, pixels = future.result()
             yield index, pixels
             self.canvases.put(canvas)
+
+
+def exposure(scene: Scene) -> dict:
+    """How frames sample the simulation for motion blur (see `frames`)."""
+    return dict(subframes=scene.render.motion_blur,
+                shutter=Fraction(scene.render.shutter_angle).limit_denominator(3600) / 360)
 
 
 def _require_finite(frame) -> None:
@@ -155,7 +163,10 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     sim = Simulation(scene)
     # Frame 1 at 1/time frames per second is sampled at exactly `time`.
     fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
-    frame = next(frames(sim, fps, 1, first=index))
+    # The shutter opens at `time` for the same span of the scene's frame interval.
+    blur = exposure(scene)
+    blur["shutter"] *= fps / scene.output.fps
+    frame = next(frames(sim, fps, 1, first=index, **blur))
     _require_finite(frame)
     state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)
     toml = scene.to_toml()
@@ -174,7 +185,9 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         finally:
             tmp.unlink(missing_ok=True)
         return
-    pixels = draw_frame(Canvas(scene.output.size), scene, *state)
+    canvas = Canvas(scene.output.size)
+    pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:]) if frame.exposure \
+        else draw_frame(canvas, scene, *state)
     text = {
         "Software": f"boids-render {__version__}",
         "boids-render:scene": toml,

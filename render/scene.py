@@ -210,6 +210,12 @@ class RenderSettings:
                                    "fixed so the picture does not flicker.", lo=0, lo_open=True)
     accent_every: int = setting(17, "One bird in this many is drawn in the accent colour "
                                 "(0: none).", kind="int", lo=0)
+    motion_blur: int = setting(1, "Sub-frames averaged per frame across the shutter's "
+                               "opening (1: off; 8–16 for a film look).", kind="int", lo=1,
+                               hi=64)
+    shutter_angle: float = setting(180.0, "How long the shutter is open, as a share of the "
+                                   "frame interval (360° = all of it).", unit="degrees",
+                                   lo=0, hi=360, lo_open=True)
     min_width_px: float = setting(1.0, "Floor on streak width so thumbnails stay legible.",
                                   unit="px", lo=0)
 

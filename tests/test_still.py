@@ -158,3 +158,47 @@ def test_vector_drawing_matches_the_raster_drawing():
                                                antialias=cairo.ANTIALIAS_DEFAULT))
     vector = canvas.flush()[:, :, :3].astype(float)
     assert np.abs(vector - raster).mean() < 0.5  # of 255: the same colour arithmetic
+
+
+def test_motion_blur_still_is_the_sequence_frame_too(cli, small_scene, tmp_path):
+    blur = ("--motion-blur", "4", "--set", "render.shutter_angle=270", "--size", "320x180")
+    assert cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "15:16", "--quiet",
+               *blur).code == 0
+    r = cli(small_scene, "--still", "frame:15", "-o", tmp_path / "s.png", *blur)
+    assert r.code == 0, r.err
+    assert np.array_equal(pixels(tmp_path / "s.png"),
+                          pixels(tmp_path / "seq" / "frame_00015.png"))
+
+
+def test_motion_blur_spreads_a_moving_bird_along_its_path(cli, write_scene, tmp_path):
+    scene = write_scene("""
+[scene]
+settle_steps = 0
+[world]
+boundary = "wrap"
+[flock]
+count = 1
+min_speed = 120.0
+max_speed = 120.0
+[render]
+min_width_px = 0.0
+width_min = 0.4
+width_max = 0.4
+opacity_min = 1.0
+accent_every = 0
+[output]
+size = "640x360"
+""")
+
+    def ink(*extra):
+        out = tmp_path / f"b{len(extra)}.png"
+        assert cli(scene, "--still", "0.5", "-o", out, *extra).code == 0
+        return np.abs(pixels(out) - pixels(out)[0, 0]).sum(axis=2)
+
+    sharp = ink()
+    blurred = ink("--motion-blur", "8", "--set", "render.shutter_angle=360")
+    # 120 units/s for 1/60 s: the streak sweeps 2 world units (16 px) more ground, its
+    # ink spread over more pixels, fainter at the ends, about as much of it in all.
+    assert (blurred > 8).sum() > 1.1 * (sharp > 8).sum()
+    assert blurred.sum() == pytest.approx(sharp.sum(), rel=0.1)
+    assert blurred.max() <= sharp.max()

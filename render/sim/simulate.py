@@ -221,13 +221,15 @@ class Simulation:
 class Frame:
     """The state a frame shows. positions, velocities: (n, 2), interpolated at `time`;
     snapshot: the simulated state at or just before `time` (its neighbour counts weight
-    the drawing and its measures feed the diagnostics)."""
+    the drawing and its measures feed the diagnostics). exposure: with motion blur, the
+    (positions, velocities) at each sub-frame time the shutter is open; else empty."""
 
     index: int
     time: Fraction
     positions: np.ndarray
     velocities: np.ndarray
     snapshot: Snapshot
+    exposure: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
 
 
 def step_fraction(dt: float) -> Fraction:
@@ -235,16 +237,23 @@ def step_fraction(dt: float) -> Fraction:
     return Fraction(dt).limit_denominator(1_000_000)
 
 
-def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0) -> Iterator[Frame]:
-    """Yield frames first .. first+count−1 at `fps`, advancing `sim` as needed."""
+def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
+           subframes: int = 1, shutter: Fraction = Fraction(0)) -> Iterator[Frame]:
+    """Yield frames first .. first+count−1 at `fps`, advancing `sim` as needed.
+
+    subframes > 1: each frame also carries the states at `subframes` times spread evenly
+    over the shutter's opening, from the frame's time to time + shutter/fps (`shutter` as a
+    fraction of the frame interval: 180° is 1/2), for motion blur.
+    """
     dt = step_fraction(sim.dt)
     scene = sim.scene
     wrap = scene.world.boundary == "wrap"
     extent = np.array([scene.world.width, scene.world.height])
     before: Snapshot | None = None
     after = sim.advance()
-    for index in range(first, first + count):
-        time = Fraction(index) / fps
+
+    def at(time: Fraction):
+        nonlocal before, after
         where = time / dt
         s0 = math.floor(where)
         while after.step <= s0:
@@ -253,13 +262,23 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0) -> Iterat
             raise RuntimeError("frames must be requested in increasing order")
         frac = float(where - s0)
         if frac == 0.0:
-            pos, vel = before.positions, before.velocities
-        else:
-            delta = after.positions - before.positions
-            if wrap:
-                delta -= extent * np.round(delta / extent)
-            pos = before.positions + frac * delta
-            if wrap:
-                pos = np.mod(pos, extent)
-            vel = before.velocities + frac * (after.velocities - before.velocities)
-        yield Frame(index, time, pos, vel, before)
+            return before.positions, before.velocities, before
+        delta = after.positions - before.positions
+        if wrap:
+            delta -= extent * np.round(delta / extent)
+        pos = before.positions + frac * delta
+        if wrap:
+            pos = np.mod(pos, extent)
+        vel = before.velocities + frac * (after.velocities - before.velocities)
+        return pos, vel, before
+
+    for index in range(first, first + count):
+        time = Fraction(index) / fps
+        pos, vel, snap = at(time)
+        exposure = ()
+        if subframes > 1:
+            # Copies: the simulator may reuse its arrays as it steps through the shutter.
+            exposure = tuple((p.copy(), v.copy()) for p, v, _ in (
+                at(time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps)
+                for k in range(subframes)))
+        yield Frame(index, time, pos, vel, snap, exposure)
