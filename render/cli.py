@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     still.add_argument("--from", dest="from_png", metavar="FILE.png",
                        help="re-render from the scene a still records (at its time unless "
                             "--still is given), e.g. --from print.png -o again.png")
+    p.add_argument("--contact-sheet", metavar="FILE.png",
+                   help="a grid of 12 thumbnails across the clip with their times, e.g. "
+                        "--contact-sheet out/sheet.png")
     p.add_argument("--workers", metavar="N", type=_positive_int,
                    help="threads drawing frames while the flock is simulated and encoded "
                         "(default: the machine's cores), e.g. --workers 1")
@@ -245,6 +248,11 @@ def run(args: argparse.Namespace) -> int:
             else recorded_time
         render_still(scene, args.output, time, dpi=args.dpi or (300 if args.paper else 72),
                      overwrite=args.overwrite)
+        return 0
+    if args.contact_sheet:
+        from .pipeline import render_contact_sheet
+
+        render_contact_sheet(scene, args.contact_sheet)
         return 0
     if args.check:
         print(describe(scene))

@@ -198,3 +198,52 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     }
     if not write_still(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
         raise UsageError(f"{output}: exists (--no-overwrite)")
+
+
+def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
+                         rows: int = 3, thumb_width: int = 480) -> None:
+    """A grid of thumbnails spread evenly across the clip, each labelled with its time:
+    the look of a clip without playing it. Thumbnails are the clip's own frames, drawn
+    smaller (the same picture: widths are in world units)."""
+    from .encode.images import write_png
+
+    count = columns * rows
+    total = scene.frame_count
+    picks = sorted({round(i * (total - 1) / max(count - 1, 1)) for i in range(count)})
+    width, height = scene.output.size
+    thumb = (thumb_width, max(1, round(thumb_width * height / width)))
+    gap, label = 8, 22
+    sheet = Canvas((columns * (thumb[0] + gap) + gap,
+                    rows * (thumb[1] + gap + label) + gap))
+    ctx = sheet.context()
+    background = scene.colours()["background"]
+    ctx.set_source_rgb(*background)
+    ctx.paint()
+    canvas = Canvas(thumb)
+    sim = Simulation(scene)
+    wanted = iter(picks)
+    target = next(wanted)
+    slot = 0
+    for frame in frames(sim, scene.output.fps, picks[-1] + 1, **exposure(scene)):
+        if frame.index != target:
+            continue
+        _require_finite(frame)
+        args = (frame.snapshot.neighbours, sim.accent)
+        pixels = draw_exposure(canvas, scene, frame.exposure, *args) if frame.exposure \
+            else draw_frame(canvas, scene, frame.positions, frame.velocities, *args)
+        x = gap + (slot % columns) * (thumb[0] + gap)
+        y = gap + (slot // columns) * (thumb[1] + gap + label)
+        sheet.pixels[y:y + thumb[1], x:x + thumb[0]] = pixels
+        sheet.surface.mark_dirty()
+        ctx.set_source_rgb(*scene.colours()["ink"])
+        ctx.select_font_face("sans-serif")
+        ctx.set_font_size(14)
+        ctx.move_to(x, y + thumb[1] + 16)
+        ctx.show_text(f"{float(frame.time):.2f} s · frame {frame.index}")
+        slot += 1
+        target = next(wanted, None)
+        if target is None:
+            break
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    if not write_png(sheet.flush(), output):
+        raise UsageError(f"{output}: exists (--no-overwrite)")

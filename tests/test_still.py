@@ -202,3 +202,18 @@ size = "640x360"
     assert (blurred > 8).sum() > 1.1 * (sharp > 8).sum()
     assert blurred.sum() == pytest.approx(sharp.sum(), rel=0.1)
     assert blurred.max() <= sharp.max()
+
+
+def test_contact_sheet_holds_the_clips_own_frames(cli, small_scene, tmp_path):
+    sheet_path = tmp_path / "sheet.png"
+    r = cli(small_scene, "--contact-sheet", sheet_path, "--size", "320x180")
+    assert r.code == 0, r.err
+    sheet = pixels(sheet_path)
+    # 4 x 3 thumbnails 480 px wide (at the frame's aspect), 8 px gaps, 22 px labels.
+    assert sheet.shape[:2] == (3 * (270 + 8 + 22) + 8, 4 * (480 + 8) + 8)
+    # The last thumbnail is the clip's last frame (the small scene: 30 frames), drawn at
+    # the thumbnail's size.
+    last = tmp_path / "last.png"
+    assert cli(small_scene, "--still", "frame:29", "--size", "480x270", "-o", last).code == 0
+    y, x = 8 + 2 * (270 + 8 + 22), 8 + 3 * (480 + 8)
+    assert np.array_equal(sheet[y:y + 270, x:x + 480], pixels(last))
