@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     still.add_argument("--from", dest="from_png", metavar="FILE.png",
                        help="re-render from the scene a still records (at its time unless "
                             "--still is given), e.g. --from print.png -o again.png")
+    p.add_argument("--transparent", action="store_const", const="true",
+                   help="no background, alpha for compositing (output.transparent): PNG, "
+                        ".webm or .mov, e.g. -o out/flock.mov --transparent")
     p.add_argument("--contact-sheet", metavar="FILE.png",
                    help="a grid of 12 thumbnails across the clip with their times, e.g. "
                         "--contact-sheet out/sheet.png")
@@ -170,12 +173,13 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
         args.first, args.frames = int(first), end
     flags = [("size", "output.size"), ("fps", "output.fps"), ("duration", "scene.duration"),
              ("frames", "output.frames"), ("seed", "scene.seed"), ("crf", "output.crf"),
-             ("motion_blur", "render.motion_blur")]
+             ("motion_blur", "render.motion_blur"), ("transparent", "output.transparent")]
     for flag, key in flags:
         value = getattr(args, flag)
         if value is not None:
             # --size 1280x720 and --fps 24000/1001 are strings; numbers stay numbers.
-            raw = value if flag in ("duration", "frames", "seed", "crf", "motion_blur") \
+            raw = value if flag in ("duration", "frames", "seed", "crf", "motion_blur",
+                                    "transparent") \
                 else f'"{value}"'
             out.append((key, raw, f"--{flag.replace('_', '-')}"))
     return out

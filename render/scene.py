@@ -228,6 +228,8 @@ class OutputSettings:
                             "\"24000/1001\".", kind="fps", unit="frames/s")
     frames: int | None = setting(None, "Number of frames; overrides scene.duration.",
                                  kind="int", lo=1, optional=True)
+    transparent: bool = setting(False, "No background: alpha for compositing (PNG, .webm, "
+                                ".mov).", kind="bool")
     crf: int = setting(18, "x264 quality: 0 lossless, 18 visually lossless, 51 worst.",
                        kind="int", lo=0, hi=51)
 

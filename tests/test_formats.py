@@ -70,3 +70,65 @@ def test_a_frame_range_renders_the_same_frames_as_the_full_clip(cli, small_scene
 def test_a_frame_range_must_run_forwards(cli, small_scene, tmp_path, bad):
     r = cli(small_scene, "-o", f"{tmp_path}/x/", f"--frames={bad}")
     assert r.code == 2 and "--frames" in r.err
+
+
+def decode_rgba(path, decoder=()) -> "np.ndarray":
+    import numpy as np
+
+    proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", *decoder, "-i",
+                           str(path), "-f", "rawvideo", "-pix_fmt", "rgba", "-"],
+                          capture_output=True, check=True)
+    return np.frombuffer(proc.stdout, np.uint8).reshape(-1, 90, 160, 4)
+
+
+@pytest.mark.parametrize("suffix,pix_fmt,decoder", [
+    (".webm", "yuva420p", ("-c:v", "libvpx-vp9")),  # ffmpeg's own vp9 decoder drops alpha
+    (".mov", "yuva444p", ()),
+])
+def test_transparent_clips_carry_alpha(cli, small_scene, tmp_path, suffix, pix_fmt, decoder):
+    out = tmp_path / f"alpha{suffix}"
+    r = cli(small_scene, "-o", out, "--size", "160x90", "--frames", "3", "--transparent",
+            "--quiet")
+    assert r.code == 0, r.err
+    assert pix_fmt in stream(out) or suffix == ".webm"  # VP9 signals alpha in side data
+    rgba = decode_rgba(out, decoder)
+    assert rgba.shape[0] == 3
+    alpha = rgba[..., 3]
+    assert (alpha < 8).mean() > 0.5, "the background is transparent"
+    assert (alpha > 200).any(), "the streaks are opaque"
+
+
+def test_transparent_png_frames_have_straight_colour_edges(cli, small_scene, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    r = cli(small_scene, "-o", f"{tmp_path}/t/", "--size", "320x180", "--frames", "1",
+            "--transparent", "--quiet", "--set", "palette.theme=light")
+    assert r.code == 0, r.err
+    with Image.open(tmp_path / "t" / "frame_00000.png") as im:
+        assert im.mode == "RGBA"
+        rgba = np.asarray(im).astype(int)
+    alpha = rgba[..., 3]
+    assert alpha[0, 0] == 0
+    edge = (alpha > 40) & (alpha < 200)
+    assert edge.any()
+    ink = np.array([0x28, 0x48, 0xCD])  # the light theme's ink: no darker at the edges
+    assert np.abs(rgba[edge][:, :3] - ink).mean() < 12
+
+
+def test_straight_alpha_undoes_premultiplication():
+    import numpy as np
+
+    from render.encode.video import straight_alpha
+
+    bgra = np.array([[[25, 50, 100, 128], [0, 0, 0, 0], [10, 20, 30, 255]]], np.uint8)
+    out = straight_alpha(bgra)
+    assert out[0, 0].tolist() == [50, 100, 199, 128]
+    assert out[0, 1].tolist() == [0, 0, 0, 0]
+    assert out[0, 2].tolist() == [10, 20, 30, 255]
+
+
+def test_mp4_and_gif_refuse_transparency(cli, small_scene, tmp_path):
+    for suffix in (".mp4", ".gif"):
+        r = cli(small_scene, "-o", tmp_path / f"x{suffix}", "--transparent", "--fps", "25")
+        assert r.code == 2 and "alpha" in r.err

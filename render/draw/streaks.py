@@ -39,9 +39,10 @@ FINE_CAP_TOLERANCE_PX = 0.1
 
 @dataclass(frozen=True)
 class Style:
-    """Per-bucket stroke widths (world units) and colours (r, g, b, a), accent last."""
+    """Per-bucket stroke widths (world units) and colours (r, g, b, a), accent last;
+    background None for a transparent frame."""
 
-    background: tuple[float, float, float]
+    background: tuple[float, float, float] | None
     widths: tuple[float, ...]
     colours: tuple[tuple[float, float, float, float], ...]
     tail: float
@@ -61,8 +62,8 @@ def style_for(scene: Scene, scale_px: float) -> Style:
     # The tracer birds must stay easy to follow: drawn at full density weight.
     widths.append(widths[-1])
     ink.append((*colours["accent"], r.opacity_max))
-    return Style(colours["background"], tuple(widths), tuple(ink), r.tail, r.head,
-                 r.density_count)
+    background = None if scene.output.transparent else colours["background"]
+    return Style(background, tuple(widths), tuple(ink), r.tail, r.head, r.density_count)
 
 
 def buckets(neighbours: np.ndarray, accent: np.ndarray, density_count: float) -> np.ndarray:
@@ -201,7 +202,10 @@ def fill_frame(canvas: Canvas, paths: FramePaths, *,
     (h, w, 4) BGRA uint8, contiguous: ready for the encoder as they are."""
     ctx = canvas.context()
     ctx.set_antialias(antialias)
-    ctx.set_source_rgb(*paths.style.background)
+    if paths.style.background is None:
+        ctx.set_operator(cairo.OPERATOR_CLEAR)
+    else:
+        ctx.set_source_rgb(*paths.style.background)
     ctx.paint()
     # Non-zero winding (cairo's default): where streaks of one bucket overlap, their union
     # is drawn once, as one stroke of them would be; even-odd would punch holes there.

@@ -21,8 +21,9 @@ SURFACES = {".pdf": cairo.PDFSurface, ".svg": cairo.SVGSurface}
 def paint_vector(ctx: cairo.Context, paths: FramePaths) -> None:
     """Background, then one translucent fill per bucket, on any cairo context whose user
     space is the frame's pixels."""
-    ctx.set_source_rgb(*paths.style.background)
-    ctx.paint()
+    if paths.style.background is not None:
+        ctx.set_source_rgb(*paths.style.background)
+        ctx.paint()
     ctx.set_fill_rule(cairo.FILL_RULE_WINDING)  # overlapping streaks: their union, once
     for b in range(BUCKETS + 1):
         lo, hi = paths.bounds[b], paths.bounds[b + 1]

@@ -33,7 +33,7 @@ def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: b
 
         return VideoWriter(output, size=scene.output.size, fps=scene.output.fps,
                            crf=scene.output.crf, frames=scene.frame_count - first,
-                           first=first,
+                           first=first, transparent=scene.output.transparent,
                            overwrite=overwrite)
     raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
                      f"ending in '/' or a pattern such as out/frame_%05d.png")

@@ -41,21 +41,33 @@ _VP9_CRF_OFFSET = 13
 GIF_MAX_FPS = 50
 
 
-def codec_args(suffix: str, crf: int) -> tuple[list[str], str]:
-    """ffmpeg output options and muxer for a clip of this suffix."""
+def straight_alpha(bgra: np.ndarray) -> np.ndarray:
+    """cairo's premultiplied BGRA as the straight alpha ffmpeg's `bgra` means: colour
+    divided by alpha (rounded), so edges composite without dark fringes."""
+    alpha = bgra[:, :, 3:4].astype(np.uint32)
+    colour = bgra[:, :, :3].astype(np.uint32)
+    straight = np.where(alpha > 0, (colour * 255 + alpha // 2) // np.maximum(alpha, 1), 0)
+    out = bgra.copy()
+    out[:, :, :3] = np.minimum(straight, 255)
+    return out
+
+
+def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[str], str]:
+    """ffmpeg output options and muxer for a clip of this suffix (with alpha when
+    `transparent`: VP9 yuva420p, ProRes 4444 yuva444p10le)."""
     if suffix == ".mp4":
         return [*_H264, "-crf", str(crf)], "mp4"
     if suffix == ".webm":
         return ["-c:v", "libvpx-vp9", "-crf", str(min(63, crf + _VP9_CRF_OFFSET)), "-b:v", "0",
                 "-deadline", "good", "-cpu-used", "4", "-row-mt", "1",
                 "-vf", f"scale=out_color_matrix=bt709:out_range=tv,{_BT709_FRAMES}:range=tv",
-                "-pix_fmt", "yuv420p",
+                "-pix_fmt", "yuva420p" if transparent else "yuv420p",
                 *_BT709_TAGS], "webm"
     if suffix == ".mov":
         # ProRes 4444: 10-bit 4:4:4, the editing and compositing codec.
         return ["-c:v", "prores_ks", "-profile:v", "4", "-vendor", "apl0",
                 "-vf", f"scale=out_color_matrix=bt709,{_BT709_FRAMES}",
-                "-pix_fmt", "yuv444p10le",
+                "-pix_fmt", "yuva444p10le" if transparent else "yuv444p10le",
                 *_BT709_TAGS], "mov"
     if suffix == ".gif":
         # Two passes in one graph: a palette generated from the whole clip, then applied
@@ -66,9 +78,13 @@ def codec_args(suffix: str, crf: int) -> tuple[list[str], str]:
     raise ValueError(suffix)
 
 
-def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction) -> None:
+def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
+               transparent: bool = False) -> None:
     """What a suffix cannot take, as bad input before any work is done."""
     suffix = Path(path).suffix.lower()
+    if transparent and suffix in (".mp4", ".gif"):
+        raise UsageError(f"{path}: {suffix} has no alpha channel; a transparent clip needs "
+                         f".webm (VP9), .mov (ProRes 4444) or a PNG sequence")
     width, height = size
     if suffix in (".mp4", ".webm") and (width % 2 or height % 2):
         raise UsageError(f"{path}: 4:2:0 video needs even sizes, got {width}x{height}; try "
@@ -103,8 +119,10 @@ class VideoWriter:
     """
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
-                 frames: int, overwrite: bool = True, first: int = 0):
-        check_clip(path, size, fps)
+                 frames: int, overwrite: bool = True, first: int = 0,
+                 transparent: bool = False):
+        check_clip(path, size, fps, transparent)
+        self.transparent = transparent
         self.path = Path(path)
         if not overwrite and self.path.exists():
             raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
@@ -124,7 +142,7 @@ class VideoWriter:
         self._tmp = temp_beside(self.path, self.path.suffix)
         self._log = tempfile.TemporaryFile()
         width, height = self.size
-        args, muxer = codec_args(self.path.suffix.lower(), self.crf)
+        args, muxer = codec_args(self.path.suffix.lower(), self.crf, self.transparent)
         cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
                "-framerate", f"{self.fps.numerator}/{self.fps.denominator}", "-i", "pipe:0",
@@ -156,6 +174,8 @@ class VideoWriter:
             raise ValueError(f"frame {index} given, frame {self.first + self.written} "
                              f"expected")
         try:
+            if self.transparent:
+                pixels = straight_alpha(pixels)
             self._proc.stdin.write(memoryview(np.ascontiguousarray(pixels)).cast("B"))
         except (BrokenPipeError, OSError):
             self._proc.wait()
