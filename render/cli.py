@@ -54,6 +54,11 @@ def parser() -> argparse.ArgumentParser:
                              "the clip, the same frames a full render has, e.g. "
                              "--frames 600:1200 (farm-style splitting)")
     p.add_argument("--seed", metavar="N", help="random seed, e.g. --seed 7")
+    p.add_argument("--quality", choices=list(QUALITY),
+                   help="a preset of size, fps, crf and motion blur: draft 640x360@30, "
+                        "preview 1280x720@30, high 1920x1080@60, film 3840x2160@24 with "
+                        "8-sample motion blur; explicit options still win, e.g. "
+                        "--quality preview")
     p.add_argument("--motion-blur", metavar="N",
                    help="average N sub-frames across the shutter (render.motion_blur; "
                         "render.shutter_angle, 180° by default), e.g. --motion-blur 8")
@@ -109,6 +114,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# --quality: what each preset sets; defaults < scene file < preset < explicit options.
+QUALITY = {
+    "draft": {"output.size": '"640x360"', "output.fps": '"30"', "output.crf": "28",
+              "render.motion_blur": "1"},
+    "preview": {"output.size": '"1280x720"', "output.fps": '"30"', "output.crf": "23",
+                "render.motion_blur": "1"},
+    "high": {"output.size": '"1920x1080"', "output.fps": '"60"', "output.crf": "18",
+             "render.motion_blur": "1"},
+    "film": {"output.size": '"3840x2160"', "output.fps": '"24"', "output.crf": "16",
+             "render.motion_blur": "8", "render.shutter_angle": "180"},
+}
+
 # ISO 216 A sizes, portrait (width, height) in millimetres.
 PAPER_MM = {"A0": (841, 1189), "A1": (594, 841), "A2": (420, 594), "A3": (297, 420),
             "A4": (210, 297)}
@@ -161,7 +178,8 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
     """Command-line values as scene overrides, in precedence order (later wins)."""
     from .scene import parse_override
 
-    out = []
+    out = [(key, value, f"--quality {args.quality}")
+           for key, value in QUALITY.get(args.quality, {}).items()]
     for text in args.overrides:
         key, value = parse_override(text)
         out.append((key, value, "--set"))

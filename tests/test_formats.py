@@ -132,3 +132,46 @@ def test_mp4_and_gif_refuse_transparency(cli, small_scene, tmp_path):
     for suffix in (".mp4", ".gif"):
         r = cli(small_scene, "-o", tmp_path / f"x{suffix}", "--transparent", "--fps", "25")
         assert r.code == 2 and "alpha" in r.err
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_palette_colours_survive_the_mp4(cli, write_scene, tmp_path, theme):
+    import numpy as np
+
+    from render.scene import THEMES
+
+    # A dozen birds, frozen and fat: flat patches of ink and accent on the background.
+    scene = write_scene(f"""
+[scene]
+settle_steps = 0
+[world]
+boundary = "none"
+[flock]
+count = 12
+min_speed = 0.0
+max_speed = 0.0
+[rules]
+separation_weight = 0.0
+alignment_weight = 0.0
+cohesion_weight = 0.0
+[render]
+width_min = 10.0
+width_max = 10.0
+opacity_min = 1.0
+opacity_max = 1.0
+accent_every = 2
+[palette]
+theme = "{theme}"
+""")
+    out = tmp_path / "c.mp4"
+    assert cli(scene, "-o", out, "--size", "320x180", "--frames", "2", "--quiet").code == 0
+    proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(out), "-frames:v", "1",
+                           "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True,
+                          check=True)
+    rgb = np.frombuffer(proc.stdout, np.uint8).reshape(180, 320, 3).astype(int)
+    for name in ("background", "ink", "accent"):
+        want = np.array([int(THEMES[theme][name][i:i + 2], 16) for i in (1, 3, 5)])
+        close = np.abs(rgb - want).max(axis=2) <= 3
+        # A flat patch of the colour, 10x10 px, comes back whole within ±3 levels.
+        patches = np.lib.stride_tricks.sliding_window_view(close, (10, 10)).all(axis=(2, 3))
+        assert patches.any(), f"{name} not found within ±3 levels"

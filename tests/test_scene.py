@@ -414,3 +414,24 @@ def test_scene_file_that_is_not_utf8_is_one_line(cli, tmp_path):
     assert r.code == 2
     assert len(r.err_lines) == 1, r.err
     assert str(path) in r.err and "UTF-8" in r.err
+
+
+def test_quality_presets_sit_between_the_scene_file_and_explicit_options(cli):
+    from conftest import SCENES
+
+    r = cli(SCENES / "murmuration.toml", "--check", "--quality", "preview", "--crf", "30",
+            "--set", "output.fps=25")
+    assert r.code == 0, r.err
+    lines = {line.split("=")[0].strip(): line for line in r.out.splitlines() if "=" in line}
+    assert '"1280x720"' in lines["size"] and "--quality preview" in lines["size"]
+    assert "30" in lines["crf"] and "--crf" in lines["crf"]
+    assert '"25"' in lines["fps"] and "--set" in lines["fps"]
+    r = cli(SCENES / "murmuration.toml", "--check", "--quality", "film")
+    lines = {line.split("=")[0].strip(): line for line in r.out.splitlines() if "=" in line}
+    assert "motion_blur = 8" in lines["motion_blur"] and '"24"' in lines["fps"]
+
+
+def test_unknown_quality_is_bad_input(cli):
+    from conftest import SCENES
+
+    assert cli(SCENES / "murmuration.toml", "--check", "--quality", "ultra").code == 2
