@@ -84,8 +84,8 @@ def parser() -> argparse.ArgumentParser:
                         "PNG frames that exist (several machines can share one folder)")
     still = p.add_argument_group("stills for print")
     still.add_argument("--still", metavar="TIME",
-                       help="render one frame as a PNG still: seconds or frame:N, e.g. "
-                            "--still 12.5 -o print.png, or --still frame:750")
+                       help="render one frame as a still (PNG, PDF or SVG): seconds or "
+                            "frame:N, e.g. --still 12.5 -o print.png, or --still frame:750")
     paper = still.add_mutually_exclusive_group()
     paper.add_argument("--paper", choices=sorted(PAPER_MM),
                        help="size the still for a paper format at --dpi, e.g. --paper A3")

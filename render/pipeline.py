@@ -158,7 +158,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     pixel: the same sampling of the simulation and the same drawing.
     """
     from . import __version__
-    from .encode.still import write_still
+    from .encode.images import write_png
 
     sim = Simulation(scene)
     # Frame 1 at 1/time frames per second is sampled at exactly `time`.
@@ -196,7 +196,8 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         "boids-render:time": str(time),
         "boids-render:version": __version__,
     }
-    if not write_still(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    if not write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
         raise UsageError(f"{output}: exists (--no-overwrite)")
 
 

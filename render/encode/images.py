@@ -26,8 +26,10 @@ def sequence_pattern(output: str) -> str:
     return output if _PATTERN.search(output) else os.path.join(output, "frame_%05d.png")
 
 
-def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True) -> bool:
-    """Write (h, w, 4) BGRA pixels as a PNG, via a temporary file renamed into place.
+def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
+              dpi: float | None = None, text: dict[str, str] | None = None) -> bool:
+    """Write (h, w, 4) BGRA pixels as a PNG, via a temporary file renamed into place; with
+    `dpi`, also its resolution, sRGB and `text` chunks (a print still, see `still`).
     Returns False when `overwrite` is off and `path` exists (nothing written)."""
     path = Path(path)
     height, width, _ = pixels.shape
@@ -38,9 +40,14 @@ def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True) -
     # says so, where cairo would only report "error while writing to output stream".
     png = io.BytesIO()
     surface.write_to_png(png)
+    data = png.getvalue()
+    if dpi is not None:
+        from .still import add_chunks
+
+        data = add_chunks(data, dpi, text or {})
     tmp = temp_beside(path, ".png")
     try:
-        tmp.write_bytes(png.getbuffer())
+        tmp.write_bytes(data)
         return place(tmp, path, overwrite=overwrite)
     except OSError as exc:
         raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,22 +1,18 @@
-"""Print stills: a PNG that records its resolution (pHYs), sRGB, and the fully resolved scene
-it was drawn from, so the picture can be re-rendered from the file alone.
+"""Print stills: the PNG chunks that record a still's resolution (pHYs), sRGB, and the
+fully resolved scene it was drawn from, so the picture can be re-rendered from the file
+alone (`images.write_png` writes them).
 
 cairo writes the pixels; the few extra chunks are spliced in here (a PNG chunk is length,
-type, data, CRC-32), which no PNG library cairo can hand its buffer to would save.
+type, data, CRC-32).
 """
 
 from __future__ import annotations
 
-import io
 import struct
 import zlib
 from pathlib import Path
 
-import cairo
-import numpy as np
-
-from ..errors import EncodeError, UsageError
-from .files import place, temp_beside
+from ..errors import UsageError
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _SRGB_PERCEPTUAL = b"\x00"
@@ -67,25 +63,3 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
             text[key.decode("latin-1")] = value.decode("latin-1")
         pos += 12 + length
     return dpi, text
-
-
-def write_still(pixels: np.ndarray, path: str | Path, *, dpi: float, text: dict[str, str],
-                overwrite: bool = True) -> bool:
-    """Write (h, w, 4) BGRA pixels as a PNG still with resolution, sRGB and text, through a
-    temporary file renamed into place. False when `overwrite` is off and `path` exists."""
-    path = Path(path)
-    height, width, _ = pixels.shape
-    data = np.ascontiguousarray(pixels)
-    surface = cairo.ImageSurface.create_for_data(memoryview(data), cairo.FORMAT_ARGB32,
-                                                 width, height, width * 4)
-    png = io.BytesIO()
-    surface.write_to_png(png)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_beside(path, ".png")
-    try:
-        tmp.write_bytes(add_chunks(png.getvalue(), dpi, text))
-        return place(tmp, path, overwrite=overwrite)
-    except OSError as exc:
-        raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
