@@ -7,6 +7,7 @@ import hashlib
 import math
 import os
 import queue
+import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
@@ -50,7 +51,10 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
     rows = []
     label = Path(output).name if output else "simulate"
     drawing = _Drawing(scene, workers or default_workers()) if output is not None else None
-    with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label) as bar, \
+    # In a log file (a farm, CI) a bar redrawn ten times a second is noise: every 10 s.
+    every_s = 0.1 if sys.stderr.isatty() else 10.0
+    with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label,
+                      mininterval=every_s) as bar, \
             drawing or contextlib.nullcontext():
         sim = Simulation(scene)
         for frame in frames(sim, scene.output.fps, total, first=first, **exposure(scene)):
