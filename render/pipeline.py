@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import budget
+from .draw.camera import view_at
 from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .encode import open_writer
@@ -113,18 +114,20 @@ class _Drawing:
     def submit(self, frame, accent) -> None:
         # The simulator may reuse its arrays for the next step: the thread gets copies.
         args = (frame.positions.copy(), frame.velocities.copy(),
-                frame.snapshot.neighbours.copy(), accent, frame.exposure)
+                frame.snapshot.neighbours.copy(), accent, frame.exposure,
+                view_at(self.scene, float(frame.time), frame.followed))
         self.pending.append((frame.index, self.pool.submit(self._draw, *args)))
 
     def skip(self, index: int) -> None:
         self.pending.append((index, None))
 
-    def _draw(self, positions, velocities, neighbours, accent, exposure):
+    def _draw(self, positions, velocities, neighbours, accent, exposure, view):
         canvas = self.canvases.get()
         if exposure:
-            return canvas, draw_exposure(canvas, self.scene, exposure, neighbours, accent)
+            return canvas, draw_exposure(canvas, self.scene, exposure, neighbours, accent,
+                                         view=view)
         return canvas, draw_frame(canvas, self.scene, positions, velocities, neighbours,
-                                  accent)
+                                  accent, view=view)
 
     def ready(self, all_: bool = False):
         """Yield (index, pixels or None) in frame order: the oldest frames once more than a
@@ -173,6 +176,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     frame = next(frames(sim, fps, 1, first=index, **blur))
     _require_finite(frame)
     state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)
+    view = view_at(scene, float(frame.time), frame.followed)
     toml = scene.to_toml()
     if Path(output).suffix.lower() in (".pdf", ".svg"):
         from .draw.vector import write_vector
@@ -183,15 +187,15 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
             raise UsageError(f"{output}: exists (--no-overwrite)")
         tmp = temp_beside(output, output.suffix)
         try:
-            write_vector(tmp, scene, scene.output.size, dpi, *state,
+            write_vector(tmp, scene, scene.output.size, dpi, *state, view=view,
                          title=f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s")
             place(tmp, output, overwrite=overwrite)
         finally:
             tmp.unlink(missing_ok=True)
         return
     canvas = Canvas(scene.output.size)
-    pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:]) if frame.exposure \
-        else draw_frame(canvas, scene, *state)
+    pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
+        if frame.exposure else draw_frame(canvas, scene, *state, view=view)
     text = {
         "Software": f"boids-render {__version__}",
         "boids-render:scene": toml,
@@ -234,8 +238,10 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
             continue
         _require_finite(frame)
         args = (frame.snapshot.neighbours, sim.accent)
-        pixels = draw_exposure(canvas, scene, frame.exposure, *args) if frame.exposure \
-            else draw_frame(canvas, scene, frame.positions, frame.velocities, *args)
+        view = view_at(scene, float(frame.time), frame.followed)
+        pixels = draw_exposure(canvas, scene, frame.exposure, *args, view=view) \
+            if frame.exposure else draw_frame(canvas, scene, frame.positions,
+                                              frame.velocities, *args, view=view)
         x = gap + (slot % columns) * (thumb[0] + gap)
         y = gap + (slot // columns) * (thumb[1] + gap + label)
         sheet.pixels[y:y + thumb[1], x:x + thumb[0]] = pixels

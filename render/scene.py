@@ -183,6 +183,30 @@ class HawkSettings:
 
 
 @dataclass(frozen=True)
+class CameraSettings:
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    centre: tuple[float, float] | None = setting(
+        None, "Point at the frame's centre [x, y]; default the world's centre.", kind="point",
+        unit="world units", optional=True)
+    width: float | None = setting(None, "World units across the frame's width (zoom); "
+                                  "default: the whole world fits.", unit="world units",
+                                  lo=0, lo_open=True, optional=True)
+    rotation: float = setting(0.0, "Rotation of the view, counter-clockwise.",
+                              unit="degrees")
+    path: tuple[tuple[float, ...], ...] | None = setting(
+        None, "Keyframes [[t, x, y, width, rotation], …], eased between, held outside; "
+        "override centre, width and rotation.", kind="path5", unit="s, world units, deg",
+        optional=True)
+    easing: str = setting("ease-in-out", "Between keyframes.", kind="choice",
+                          choices=("linear", "ease-in-out"))
+    follow: str = setting("none", "centroid: the centre glides after the flock's centroid, "
+                          "critically damped (open worlds only).", kind="choice",
+                          choices=("none", "centroid"))
+    follow_time: float = setting(1.5, "Follow's smoothing time: the spring's 1/ω.",
+                                 unit="s", lo=0, lo_open=True)
+
+
+@dataclass(frozen=True)
 class PaletteSettings:
     theme: str = setting("light", "Built-in colours.", kind="choice", choices=("light", "dark"))
     background: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
@@ -243,12 +267,13 @@ SECTIONS: dict[str, type] = {
     "field": FieldSettings,
     "containment": ContainmentSettings,
     "hawk": HawkSettings,
+    "camera": CameraSettings,
     "palette": PaletteSettings,
     "render": RenderSettings,
     "output": OutputSettings,
 }
 # Forces that are on when their section is present (and `enabled` is not false).
-OPTIONAL_SECTIONS = {"attractor", "field", "containment", "hawk"}
+OPTIONAL_SECTIONS = {"attractor", "field", "containment", "hawk", "camera"}
 
 
 @dataclass(frozen=True)
@@ -263,6 +288,7 @@ class Scene:
     field: FieldSettings | None
     containment: ContainmentSettings | None
     hawk: HawkSettings | None
+    camera: CameraSettings | None
     palette: PaletteSettings
     render: RenderSettings
     output: OutputSettings
@@ -579,6 +605,16 @@ def _convert(value, meta):
         if not (isinstance(value, list) and len(value) == 2):
             raise ValueError(f"expected a point [x, y], got {_show(value)}")
         return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "path5":
+        if not (isinstance(value, list) and value
+                and all(isinstance(k, list) and len(k) == 5 for k in value)):
+            raise ValueError(f"expected keyframes [[t, x, y, width, rotation], …], "
+                             f"got {_show(value)}")
+        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
+                     for k in value)
+        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])) or any(k[3] <= 0 for k in keys):
+            raise ValueError("expected keyframe times in increasing order and widths > 0")
+        return keys
     if kind == "path":
         if not (isinstance(value, list) and value
                 and all(isinstance(k, list) and len(k) == 3 for k in value)):
@@ -627,6 +663,11 @@ def _check_relations(values, path, sources, rejected, problems):
             problems.append(f"{where(low)}: expected ≤ {high} ({_show(hi)}), got {_show(lo)}")
 
     flock, world = values["flock"], values["world"]
+    camera = values["camera"]
+    if camera is not None and camera.follow == "centroid" and world.boundary == "wrap" \
+            and usable("camera.follow", "world.boundary"):
+        problems.append(f"{where('camera.follow')}: a torus has no single centroid to "
+                        f"follow; expected follow = \"none\" or world.boundary walls | none")
     if flock.count is not None and flock.spacing is not None \
             and usable("flock.count", "flock.spacing"):
         key = "flock.spacing" if rank("flock.spacing") > rank("flock.count") else "flock.count"

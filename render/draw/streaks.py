@@ -20,7 +20,8 @@ import numpy as np
 
 from ..scene import Scene
 from .paths import append_polygons, polygon_records
-from .surface import Canvas, world_to_pixels
+from .camera import View, view_matrix
+from .surface import Canvas
 
 BUCKETS = 5
 DT_REF = 1 / 60  # streak lengths are in units of the distance flown in one 60 Hz step
@@ -173,12 +174,13 @@ class FramePaths:
 
 def frame_paths(scene: Scene, size: tuple[int, int], positions: np.ndarray,
                 velocities: np.ndarray, neighbours: np.ndarray, accent: np.ndarray, *,
-                antialias: cairo.Antialias = ANTIALIAS) -> FramePaths:
-    """The numpy half of drawing a frame of `size` (w, h) px: every streak's outline, its
-    caps as fine as `antialias` will show."""
+                antialias: cairo.Antialias = ANTIALIAS, view: View | None = None) -> FramePaths:
+    """The numpy half of drawing a frame of `size` (w, h) px showing `view` (None: the
+    whole world): every streak's outline, its caps as fine as `antialias` will show."""
     world = scene.world
-    matrix = world_to_pixels(world.width, world.height, size)
-    style = style_for(scene, matrix.xx)
+    matrix = view_matrix(scene, size, view)
+    px_per_unit = math.hypot(matrix.xx, matrix.yx)  # the view may be rotated
+    style = style_for(scene, px_per_unit)
     start, end = segments(positions, velocities, style.tail, style.head)
     group = buckets(neighbours, accent, style.density_count)
     if world.boundary == "wrap":
@@ -187,7 +189,7 @@ def frame_paths(scene: Scene, size: tuple[int, int], positions: np.ndarray,
     # cairo need not transform every vertex (the world→pixel scale is uniform).
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(BUCKETS + 2))
-    half_widths_px = 0.5 * matrix.xx * np.asarray(style.widths)
+    half_widths_px = 0.5 * px_per_unit * np.asarray(style.widths)
     sides = cap_sides(half_widths_px.max(),
                       CAP_TOLERANCE_PX.get(antialias, FINE_CAP_TOLERANCE_PX))
     records, points = polygon_records(len(order), 2 * (sides + 1))
@@ -230,26 +232,28 @@ def fill_frame(canvas: Canvas, paths: FramePaths, *,
 
 def draw_frame(canvas: Canvas, scene: Scene, positions: np.ndarray, velocities: np.ndarray,
                neighbours: np.ndarray, accent: np.ndarray, *,
-               antialias: cairo.Antialias = ANTIALIAS) -> np.ndarray:
+               antialias: cairo.Antialias = ANTIALIAS, view: View | None = None) -> np.ndarray:
     """Draw one frame onto `canvas`; returns its pixels (h, w, 4) BGRA uint8, contiguous.
 
     positions, velocities: (n, 2) world units and world units/s; neighbours: (n,) counts;
     accent: (n,) bool. `antialias`: cairo.ANTIALIAS_DEFAULT gives cairo's finest edges
-    (about twice the time), for stills where time does not matter.
+    (about twice the time), for stills where time does not matter. `view`: the camera's
+    (see `camera.view_at`); None shows the whole world.
     """
     paths = frame_paths(scene, canvas.size, positions, velocities, neighbours, accent,
-                        antialias=antialias)
+                        antialias=antialias, view=view)
     return fill_frame(canvas, paths, antialias=antialias)
 
 
 def draw_exposure(canvas: Canvas, scene: Scene, exposure, neighbours: np.ndarray,
-                  accent: np.ndarray) -> np.ndarray:
+                  accent: np.ndarray, *, view: View | None = None) -> np.ndarray:
     """Motion blur: the frame drawn at each sub-frame state of `exposure` ((positions,
     velocities) pairs) and averaged in integers before quantising, exactly and the same
     on every run. Returns the canvas's pixels, as draw_frame does."""
     total = np.zeros(canvas.pixels.shape, np.uint32)
     for positions, velocities in exposure:
-        total += draw_frame(canvas, scene, positions, velocities, neighbours, accent)
+        total += draw_frame(canvas, scene, positions, velocities, neighbours, accent,
+                            view=view)
     n = len(exposure)
     canvas.pixels[...] = (total + n // 2) // n
     return canvas.flush()

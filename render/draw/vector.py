@@ -36,7 +36,7 @@ def paint_vector(ctx: cairo.Context, paths: FramePaths) -> None:
 
 def write_vector(path: str | Path, scene, size: tuple[int, int], dpi: float,
                  positions: np.ndarray, velocities: np.ndarray, neighbours: np.ndarray,
-                 accent: np.ndarray, title: str = "") -> None:
+                 accent: np.ndarray, title: str = "", view=None) -> None:
     """The frame of `size` px as a PDF or SVG page of size·72/dpi points. Geometry is the
     raster frame's, with cairo's finest caps (a vector has no pixel grid to hide them)."""
     path = Path(path)
@@ -48,5 +48,5 @@ def write_vector(path: str | Path, scene, size: tuple[int, int], dpi: float,
     ctx = cairo.Context(surface)
     ctx.scale(points, points)
     paint_vector(ctx, frame_paths(scene, size, positions, velocities, neighbours, accent,
-                                  antialias=cairo.ANTIALIAS_DEFAULT))
+                                  antialias=cairo.ANTIALIAS_DEFAULT, view=view))
     surface.finish()

@@ -31,6 +31,8 @@ class Snapshot:
     when none within the perception radius); local_heading: (n, 2) mean unit heading over
     each bird's neighbours and itself. inside: (n,) bool, inside the containment ellipse
     (None without containment). hawk: the hawk's (x, y) while it is out, else None.
+    followed: the flock's centroid smoothed by the camera's critically damped follow
+    (None unless the camera follows it).
     """
 
     step: int
@@ -42,6 +44,7 @@ class Snapshot:
     local_heading: np.ndarray
     inside: np.ndarray | None = None
     hawk: tuple[float, float] | None = None
+    followed: tuple[float, float] | None = None
 
 
 def unit_headings(vel: np.ndarray) -> np.ndarray:
@@ -100,8 +103,25 @@ class Simulation:
         self._motion = step.Motion(self.dt, flock.min_speed, flock.max_speed)
         self._extras = self._constant_extras()
         self._work = step.workspace(len(self.positions))
+        cam = scene.camera
+        # The follow spring runs at the simulation's step, not the frame rate, so every
+        # fps and every still sees the same camera path.
+        self._follow = None
+        if cam is not None and cam.follow == "centroid":
+            self._follow = (self.positions.mean(axis=0), np.zeros(2), 1.0 / cam.follow_time)
         while self.step_index < 0:
             self.advance()
+
+    def _follow_step(self, pos: np.ndarray) -> tuple[float, float] | None:
+        """The followed point now; then one semi-implicit step of a critically damped
+        spring toward the centroid: x'' = ω²(c − x) − 2ω x'."""
+        if self._follow is None:
+            return None
+        x, v, omega = self._follow
+        centroid = pos.mean(axis=0)
+        v = v + (omega * omega * (centroid - x) - 2.0 * omega * v) * self.dt
+        self._follow = (x + v * self.dt, v, omega)
+        return float(x[0]), float(x[1])
 
     @property
     def time_s(self) -> float:
@@ -117,7 +137,8 @@ class Simulation:
             pos, vel, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny,
             self._world, self._rules, self._motion, self._step_extras(hawk), self._work_for(pos))
         snap = Snapshot(self.step_index, pos, vel, neighbours, candidates, nearest, local,
-                        inside if self.scene.containment is not None else None, hawk)
+                        inside if self.scene.containment is not None else None, hawk,
+                        self._follow_step(pos))
         self.positions, self.velocities = new_pos, new_vel
         self.step_index += 1
         return snap
@@ -230,6 +251,7 @@ class Frame:
     velocities: np.ndarray
     snapshot: Snapshot
     exposure: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+    followed: tuple[float, float] | None = None
 
 
 def step_fraction(dt: float) -> Fraction:
@@ -262,7 +284,7 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
             raise RuntimeError("frames must be requested in increasing order")
         frac = float(where - s0)
         if frac == 0.0:
-            return before.positions, before.velocities, before
+            return before.positions, before.velocities, before, before.followed
         delta = after.positions - before.positions
         if wrap:
             delta -= extent * np.round(delta / extent)
@@ -270,15 +292,19 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         if wrap:
             pos = np.mod(pos, extent)
         vel = before.velocities + frac * (after.velocities - before.velocities)
-        return pos, vel, before
+        followed = None
+        if before.followed is not None:
+            followed = tuple(a + frac * (b - a) for a, b in zip(before.followed,
+                                                                 after.followed))
+        return pos, vel, before, followed
 
     for index in range(first, first + count):
         time = Fraction(index) / fps
-        pos, vel, snap = at(time)
+        pos, vel, snap, followed = at(time)
         exposure = ()
         if subframes > 1:
             # Copies: the simulator may reuse its arrays as it steps through the shutter.
-            exposure = tuple((p.copy(), v.copy()) for p, v, _ in (
+            exposure = tuple((p.copy(), v.copy()) for p, v, _, _ in (
                 at(time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps)
                 for k in range(subframes)))
-        yield Frame(index, time, pos, vel, snap, exposure)
+        yield Frame(index, time, pos, vel, snap, exposure, followed)
