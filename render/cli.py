@@ -94,6 +94,10 @@ def parser() -> argparse.ArgumentParser:
                             "size); default 300 with --paper, else 72, e.g. --dpi 300")
     still.add_argument("--landscape", action="store_true",
                        help="with --paper: the long side across, e.g. --paper A2 --landscape")
+    still.add_argument("--bit-depth", type=int, choices=(8, 16), default=8,
+                       help="PNG stills: 16 draws the still 4x larger and averages it down "
+                            "into 16-bit channels (smooth gradients for print), e.g. "
+                            "--bit-depth 16")
     still.add_argument("--info", metavar="FILE.png",
                        help="print the scene, seed, time and version a still records, e.g. "
                             "--info print.png")
@@ -268,8 +272,10 @@ def run(args: argparse.Namespace) -> int:
 
         time = parse_time(args.still, scene.output.fps) if args.still is not None \
             else recorded_time
+        if args.bit_depth == 16 and not args.output.lower().endswith(".png"):
+            raise UsageError("--bit-depth 16 applies to PNG stills")
         render_still(scene, args.output, time, dpi=args.dpi or (300 if args.paper else 72),
-                     overwrite=args.overwrite)
+                     overwrite=args.overwrite, bit_depth=args.bit_depth)
         return 0
     if args.contact_sheet:
         from .pipeline import render_contact_sheet

@@ -156,8 +156,12 @@ def _require_finite(frame) -> None:
                                  f"velocity at frame {frame.index}")
 
 
+# 16-bit stills are drawn this many times larger a side, then averaged down.
+SUPERSAMPLE = 4
+
+
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
-                 overwrite: bool = True) -> None:
+                 overwrite: bool = True, bit_depth: int = 8) -> None:
     """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
     or as a vector PDF/SVG page of the same picture.
 
@@ -194,8 +198,11 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
             tmp.unlink(missing_ok=True)
         return
     canvas = Canvas(scene.output.size)
-    pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
-        if frame.exposure else draw_frame(canvas, scene, *state, view=view)
+    if bit_depth == 16:
+        pixels = _supersampled(scene, frame, state, view)
+    else:
+        pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
+            if frame.exposure else draw_frame(canvas, scene, *state, view=view)
     text = {
         "Software": f"boids-render {__version__}",
         "boids-render:scene": toml,
@@ -207,6 +214,24 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     if not write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
         raise UsageError(f"{output}: exists (--no-overwrite)")
+
+
+def _supersampled(scene: Scene, frame, state, view) -> np.ndarray:
+    """The still drawn SUPERSAMPLE times larger (the same picture: widths are in world
+    units) and averaged down in floating point: (h, w, 3) uint16 RGB with levels between
+    the 256 of one 8-bit drawing."""
+    width, height = scene.output.size
+    k = SUPERSAMPLE
+    while k > 1 and max(width, height) * k > 32767:  # cairo's limit on a surface's side
+        k -= 1
+    if k == 1:
+        raise UsageError(f"--bit-depth 16 supersamples the still; {width}x{height} is too "
+                         f"large for that (at most {32767 // 2} px a side)")
+    big = Canvas((width * k, height * k))
+    pixels = draw_exposure(big, scene, frame.exposure, *state[2:], view=view) \
+        if frame.exposure else draw_frame(big, scene, *state, view=view)
+    rgb = pixels[:, :, 2::-1].reshape(height, k, width, k, 3).mean(axis=(1, 3), dtype=np.float64)
+    return np.rint(rgb * 257.0).astype(np.uint16)
 
 
 def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,

@@ -217,3 +217,46 @@ def test_contact_sheet_holds_the_clips_own_frames(cli, small_scene, tmp_path):
     assert cli(small_scene, "--still", "frame:29", "--size", "480x270", "-o", last).code == 0
     y, x = 8 + 2 * (270 + 8 + 22), 8 + 3 * (480 + 8)
     assert np.array_equal(sheet[y:y + 270, x:x + 480], pixels(last))
+
+
+def read_png16(path) -> np.ndarray:
+    """A 16-bit RGB PNG as written by png16 (unfiltered rows): (h, w, 3) uint16."""
+    import struct
+    import zlib
+
+    data = path.read_bytes()
+    pos, idat, size = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert (depth, colour) == (16, 2)
+            size = (height, width)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(size[0], -1)
+    assert (rows[:, 0] == 0).all()
+    return rows[:, 1:].copy().view(">u2").reshape(size[0], size[1], 3).astype(np.uint16)
+
+
+def test_a_16_bit_still_holds_more_than_256_levels_of_the_same_picture(cli, small_scene,
+                                                                          tmp_path):
+    deep, flat = tmp_path / "deep.png", tmp_path / "flat.png"
+    fat = ("--set", "render.width_min=0.4", "--set", "render.width_max=0.8",
+           "--set", "render.min_width_px=0", "--size", "320x180")
+    assert cli(small_scene, "--still", "0.5", "-o", deep, "--bit-depth", "16", *fat).code == 0
+    assert cli(small_scene, "--still", "0.5", "-o", flat, *fat).code == 0
+    rgb16 = read_png16(deep)
+    assert max(len(np.unique(rgb16[..., c])) for c in range(3)) > 256
+    # Not 8-bit values scaled up: many levels fall between two multiples of 257.
+    assert (rgb16 % 257 != 0).mean() > 0.01
+    assert np.abs(rgb16 / 257.0 - pixels(flat)[..., ::-1]).mean() < 1.5  # same picture
+    dpi, text = read_chunks(deep)
+    assert dpi == pytest.approx(72, abs=0.01) and "boids-render:scene" in text
+
+
+def test_16_bit_applies_to_png_stills_only(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.pdf", "--bit-depth", "16")
+    assert r.code == 2 and "PNG" in r.err

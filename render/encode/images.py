@@ -28,19 +28,25 @@ def sequence_pattern(output: str) -> str:
 
 def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
               dpi: float | None = None, text: dict[str, str] | None = None) -> bool:
-    """Write (h, w, 4) BGRA pixels as a PNG, via a temporary file renamed into place; with
-    `dpi`, also its resolution, sRGB and `text` chunks (a print still, see `still`).
-    Returns False when `overwrite` is off and `path` exists (nothing written)."""
+    """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3) uint16 RGB, a 16-bit still) as a PNG,
+    via a temporary file renamed into place; with `dpi`, also its resolution, sRGB and
+    `text` chunks (a print still, see `still`). Returns False when `overwrite` is off and
+    `path` exists (nothing written)."""
     path = Path(path)
-    height, width, _ = pixels.shape
-    data = np.ascontiguousarray(pixels)
-    surface = cairo.ImageSurface.create_for_data(memoryview(data), cairo.FORMAT_ARGB32,
-                                                 width, height, width * 4)
-    # Encode in memory, then write with Python: a full disk then raises an OSError that
-    # says so, where cairo would only report "error while writing to output stream".
-    png = io.BytesIO()
-    surface.write_to_png(png)
-    data = png.getvalue()
+    if pixels.dtype == np.uint16:
+        from .still import png16
+
+        data = png16(pixels)
+    else:
+        height, width, _ = pixels.shape
+        buffer = np.ascontiguousarray(pixels)
+        surface = cairo.ImageSurface.create_for_data(memoryview(buffer), cairo.FORMAT_ARGB32,
+                                                     width, height, width * 4)
+        # Encode in memory, then write with Python: a full disk then raises an OSError that
+        # says so, where cairo would only report "error while writing to output stream".
+        png = io.BytesIO()
+        surface.write_to_png(png)
+        data = png.getvalue()
     if dpi is not None:
         from .still import add_chunks
 
