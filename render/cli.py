@@ -98,6 +98,9 @@ def parser() -> argparse.ArgumentParser:
                        help="PNG stills: 16 draws the still 4x larger and averages it down "
                             "into 16-bit channels (smooth gradients for print), e.g. "
                             "--bit-depth 16")
+    still.add_argument("--tile-size", type=_positive_int, metavar="N",
+                       help="PNG stills: draw in N x N tiles streamed into the file, so a "
+                            "poster never sits whole in memory, e.g. --tile-size 2048")
     still.add_argument("--info", metavar="FILE.png",
                        help="print the scene, seed, time and version a still records, e.g. "
                             "--info print.png")
@@ -275,7 +278,8 @@ def run(args: argparse.Namespace) -> int:
         if args.bit_depth == 16 and not args.output.lower().endswith(".png"):
             raise UsageError("--bit-depth 16 applies to PNG stills")
         render_still(scene, args.output, time, dpi=args.dpi or (300 if args.paper else 72),
-                     overwrite=args.overwrite, bit_depth=args.bit_depth)
+                     overwrite=args.overwrite, bit_depth=args.bit_depth,
+                     tile_size=args.tile_size)
         return 0
     if args.contact_sheet:
         from .pipeline import render_contact_sheet

@@ -156,12 +156,15 @@ def _require_finite(frame) -> None:
                                  f"velocity at frame {frame.index}")
 
 
+# Pixels drawn around each tile and cropped (see _tiled_still).
+TILE_APRON = 32
 # 16-bit stills are drawn this many times larger a side, then averaged down.
 SUPERSAMPLE = 4
 
 
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
-                 overwrite: bool = True, bit_depth: int = 8) -> None:
+                 overwrite: bool = True, bit_depth: int = 8,
+                 tile_size: int | None = None) -> None:
     """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
     or as a vector PDF/SVG page of the same picture.
 
@@ -182,6 +185,14 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)
     view = view_at(scene, float(frame.time), frame.followed)
     toml = scene.to_toml()
+    text = {
+        "Software": f"boids-render {__version__}",
+        "boids-render:scene": toml,
+        "boids-render:scene-sha256": hashlib.sha256(toml.encode()).hexdigest(),
+        "boids-render:seed": str(scene.scene.seed),
+        "boids-render:time": str(time),
+        "boids-render:version": __version__,
+    }
     if Path(output).suffix.lower() in (".pdf", ".svg"):
         from .draw.vector import write_vector
         from .encode.files import place, temp_beside
@@ -197,23 +208,56 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         finally:
             tmp.unlink(missing_ok=True)
         return
-    canvas = Canvas(scene.output.size)
+    if tile_size is not None:
+        if frame.exposure or bit_depth != 8 or scene.output.transparent:
+            raise UsageError("--tile-size draws opaque 8-bit stills without motion blur")
+        _tiled_still(scene, state, view, tile_size, Path(output), dpi=dpi, text=text,
+                     overwrite=overwrite)
+        return
     if bit_depth == 16:
         pixels = _supersampled(scene, frame, state, view)
     else:
+        canvas = Canvas(scene.output.size)
         pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
             if frame.exposure else draw_frame(canvas, scene, *state, view=view)
-    text = {
-        "Software": f"boids-render {__version__}",
-        "boids-render:scene": toml,
-        "boids-render:scene-sha256": hashlib.sha256(toml.encode()).hexdigest(),
-        "boids-render:seed": str(scene.scene.seed),
-        "boids-render:time": str(time),
-        "boids-render:version": __version__,
-    }
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     if not write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
         raise UsageError(f"{output}: exists (--no-overwrite)")
+
+
+def _tiled_still(scene: Scene, state, view, tile: int, output: Path, *, dpi: float,
+                 text: dict[str, str], overwrite: bool) -> None:
+    """Draw the still tile by tile and stream it into the PNG a band of rows at a time:
+    memory holds one band, whatever the poster's size. Tiles are whole-pixel windows onto
+    the same outlines, so the result equals the untiled drawing (tested)."""
+    from .draw.streaks import fill_frame, frame_paths
+    from .encode.files import place, temp_beside
+    from .encode.still import PngStream
+
+    width, height = scene.output.size
+    paths = frame_paths(scene, (width, height), *state, view=view)
+    if not overwrite and output.exists():
+        raise UsageError(f"{output}: exists (--no-overwrite)")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(output, ".png")
+    try:
+        png = PngStream(tmp, width, height, dpi=dpi, text=text)
+        for y0 in range(0, height, tile):
+            rows = min(tile, height - y0)
+            band = np.empty((rows, width, 3), np.uint8)
+            for x0 in range(0, width, tile):
+                cols = min(tile, width - x0)
+                # cairo rasterises a streak cut by the surface's border a shade differently
+                # from one that runs on: each tile gets an apron, cropped away.
+                a = TILE_APRON
+                pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), paths,
+                                    origin=(x0 - a, y0 - a))
+                band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]
+            png.write_rows(band)
+        png.close()
+        place(tmp, output, overwrite=overwrite)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _supersampled(scene: Scene, frame, state, view) -> np.ndarray:

@@ -260,3 +260,18 @@ def test_a_16_bit_still_holds_more_than_256_levels_of_the_same_picture(cli, smal
 def test_16_bit_applies_to_png_stills_only(cli, small_scene, tmp_path):
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.pdf", "--bit-depth", "16")
     assert r.code == 2 and "PNG" in r.err
+
+
+@pytest.mark.parametrize("tile", ["64", "100", "1000"])
+def test_a_tiled_still_equals_the_untiled_one(cli, small_scene, tmp_path, tile):
+    whole, tiled = tmp_path / "whole.png", tmp_path / f"tiled{tile}.png"
+    assert cli(small_scene, "--still", "0.5", "--size", "333x187", "-o", whole).code == 0
+    r = cli(small_scene, "--still", "0.5", "--size", "333x187", "-o", tiled,
+            "--tile-size", tile)
+    assert r.code == 0, r.err
+    assert np.array_equal(pixels(tiled), pixels(whole)), "seams at tile borders"
+    dpi, text = read_chunks(tiled)
+    assert dpi == pytest.approx(72, abs=0.01) and text["boids-render:time"] == "1/2"
+    with Image.open(tiled) as im:  # a third-party reader takes the streamed file
+        im.load()
+        assert im.size == (333, 187)

@@ -199,10 +199,13 @@ def frame_paths(scene: Scene, size: tuple[int, int], positions: np.ndarray,
 
 
 def fill_frame(canvas: Canvas, paths: FramePaths, *,
-               antialias: cairo.Antialias = ANTIALIAS) -> np.ndarray:
+               antialias: cairo.Antialias = ANTIALIAS,
+               origin: tuple[int, int] = (0, 0)) -> np.ndarray:
     """The cairo half: background, then each bucket's streaks. Returns the canvas's pixels
-    (h, w, 4) BGRA uint8, contiguous: ready for the encoder as they are."""
+    (h, w, 4) BGRA uint8, contiguous: ready for the encoder as they are. `origin`: the
+    frame pixel at the canvas's top-left (a tile of a larger frame)."""
     ctx = canvas.context()
+    ctx.translate(-origin[0], -origin[1])  # whole pixels: tiles rasterise as the frame
     ctx.set_antialias(antialias)
     if paths.style.background is None:
         ctx.set_operator(cairo.OPERATOR_CLEAR)

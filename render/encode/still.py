@@ -77,3 +77,36 @@ def png16(rgb: np.ndarray) -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
     return (_SIGNATURE + _chunk(b"IHDR", header) +
             _chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + _chunk(b"IEND", b""))
+
+
+class PngStream:
+    """An 8-bit RGB PNG written band by band straight to `path` (a poster never needs to be
+    whole in memory), with resolution, sRGB and text chunks like `add_chunks`."""
+
+    def __init__(self, path: Path, width: int, height: int, *, dpi: float,
+                 text: dict[str, str]):
+        self.file = open(path, "wb")
+        self.zlib = zlib.compressobj(6)
+        per_metre = round(dpi / 0.0254)
+        self.text = text
+        self.file.write(_SIGNATURE + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height,
+                                                                 8, 2, 0, 0, 0)) +
+                        _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)) +
+                        _chunk(b"sRGB", _SRGB_PERCEPTUAL))
+
+    def write_rows(self, rgb: np.ndarray) -> None:
+        """(rows, width, 3) uint8."""
+        rows = np.empty((rgb.shape[0], 1 + rgb.shape[1] * 3), np.uint8)
+        rows[:, 0] = 0
+        rows[:, 1:] = rgb.reshape(rgb.shape[0], -1)
+        self._idat(self.zlib.compress(rows.tobytes()))
+
+    def _idat(self, data: bytes) -> None:
+        if data:
+            self.file.write(_chunk(b"IDAT", data))
+
+    def close(self) -> None:
+        self._idat(self.zlib.flush())
+        self.file.write(b"".join(_itxt(k, v) for k, v in self.text.items()) +
+                        _chunk(b"IEND", b""))
+        self.file.close()
