@@ -107,6 +107,12 @@ def parser() -> argparse.ArgumentParser:
     still.add_argument("--from", dest="from_png", metavar="FILE.png",
                        help="re-render from the scene a still records (at its time unless "
                             "--still is given), e.g. --from print.png -o again.png")
+    p.add_argument("--loop", action="store_const", const="true",
+                   help="a seamless loop: the first --crossfade seconds morph from the flock "
+                        "just after the end (output.loop), e.g. -o out/loop.webm --loop")
+    p.add_argument("--crossfade", metavar="S",
+                   help="loop: seconds of the morph (output.crossfade, 1 s by default), "
+                        "e.g. --crossfade 1.5")
     p.add_argument("--transparent", action="store_const", const="true",
                    help="no background, alpha for compositing (output.transparent): PNG, "
                         ".webm or .mov, e.g. -o out/flock.mov --transparent")
@@ -198,13 +204,14 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
         args.first, args.frames = int(first), end
     flags = [("size", "output.size"), ("fps", "output.fps"), ("duration", "scene.duration"),
              ("frames", "output.frames"), ("seed", "scene.seed"), ("crf", "output.crf"),
-             ("motion_blur", "render.motion_blur"), ("transparent", "output.transparent")]
+             ("motion_blur", "render.motion_blur"), ("transparent", "output.transparent"),
+             ("loop", "output.loop"), ("crossfade", "output.crossfade")]
     for flag, key in flags:
         value = getattr(args, flag)
         if value is not None:
             # --size 1280x720 and --fps 24000/1001 are strings; numbers stay numbers.
             raw = value if flag in ("duration", "frames", "seed", "crf", "motion_blur",
-                                    "transparent") \
+                                    "transparent", "loop", "crossfade") \
                 else f'"{value}"'
             out.append((key, raw, f"--{flag.replace('_', '-')}"))
     return out

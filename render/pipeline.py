@@ -46,6 +46,8 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
     """
     budget.check(scene, output)  # before anything large is allocated
     total = scene.frame_count - first
+    crossfade = _crossfade_frames(scene, first)
+    seam = SeamMeter(scene, crossfade) if crossfade and output is not None else None
     writer = open_writer(output, scene, resume=resume, overwrite=overwrite, first=first) \
         if output is not None else contextlib.nullcontext()
     spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
@@ -58,7 +60,12 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
                       mininterval=every_s) as bar, \
             drawing or contextlib.nullcontext():
         sim = Simulation(scene)
-        for frame in frames(sim, scene.output.fps, total, first=first, **exposure(scene)):
+        stream = frames(sim, scene.output.fps, total, first=first, **exposure(scene))
+        if crossfade:
+            from .sim.loop import looped
+
+            stream = looped(scene, stream, total, crossfade)
+        for frame in stream:
             _require_finite(frame)
             if stats is not None or plot is not None:
                 rows.append({"frame": frame.index, "time_s": float(frame.time),
@@ -73,11 +80,17 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
             for index, pixels in drawing.ready():
                 if pixels is not None:
                     writer.write(index, pixels)
+                    if seam:
+                        seam.add(pixels)
                 bar.update()
         for index, pixels in drawing.ready(all_=True) if drawing else ():
             if pixels is not None:
                 writer.write(index, pixels)
+                if seam:
+                    seam.add(pixels)
             bar.update()
+    if seam and seam.report():
+        print(f"boids-render: {seam.report()}", file=sys.stderr)
     if stats is not None:
         diagnostics.write(rows, stats)
     if plot is not None:
@@ -85,6 +98,61 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
 
         draw_plot(rows, plot, title=f"{scene.scene.name}, seed {scene.scene.seed}")
     return total
+
+
+def _crossfade_frames(scene: Scene, first: int) -> int:
+    """Frames of the loop's morph (0: not a loop)."""
+    out = scene.output
+    if not out.loop:
+        return 0
+    crossfade = max(1, round(out.crossfade * out.fps))
+    if crossfade >= scene.frame_count:
+        raise UsageError(f"output.crossfade: the morph ({crossfade} frames) must be shorter "
+                         f"than the clip ({scene.frame_count} frames)")
+    if first:
+        raise UsageError("a loop is rendered whole: --frames A:B does not apply")
+    if scene.render.motion_blur > 1:
+        raise UsageError("a loop's morph is drawn without motion blur: set "
+                         "render.motion_blur = 1 for loops")
+    return crossfade
+
+
+class SeamMeter:
+    """How well a loop closes: the mean absolute pixel difference from the last frame to
+    the first against the consecutive frames' (median), and the ink coverage during the
+    morph against the clip's median (a ghosted double flock would raise it)."""
+
+    def __init__(self, scene: Scene, crossfade: int):
+        self.crossfade = crossfade
+        self.first = self.last = None
+        self.steps: list[float] = []
+        self.coverage: list[float] = []
+
+    def add(self, pixels: np.ndarray) -> None:
+        rgb = pixels[:, :, :3].astype(np.int16)
+        if self.first is None:
+            self.first = rgb
+        else:
+            self.steps.append(float(np.abs(rgb - self.last).mean()))
+        self.last = rgb
+        self.coverage.append(float((np.abs(rgb - self.first[0, 0]).max(axis=2) > 24).mean()))
+
+    def measures(self) -> dict[str, float]:
+        median = float(np.median(self.steps))
+        cover = float(np.median(self.coverage))
+        blend = self.coverage[:self.crossfade]
+        return {"seam": float(np.abs(self.first - self.last).mean()), "median_step": median,
+                "max_step": max(self.steps),
+                "coverage_low": min(blend) / cover - 1, "coverage_high": max(blend) / cover - 1}
+
+    def report(self) -> str:
+        if not self.steps:
+            return ""
+        m = self.measures()
+        return (f"loop seam: last→first {m['seam']:.2f}, consecutive frames median "
+                f"{m['median_step']:.2f} (×{m['seam'] / max(m['median_step'], 1e-9):.2f}), "
+                f"max {m['max_step']:.2f}; ink coverage during the morph "
+                f"{m['coverage_low']:+.0%} to {m['coverage_high']:+.0%} of the median")
 
 
 class _Drawing:

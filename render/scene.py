@@ -252,6 +252,11 @@ class OutputSettings:
                             "\"24000/1001\".", kind="fps", unit="frames/s")
     frames: int | None = setting(None, "Number of frames; overrides scene.duration.",
                                  kind="int", lo=1, optional=True)
+    loop: bool = setting(False, "A seamless loop: the first frames morph from the flock "
+                         "just after the clip's end, so the last frame flows into the first.",
+                         kind="bool")
+    crossfade: float = setting(1.0, "Loop: length of the morph at the clip's start.",
+                               unit="s", lo=0, lo_open=True)
     transparent: bool = setting(False, "No background: alpha for compositing (PNG, .webm, "
                                 ".mov).", kind="bool")
     crf: int = setting(18, "x264 quality: 0 lossless, 18 visually lossless, 51 worst.",
