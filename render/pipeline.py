@@ -105,16 +105,10 @@ def _crossfade_frames(scene: Scene, first: int) -> int:
     out = scene.output
     if not out.loop:
         return 0
-    crossfade = max(1, round(out.crossfade * out.fps))
-    if crossfade >= scene.frame_count:
-        raise UsageError(f"output.crossfade: the morph ({crossfade} frames) must be shorter "
-                         f"than the clip ({scene.frame_count} frames)")
     if first:
-        raise UsageError("a loop is rendered whole: --frames A:B does not apply")
-    if scene.render.motion_blur > 1:
-        raise UsageError("a loop's morph is drawn without motion blur: set "
-                         "render.motion_blur = 1 for loops")
-    return crossfade
+        raise UsageError("--frames A:B: a loop is rendered whole (its first frames depend on "
+                         "its last)")
+    return max(1, round(out.crossfade * out.fps))  # shorter than the clip: scene.py checks
 
 
 class SeamMeter:

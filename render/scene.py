@@ -668,6 +668,20 @@ def _check_relations(values, path, sources, rejected, problems):
             problems.append(f"{where(low)}: expected ≤ {high} ({_show(hi)}), got {_show(lo)}")
 
     flock, world = values["flock"], values["world"]
+    output = values["output"]
+    if output.loop and usable("output.loop", "output.crossfade", "output.fps",
+                              "output.frames", "scene.duration"):
+        count = output.frames if output.frames is not None else \
+            max(1, round(Fraction(values["scene"].duration) * output.fps))
+        crossfade = max(1, round(output.crossfade * output.fps))
+        if crossfade >= count:
+            problems.append(f"{where('output.crossfade')}: expected a crossfade shorter than "
+                            f"the clip ({count} frames), got {_show(output.crossfade)} s "
+                            f"({crossfade} frames)")
+        if values["render"].motion_blur > 1 and usable("render.motion_blur"):
+            problems.append(f"{where('render.motion_blur')}: a loop's crossfade is drawn "
+                            f"without motion blur: expected 1 with output.loop, got "
+                            f"{values['render'].motion_blur}")
     camera = values["camera"]
     if camera is not None and camera.follow == "centroid" and world.boundary == "wrap" \
             and usable("camera.follow", "world.boundary"):
