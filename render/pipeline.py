@@ -234,6 +234,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     pixel: the same sampling of the simulation and the same drawing.
     """
     from . import __version__
+    from .encode.files import write_atomically
     from .encode.images import write_png
 
     sim = Simulation(scene)
@@ -255,71 +256,57 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         "boids-render:time": str(time),
         "boids-render:version": __version__,
     }
-    if Path(output).suffix.lower() in (".pdf", ".svg"):
+    output = Path(output)
+    if not overwrite and output.exists():  # before drawing: the answer will not change
+        raise UsageError(f"{output}: exists (--no-overwrite)")
+    if output.suffix.lower() in (".pdf", ".svg"):
         from .draw.vector import write_vector
-        from .encode.files import place, temp_beside
 
-        output = Path(output)
-        if not overwrite and output.exists():
-            raise UsageError(f"{output}: exists (--no-overwrite)")
-        tmp = temp_beside(output, output.suffix)
-        try:
-            write_vector(tmp, scene, scene.output.size, dpi, *state, view=view,
-                         title=f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s")
-            place(tmp, output, overwrite=overwrite)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return
-    if tile_size is not None:
+        title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
+        written = write_atomically(output, lambda tmp: write_vector(
+            tmp, scene, scene.output.size, dpi, *state, view=view, title=title),
+            overwrite=overwrite)
+    elif tile_size is not None:
         if frame.exposure or bit_depth != 8 or scene.output.transparent:
             raise UsageError("--tile-size draws opaque 8-bit stills without motion blur")
-        _tiled_still(scene, state, view, tile_size, Path(output), dpi=dpi, text=text,
-                     overwrite=overwrite)
-        return
-    if bit_depth == 16:
-        pixels = _supersampled(scene, frame, state, view)
+        written = write_atomically(output, lambda tmp: _tiled_still(
+            scene, state, view, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
     else:
-        canvas = Canvas(scene.output.size)
-        pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
-            if frame.exposure else draw_frame(canvas, scene, *state, view=view)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    if not write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite):
+        if bit_depth == 16:
+            pixels = _supersampled(scene, frame, state, view)
+        else:
+            canvas = Canvas(scene.output.size)
+            pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
+                if frame.exposure else draw_frame(canvas, scene, *state, view=view)
+        written = write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite)
+    if not written:
         raise UsageError(f"{output}: exists (--no-overwrite)")
 
 
-def _tiled_still(scene: Scene, state, view, tile: int, output: Path, *, dpi: float,
-                 text: dict[str, str], overwrite: bool) -> None:
-    """Draw the still tile by tile and stream it into the PNG a band of rows at a time:
-    memory holds one band, whatever the poster's size. Tiles are whole-pixel windows onto
-    the same outlines, so the result equals the untiled drawing (tested)."""
+def _tiled_still(scene: Scene, state, view, tile: int, path: Path, *, dpi: float,
+                 text: dict[str, str]) -> None:
+    """Draw the still tile by tile and stream it into the PNG at `path` a band of rows at a
+    time: memory holds one band, whatever the poster's size. Tiles are whole-pixel windows
+    onto the same outlines, so the result equals the untiled drawing (tested)."""
     from .draw.streaks import fill_frame, frame_paths
-    from .encode.files import place, temp_beside
     from .encode.still import PngStream
 
     width, height = scene.output.size
     paths = frame_paths(scene, (width, height), *state, view=view)
-    if not overwrite and output.exists():
-        raise UsageError(f"{output}: exists (--no-overwrite)")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_beside(output, ".png")
-    try:
-        png = PngStream(tmp, width, height, dpi=dpi, text=text)
-        for y0 in range(0, height, tile):
-            rows = min(tile, height - y0)
-            band = np.empty((rows, width, 3), np.uint8)
-            for x0 in range(0, width, tile):
-                cols = min(tile, width - x0)
-                # cairo rasterises a streak cut by the surface's border a shade differently
-                # from one that runs on: each tile gets an apron, cropped away.
-                a = TILE_APRON
-                pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), paths,
-                                    origin=(x0 - a, y0 - a))
-                band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]
-            png.write_rows(band)
-        png.close()
-        place(tmp, output, overwrite=overwrite)
-    finally:
-        tmp.unlink(missing_ok=True)
+    png = PngStream(path, width, height, dpi=dpi, text=text)
+    for y0 in range(0, height, tile):
+        rows = min(tile, height - y0)
+        band = np.empty((rows, width, 3), np.uint8)
+        for x0 in range(0, width, tile):
+            cols = min(tile, width - x0)
+            # cairo rasterises a streak cut by the surface's border a shade differently
+            # from one that runs on: each tile gets an apron, cropped away.
+            a = TILE_APRON
+            pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), paths,
+                                origin=(x0 - a, y0 - a))
+            band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]
+        png.write_rows(band)
+    png.close()
 
 
 def _supersampled(scene: Scene, frame, state, view) -> np.ndarray:
@@ -386,6 +373,5 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
         target = next(wanted, None)
         if target is None:
             break
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
     if not write_png(sheet.flush(), output):
         raise UsageError(f"{output}: exists (--no-overwrite)")

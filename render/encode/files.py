@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+from ..errors import EncodeError
 
 # mkstemp's files are private (0600); a finished output gets the usual permissions.
 _UMASK = os.umask(0)
@@ -40,3 +43,19 @@ def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:
     finally:
         tmp.unlink(missing_ok=True)
     return True
+
+
+def write_atomically(path: Path, write: Callable[[Path], None], *,
+                     overwrite: bool = True) -> bool:
+    """`write(tmp)` into a temporary file beside `path`, then `place` it. The temporary is
+    removed whatever happens; a failed write (a full disk) is one EncodeError naming `path`.
+    Returns False when `overwrite` is off and `path` exists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(path, path.suffix)
+    try:
+        write(tmp)
+        return place(tmp, path, overwrite=overwrite)
+    except OSError as exc:
+        raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)

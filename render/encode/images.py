@@ -10,8 +10,7 @@ from pathlib import Path
 import cairo
 import numpy as np
 
-from ..errors import EncodeError
-from .files import place, temp_beside
+from .files import write_atomically
 
 _PATTERN = re.compile(r"%0?(\d*)d")
 
@@ -51,14 +50,7 @@ def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
         from .still import add_chunks
 
         data = add_chunks(data, dpi, text or {})
-    tmp = temp_beside(path, ".png")
-    try:
-        tmp.write_bytes(data)
-        return place(tmp, path, overwrite=overwrite)
-    except OSError as exc:
-        raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    return write_atomically(path, lambda tmp: tmp.write_bytes(data), overwrite=overwrite)
 
 
 def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
