@@ -27,6 +27,7 @@ examples:
   boids-render scenes/sliders.toml --check --set flock.count=2000
   boids-render scenes/murmuration.toml -o out/frames/ --resume   (after an interruption)
   boids-render scenes/murmuration.toml -o /shared/frames/ --no-overwrite   (one per machine)
+  boids-render scenes/murmuration.toml -o out/m.mp4 --scheduler local --workers 2
 
 exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C or SIGTERM),
 1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
@@ -121,7 +122,18 @@ def parser() -> argparse.ArgumentParser:
                         "--contact-sheet out/sheet.png")
     p.add_argument("--workers", metavar="N", type=_positive_int,
                    help="threads drawing frames while the flock is simulated and encoded "
-                        "(default: the machine's cores), e.g. --workers 1")
+                        "(default: the machine's cores); with --scheduler local, the "
+                        "cluster's worker processes, e.g. --workers 1")
+    cluster = p.add_argument_group("on a Dask cluster (the [distributed] extra)")
+    cluster.add_argument("--scheduler", metavar="ADDRESS|local",
+                         help="draw and encode on a Dask cluster: a scheduler's address, or "
+                              "local for a cluster of --workers processes on this machine; "
+                              "the same frames as a local render, e.g. "
+                              "--scheduler tcp://10.0.0.5:8786")
+    cluster.add_argument("--cache-dir", metavar="DIR",
+                         help="with --scheduler: hand the workers the simulated states "
+                              "through DIR, storage every worker can read (for large "
+                              "flocks), e.g. --cache-dir /shared/boids-cache")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
@@ -274,6 +286,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
     else:
         scene, recorded_time = load_scene(args.scene, overrides), None
+    if args.scheduler is not None and (args.still is not None or args.from_png
+                                       or args.contact_sheet):
+        raise UsageError("--scheduler splits a clip's frames across a cluster; stills and "
+                         "contact sheets are drawn on this machine: drop --scheduler")
     if args.still is not None or (args.from_png and not args.check):
         if not args.output or not args.output.lower().endswith((".png", ".pdf", ".svg")):
             raise UsageError("a still is written as PNG, PDF or SVG: give -o FILE.png, "
@@ -299,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"# estimate {scope}: {budget.estimate(scene, args.output)}")
         budget.check(scene, args.output)
         return 0
+    if args.scheduler is not None and args.output is None:
+        raise UsageError("--scheduler draws on a cluster: give -o OUT (without it the flock "
+                         "is only simulated, here)")
+    if args.cache_dir is not None and args.scheduler is None:
+        raise UsageError("--cache-dir hands states to cluster workers: add --scheduler")
     if args.output is None and args.stats is None and args.plot is None:
         print("boids-render: nothing to do: give -o OUT, --stats FILE, --plot FILE or "
               "--check",
@@ -308,7 +329,8 @@ def run(args: argparse.Namespace) -> int:
 
     render(scene, args.output, stats=args.stats, plot=args.plot, quiet=args.quiet,
            resume=args.resume, overwrite=args.overwrite, workers=args.workers,
-           first=getattr(args, "first", 0))
+           first=getattr(args, "first", 0), scheduler=args.scheduler,
+           cache_dir=args.cache_dir)
     return 0
 
 

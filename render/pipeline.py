@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
 import queue
 import sys
 from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import budget
-from .draw.camera import view_at
+from .draw.camera import View, view_at
 from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .encode import open_writer
@@ -34,61 +35,49 @@ def default_workers() -> int:
 
 def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
            plot: str | Path | None = None, quiet: bool = False, resume: bool = False,
-           overwrite: bool = True, workers: int | None = None, first: int = 0) -> int:
+           overwrite: bool = True, workers: int | None = None, first: int = 0,
+           scheduler: str | None = None, cache_dir: str | Path | None = None) -> int:
     """Render `scene` to `output` (None: simulate only); write per-frame diagnostics to
     `stats` and a picture of them to `plot` when given. Returns the number of frames.
 
     resume / overwrite=False: frames of a PNG sequence already on disk are kept, not drawn
     (see `open_writer`); the flock is still simulated through them.
     workers: threads drawing frames while the main thread simulates and hands finished
-    frames, in order, to the encoder (default: the cores this process may use).
+    frames, in order, to the encoder (default: the cores this process may use); with
+    `scheduler`, the workers of the local Dask cluster.
     first: render only frames first .. frame_count−1 (the same frames a full render has).
+    scheduler: draw and encode on a Dask cluster ("local" or a scheduler's address; see
+    `cluster`), shipping states through `cache_dir` when given.
     """
     budget.check(scene, output)  # before anything large is allocated
     total = scene.frame_count - first
     crossfade = _crossfade_frames(scene, first)
-    seam = SeamMeter(scene, crossfade) if crossfade and output is not None else None
-    writer = open_writer(output, scene, resume=resume, overwrite=overwrite, first=first) \
-        if output is not None else contextlib.nullcontext()
-    spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
-    rows = []
+    rows: list[dict] | None = [] if stats is not None or plot is not None else None
     label = Path(output).name if output else "simulate"
-    drawing = _Drawing(scene, workers or default_workers()) if output is not None else None
     # In a log file (a farm, CI) a bar redrawn ten times a second is noise: every 10 s.
     every_s = 0.1 if sys.stderr.isatty() else 10.0
-    with writer, tqdm(total=total, unit="frame", disable=quiet, desc=label,
-                      mininterval=every_s) as bar, \
-            drawing or contextlib.nullcontext():
-        sim = Simulation(scene)
-        stream = frames(sim, scene.output.fps, total, first=first, **exposure(scene))
-        if crossfade:
-            from .sim.loop import looped
+    seam = None
+    with tqdm(total=total, unit="frame", disable=quiet, desc=label,
+              mininterval=every_s) as bar:
+        states = simulated(scene, first, total, rows)
+        if output is None:
+            for _ in states:
+                bar.update()
+        elif scheduler is not None:
+            from .cluster import draw_on_cluster
 
-            stream = looped(scene, stream, total, crossfade)
-        for frame in stream:
-            _require_finite(frame)
-            if stats is not None or plot is not None:
-                rows.append({"frame": frame.index, "time_s": float(frame.time),
-                             **diagnostics.measure(frame.snapshot, spacing)})
-            if drawing is None:
-                bar.update()
-                continue
-            if writer.wants(frame.index):
-                drawing.submit(frame, sim.accent)
-            else:
-                drawing.skip(frame.index)
-            for index, pixels in drawing.ready():
-                if pixels is not None:
-                    writer.write(index, pixels)
-                    if seam:
+            draw_on_cluster(scene, states, output, scheduler=scheduler,
+                            workers=workers or default_workers(), first=first, bar=bar,
+                            resume=resume, overwrite=overwrite, cache_dir=cache_dir)
+        else:
+            seam = SeamMeter(scene, crossfade) if crossfade else None
+            with open_writer(output, scene, resume=resume, overwrite=overwrite,
+                             first=first) as writer:
+                for _, pixels in draw_range(scene, states, writer,
+                                            workers=workers or default_workers()):
+                    if seam and pixels is not None:
                         seam.add(pixels)
-                bar.update()
-        for index, pixels in drawing.ready(all_=True) if drawing else ():
-            if pixels is not None:
-                writer.write(index, pixels)
-                if seam:
-                    seam.add(pixels)
-            bar.update()
+                    bar.update()
     if seam and seam.report():
         print(f"boids-render: {seam.report()}", file=sys.stderr)
     if stats is not None:
@@ -98,6 +87,74 @@ def render(scene: Scene, output: str | None, *, stats: str | Path | None = None,
 
         draw_plot(rows, plot, title=f"{scene.scene.name}, seed {scene.scene.seed}")
     return total
+
+
+@dataclass(frozen=True)
+class FrameState:
+    """What drawing frame `index` needs, detached from the simulator: plain arrays that can
+    wait in a queue or travel to another machine. exposure: the sub-frame (positions,
+    velocities) pairs of motion blur, else (); view: the camera's (None: the whole world)."""
+
+    index: int
+    positions: np.ndarray
+    velocities: np.ndarray
+    neighbours: np.ndarray
+    accent: np.ndarray
+    exposure: tuple = ()
+    view: View | None = None
+
+    def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
+        if self.exposure:
+            return draw_exposure(canvas, scene, self.exposure, self.neighbours, self.accent,
+                                 view=self.view)
+        return draw_frame(canvas, scene, self.positions, self.velocities, self.neighbours,
+                          self.accent, view=self.view)
+
+
+def simulated(scene: Scene, first: int, count: int,
+              rows: list[dict] | None = None) -> Iterator[FrameState]:
+    """The states of frames first .. first+count−1, simulated from the start (a loop's
+    head morphing from its tail); each frame's diagnostics are appended to `rows` when
+    given."""
+    spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
+    sim = Simulation(scene)
+    stream = frames(sim, scene.output.fps, count, first=first, **exposure(scene))
+    crossfade = _crossfade_frames(scene, first)
+    if crossfade:
+        from .sim.loop import looped
+
+        stream = looped(scene, stream, count, crossfade)
+    for frame in stream:
+        _require_finite(frame)
+        if rows is not None:
+            rows.append({"frame": frame.index, "time_s": float(frame.time),
+                         **diagnostics.measure(frame.snapshot, spacing)})
+        # Copies: the simulator reuses its arrays for the next step.
+        yield FrameState(frame.index, frame.positions.copy(), frame.velocities.copy(),
+                         frame.snapshot.neighbours.copy(), sim.accent, frame.exposure,
+                         view_at(scene, float(frame.time), frame.followed))
+
+
+def draw_range(scene: Scene, states: Iterable[FrameState], writer, *,
+               workers: int) -> Iterator[tuple[int, np.ndarray | None]]:
+    """Render this frame range from these states: each state `writer` wants is drawn (by
+    `workers` threads) and written, in frame order. Yields (index, pixels) after each write,
+    pixels None for a frame the writer keeps from disk; the pixels stay valid until the
+    next one is asked for. The local pipeline and every cluster task run this."""
+    with _Drawing(scene, workers) as drawing:
+        for state in states:
+            if writer.wants(state.index):
+                drawing.submit(state)
+            else:
+                drawing.skip(state.index)
+            for index, pixels in drawing.ready():
+                if pixels is not None:
+                    writer.write(index, pixels)
+                yield index, pixels
+        for index, pixels in drawing.ready(all_=True):
+            if pixels is not None:
+                writer.write(index, pixels)
+            yield index, pixels
 
 
 def _crossfade_frames(scene: Scene, first: int) -> int:
@@ -173,23 +230,15 @@ class _Drawing:
                 future.cancel()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, frame, accent) -> None:
-        # The simulator may reuse its arrays for the next step: the thread gets copies.
-        args = (frame.positions.copy(), frame.velocities.copy(),
-                frame.snapshot.neighbours.copy(), accent, frame.exposure,
-                view_at(self.scene, float(frame.time), frame.followed))
-        self.pending.append((frame.index, self.pool.submit(self._draw, *args)))
+    def submit(self, state: FrameState) -> None:
+        self.pending.append((state.index, self.pool.submit(self._draw, state)))
 
     def skip(self, index: int) -> None:
         self.pending.append((index, None))
 
-    def _draw(self, positions, velocities, neighbours, accent, exposure, view):
+    def _draw(self, state: FrameState):
         canvas = self.canvases.get()
-        if exposure:
-            return canvas, draw_exposure(canvas, self.scene, exposure, neighbours, accent,
-                                         view=view)
-        return canvas, draw_frame(canvas, self.scene, positions, velocities, neighbours,
-                                  accent, view=view)
+        return canvas, state.draw(canvas, self.scene)
 
     def ready(self, all_: bool = False):
         """Yield (index, pixels or None) in frame order: the oldest frames once more than a

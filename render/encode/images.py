@@ -31,7 +31,14 @@ def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
     via a temporary file renamed into place; with `dpi`, also its resolution, sRGB and
     `text` chunks (a print still, see `still`). Returns False when `overwrite` is off and
     `path` exists (nothing written)."""
-    path = Path(path)
+    data = encode_png(pixels, dpi=dpi, text=text)
+    return write_atomically(Path(path), lambda tmp: tmp.write_bytes(data),
+                            overwrite=overwrite)
+
+
+def encode_png(pixels: np.ndarray, *, dpi: float | None = None,
+               text: dict[str, str] | None = None) -> bytes:
+    """The PNG file `write_png` writes, in memory."""
     if pixels.dtype == np.uint16:
         from .still import png16
 
@@ -50,7 +57,7 @@ def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
         from .still import add_chunks
 
         data = add_chunks(data, dpi, text or {})
-    return write_atomically(path, lambda tmp: tmp.write_bytes(data), overwrite=overwrite)
+    return data
 
 
 def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
@@ -91,9 +98,15 @@ class SequenceWriter:
         return not (self.resume and is_complete_png(path, self.size))
 
     def write(self, index: int, pixels: np.ndarray) -> None:
+        self.write_encoded(index, encode_png(pixels))
+
+    def write_encoded(self, index: int, png: bytes) -> None:
+        """Frame `index` as the PNG file's bytes (drawn and encoded elsewhere)."""
         # Not written (False) when, without overwrite, another machine sharing the folder
         # finished this frame meanwhile: theirs is kept.
-        self.written += write_png(pixels, self.pattern % index, overwrite=self.overwrite)
+        self.written += write_atomically(Path(self.pattern % index),
+                                         lambda tmp: tmp.write_bytes(png),
+                                         overwrite=self.overwrite)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         return None

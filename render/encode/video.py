@@ -238,3 +238,55 @@ def count_frames(path: str | Path) -> int:
 
     frames, _ = imageio_ffmpeg.count_frames_and_secs(str(path))
     return frames
+
+
+def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: int,
+               overwrite: bool = True) -> None:
+    """Concatenate clips encoded with identical settings (the segments of one render, in
+    order) into `path` without re-encoding, through ffmpeg's concat demuxer; written beside
+    `path` and renamed into place once the frame count read back is `frames`.
+
+    Segments in the output's own container join with the timestamps of one whole encode,
+    B-frames included: MP4 and MOV keep a timescale that holds the frame rate exactly
+    (24000/1001 too, where MPEG-TS's 90 kHz clock would round). WebM counts whole
+    milliseconds, and each segment's start rounds once more, so its timestamps are set
+    again from the frame numbers (VP9 packets are in presentation order).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    muxer = codec_args(suffix, 0)[1]
+    tmp = temp_beside(path, suffix)
+    listing = temp_beside(path, ".txt")
+    with tempfile.TemporaryFile() as log:
+        try:
+            # The demuxer's own quoting: a name inside '…' with each ' written '\''.
+            listing.write_text("".join("file '{}'\n".format(str(Path(p).resolve())
+                                                             .replace("'", "'\\''"))
+                                       for p in parts))
+            if muxer == "webm":
+                extra = ["-bsf:v", f"setts=ts=round(N*{fps.denominator}/"
+                                   f"({fps.numerator}*TB))"]
+            else:
+                extra = ["-movflags", "+faststart"] if muxer in ("mp4", "mov") else []
+            cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
+                   "-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy",
+                   *extra, "-f", muxer, str(tmp)]
+            code = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=log).returncode
+            if code != 0:
+                log.seek(0)
+                text = "; ".join(dict.fromkeys(
+                    _LOG_PREFIX.sub("", line).strip()
+                    for line in log.read().decode("utf-8", "replace").splitlines()
+                    if line.strip()))
+                raise EncodeError(f"ffmpeg failed joining the segments of {path}: "
+                                  f"{text[:400] or f'exit status {code}'}")
+            found = count_frames(tmp)
+            if found != frames:
+                raise EncodeError(f"{path}: expected {frames} frames, the joined segments "
+                                  f"hold {found}")
+            if not place(tmp, path, overwrite=overwrite):
+                raise UsageError(f"{path}: appeared while rendering and --no-overwrite "
+                                 f"keeps it; the new render was discarded")
+        finally:
+            tmp.unlink(missing_ok=True)
+            listing.unlink(missing_ok=True)

@@ -1,0 +1,349 @@
+"""Rendering on a Dask cluster (`--scheduler`).
+
+The simulation is sequential and cheap; drawing and encoding are the expensive, parallel
+part. The driver simulates once and ships each task the states of one segment of frames;
+the task runs the local pipeline's `draw_range` on them and returns what it encoded: the
+segment as a clip in the output's own format, or the segment's PNG files. The driver writes
+PNG files as they arrive and joins clip segments without re-encoding. A task carries all it
+needs (its states, or their path in a shared --cache-dir), so when a worker dies the
+scheduler runs the task again elsewhere and the result is the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import pickle
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .encode import VIDEO_SUFFIXES
+from .encode.images import SequenceWriter, encode_png, is_sequence
+from .errors import UsageError
+from .pipeline import FrameState, draw_range
+from .scene import Scene
+
+# Progress events: (render token, segment, frames drawn so far in that segment).
+TOPIC = "boids-render-progress"
+# States shipped inside one task: above this a segment is cut shorter, unless they travel
+# through --cache-dir (the scheduler holds every waiting task's arguments).
+TASK_BYTES = 64 * 2**20
+# Segments per worker: enough that a slow or restarted worker does not hold up the end.
+SEGMENTS_PER_WORKER = 3
+INSTALL = "pip install 'boids-render[distributed]'"
+
+
+def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
+                    scheduler: str, workers: int, first: int, bar, resume: bool = False,
+                    overwrite: bool = True, cache_dir: str | Path | None = None) -> None:
+    """Draw and encode `states` (frames first .. the clip's end) on the Dask cluster at
+    `scheduler` ("local": a LocalCluster of `workers` processes) into `output`, advancing
+    the tqdm `bar` as frames are drawn across all workers."""
+    sequence = is_sequence(output)
+    if not sequence:
+        _check_clip(scene, output, overwrite)
+    try:
+        import distributed  # noqa: F401  (the optional extra)
+    except ImportError:
+        raise UsageError(f"--scheduler needs Dask's distributed scheduler: {INSTALL}") \
+            from None
+    total = scene.frame_count - first
+    with connect(scheduler, workers) as client, \
+            _Destination(scene, output, sequence, total, resume, overwrite) as destination, \
+            _Shipping(cache_dir) as shipping:
+        slots = sum(client.nthreads().values())
+        token = uuid.uuid4().hex[:12]
+        drawn: dict[int, int] = {}  # segment → frames drawn, from the workers' events
+        lock = threading.Lock()  # events arrive on the client's own thread
+
+        def progress(event) -> None:
+            _, (sender, segment, done) = event
+            if sender == token:
+                with lock:
+                    drawn[segment] = max(drawn.get(segment, 0), done)
+
+        client.subscribe_topic(TOPIC, progress)
+        pending: dict = {}  # future → segment
+        kept = 0  # frames a resumed sequence keeps from disk
+
+        def collect(block: bool) -> None:
+            while pending:
+                finished = [f for f in pending if f.done()]
+                for future in finished:
+                    segment = pending.pop(future)
+                    destination.add(segment, future.result())
+                    with lock:
+                        drawn[segment] = destination.frames[segment]
+                    shipping.done(segment)
+                    future.release()
+                with lock:
+                    done = kept + sum(drawn.values())
+                bar.update(max(0, done - bar.n))
+                if finished or not block:
+                    return
+                time.sleep(0.1)
+
+        states = iter(states)
+        head = list(itertools.islice(states, 1))
+        per = _segment_length(total, slots, head[0], shipping.shared) if head else 1
+        chunks = iter(lambda: list(itertools.islice(states, per)), [])
+        for segment, chunk in enumerate(itertools.chain(
+                [head + list(itertools.islice(states, per - 1))] if head else [], chunks)):
+            wanted = [s for s in chunk if destination.wants(s.index)]
+            kept += len(chunk) - len(wanted)
+            if not wanted:
+                continue
+            destination.frames[segment] = len(wanted)
+            future = client.submit(render_segment, scene, shipping.ship(segment, wanted),
+                                   destination.kind, token, segment,
+                                   key=f"boids-render-{token}-{segment:05d}", pure=False)
+            pending[future] = segment
+            # Bounded look-ahead: the driver never holds more than a few segments' states.
+            while len(pending) >= 2 * slots:
+                collect(block=True)
+            collect(block=False)
+        while pending:
+            collect(block=True)
+        client.unsubscribe_topic(TOPIC)
+
+
+def render_segment(scene: Scene, payload, kind: str, token: str,
+                   segment: int) -> bytes | list[tuple[int, bytes]]:
+    """A cluster task: draw the states in `payload` (a list of FrameState, or the path of
+    their pickle in the shared cache) and return them encoded: a clip of suffix `kind`
+    (bytes), or for kind "png" the (index, PNG bytes) of each frame."""
+    if isinstance(payload, str):
+        with open(payload, "rb") as f:
+            payload = pickle.load(f)
+    states: list[FrameState] = payload
+    report = _reporter(token, segment)
+    if kind == "png":
+        sink = _EncodedFrames()
+        for done, _ in enumerate(draw_range(scene, states, sink, workers=1), 1):
+            report(done)
+        return sink.files
+    from .encode.video import VideoWriter
+
+    with tempfile.TemporaryDirectory(prefix="boids-render-segment-") as folder:
+        path = Path(folder) / f"segment{kind}"
+        out = scene.output
+        with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf, frames=len(states),
+                         first=states[0].index, transparent=out.transparent) as writer:
+            for done, _ in enumerate(draw_range(scene, states, writer, workers=1), 1):
+                report(done)
+        return path.read_bytes()
+
+
+@contextlib.contextmanager
+def connect(scheduler: str, workers: int) -> Iterator:
+    """A Dask client: of a LocalCluster of `workers` single-threaded processes for
+    "local", else of the scheduler at that address, once a worker has joined and every
+    worker runs this version of boids-render."""
+    from distributed import Client, LocalCluster
+
+    if scheduler == "local":
+        # ":0": any free port for the scheduler's HTTP server; two renders at once would
+        # both want 8787
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+                Client(cluster) as client:
+            yield client
+        return
+    _probe(scheduler)
+    try:
+        client = Client(scheduler, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"--scheduler {scheduler}: cannot connect to the Dask scheduler: "
+                         f"{exc}") from None
+    with client:
+        try:
+            client.wait_for_workers(1, timeout=120)
+        except TimeoutError:
+            raise UsageError(f"--scheduler {scheduler}: no worker joined within 120 s; "
+                             f"start one with `dask worker {scheduler}`") from None
+        _check_versions(client, scheduler)
+        yield client
+
+
+def _probe(address: str) -> None:
+    """Fail in a moment, not after the client's timeout, when nothing listens there."""
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme != "tcp":
+        return  # tls://, ucx://: the client's own error will do
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if not host or not port:
+        raise UsageError(f"--scheduler {address}: expected 'local' or a scheduler's address "
+                         f"such as tcp://10.0.0.5:8786")
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as exc:
+        raise UsageError(f"--scheduler {address}: cannot reach a Dask scheduler there: "
+                         f"{exc.strerror or exc}; start one with `dask scheduler`") from None
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _check_versions(client, scheduler: str) -> None:
+    """Every worker must draw with the same code as a local render would."""
+    from . import __version__
+
+    try:
+        found = client.run(_version)
+    except ModuleNotFoundError:
+        found = {"a worker": "not installed"}
+    other = {worker: v for worker, v in found.items() if v != __version__}
+    if other:
+        worker, version = next(iter(other.items()))
+        raise UsageError(f"--scheduler {scheduler}: {worker} has boids-render {version}, "
+                         f"this machine {__version__}; install the same version on every "
+                         f"worker ({INSTALL})")
+
+
+def _check_clip(scene: Scene, output: str, overwrite: bool) -> None:
+    """What a clip split across a cluster cannot be, before any work is done."""
+    from .encode.video import check_clip
+
+    suffix = Path(output).suffix.lower()
+    if suffix == ".gif":
+        raise UsageError(f"{output}: a GIF's palette comes from the whole clip, so it is "
+                         f"not split across a cluster; render it without --scheduler, or "
+                         f"render .mov or PNG frames on the cluster")
+    if suffix not in VIDEO_SUFFIXES:
+        from .encode import open_writer
+
+        open_writer(output, scene)  # raises the unsupported-output message
+    check_clip(output, scene.output.size, scene.output.fps, scene.output.transparent)
+    if not overwrite and Path(output).exists():
+        raise UsageError(f"{output}: already exists and --no-overwrite keeps it; remove it "
+                         f"or drop --no-overwrite to replace it")
+
+
+def _segment_length(total: int, slots: int, sample: FrameState, shared: bool) -> int:
+    """Frames per task: a few segments per worker, each task's states within TASK_BYTES
+    unless they travel through the shared cache."""
+    per = -(-total // (SEGMENTS_PER_WORKER * slots))
+    if not shared:
+        size = sum(a.nbytes for a in (sample.positions, sample.velocities,
+                                      sample.neighbours)) + \
+            sum(p.nbytes + v.nbytes for p, v in sample.exposure)
+        per = min(per, max(1, TASK_BYTES // max(size, 1)))
+    return max(1, per)
+
+
+def _reporter(token: str, segment: int):
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # called outside a worker
+        return lambda done: None
+    return lambda done: worker.log_event(TOPIC, (token, segment, done))
+
+
+class _EncodedFrames:
+    """A writer (see `open_writer`) that keeps each frame as PNG bytes."""
+
+    def __init__(self):
+        self.files: list[tuple[int, bytes]] = []
+
+    def wants(self, index: int) -> bool:
+        return True
+
+    def write(self, index: int, pixels) -> None:
+        self.files.append((index, encode_png(pixels)))
+
+
+class _Destination:
+    """Where the segments' results go: PNG files into the sequence as they arrive, or clip
+    segments into a hidden folder beside the output, joined in order at the end (nothing
+    under the output's name until the joined clip is complete)."""
+
+    def __init__(self, scene: Scene, output: str, sequence: bool, total: int, resume: bool,
+                 overwrite: bool):
+        self.output = output
+        self.total = total
+        self.fps = scene.output.fps
+        self.overwrite = overwrite
+        self.kind = "png" if sequence else Path(output).suffix.lower()
+        self.sequence = SequenceWriter(output, size=scene.output.size, resume=resume,
+                                       overwrite=overwrite) if sequence else None
+        self.frames: dict[int, int] = {}  # segment → frames
+
+    def __enter__(self) -> _Destination:
+        if self.sequence:
+            self.sequence.__enter__()
+        else:
+            path = Path(self.output)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.folder = Path(tempfile.mkdtemp(dir=path.parent,
+                                                prefix=f".{path.stem}.segments-"))
+        return self
+
+    def wants(self, index: int) -> bool:
+        return self.sequence.wants(index) if self.sequence else True
+
+    def add(self, segment: int, result) -> None:
+        if self.sequence:
+            for index, png in result:
+                self.sequence.write_encoded(index, png)
+        else:
+            (self.folder / f"{segment:05d}{self.kind}").write_bytes(result)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.sequence:
+            return
+        try:
+            if exc_type is None:
+                from .encode.video import join_clips
+
+                parts = sorted(self.folder.iterdir())
+                join_clips(parts, self.output, fps=self.fps, frames=self.total, overwrite=self.overwrite)
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class _Shipping:
+    """How a segment's states reach its task: inside the task itself, or pickled into
+    `cache_dir` (storage every worker shares) with the task carrying only the path."""
+
+    def __init__(self, cache_dir: str | Path | None):
+        self.shared = cache_dir is not None
+        self.folder = None
+        if cache_dir is not None:
+            Path(cache_dir).mkdir(parents=True, exist_ok=True)
+            self.folder = Path(tempfile.mkdtemp(dir=cache_dir, prefix="boids-render-"))
+
+    def __enter__(self) -> _Shipping:
+        return self
+
+    def ship(self, segment: int, states: list[FrameState]):
+        if self.folder is None:
+            return states
+        path = self.folder / f"{segment:05d}.states"
+        with open(path, "wb") as f:
+            pickle.dump(states, f, protocol=pickle.HIGHEST_PROTOCOL)
+        return os.fspath(path.resolve())
+
+    def done(self, segment: int) -> None:
+        if self.folder is not None:
+            (self.folder / f"{segment:05d}.states").unlink(missing_ok=True)
+
+    def __exit__(self, *exc) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,249 @@
+"""Rendering on a Dask cluster: the same frames as a local render, a killed worker's segment
+run again, progress from every worker, and clear errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import imageio_ffmpeg
+import pytest
+from distributed import Client, LocalCluster
+
+from render import cluster
+from render.scene import load_scene
+
+from conftest import SCENES
+
+MURMURATION = SCENES / "murmuration.toml"
+# Small frames of the default scene, with its camera, hawk and accent birds.
+SMALL = ("--size", "160x90", "--quiet")
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """The address of a LocalCluster of 2 single-threaded worker processes."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as local:
+        yield local.scheduler_address
+
+
+def files(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def framemd5(path) -> list[str]:
+    """Each decoded frame's timestamp, duration, size and checksum."""
+    out = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(path), "-f", "framemd5",
+                          "-"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if not line.startswith("#")]
+
+
+def packets(path) -> list[str]:
+    """Each packet's stream, dts, pts and duration as stored (not decoded)."""
+    out = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(path), "-c", "copy",
+                          "-f", "framecrc", "-"], capture_output=True, text=True,
+                         check=True).stdout
+    return [",".join(line.split(",")[:4]) for line in out.splitlines()
+            if not line.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def local_frames(tmp_path_factory):
+    """PNG frames (with motion blur) and stats of a local, single-threaded render."""
+    from render.cli import main
+
+    folder = tmp_path_factory.mktemp("local")
+    assert main([str(MURMURATION), "-o", f"{folder}/frames/", *SMALL, "--frames", "14",
+                 "--motion-blur", "2", "--workers", "1", "--stats",
+                 str(folder / "stats.csv")]) == 0
+    return folder
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_png_frames_equal_a_local_render_byte_for_byte(cli, local_frames, tmp_path, workers):
+    r = cli(MURMURATION, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
+            "--motion-blur", "2", "--scheduler", "local", "--workers", str(workers),
+            "--stats", tmp_path / "stats.csv")
+    assert r.code == 0, r.err
+    assert files(tmp_path / "frames") == files(local_frames / "frames")
+    assert (tmp_path / "stats.csv").read_text() == (local_frames / "stats.csv").read_text()
+
+
+@pytest.mark.parametrize("suffix, fps", [(".mp4", "24000/1001"), (".mov", "30"),
+                                         (".webm", "30")])
+def test_a_clip_joins_its_segments_with_the_local_timing(cli, scheduler, tmp_path, suffix,
+                                                         fps):
+    args = (*SMALL, "--frames", "40", "--fps", fps, "--crf", "0")
+    assert cli(MURMURATION, "-o", tmp_path / f"local{suffix}", *args).code == 0
+    r = cli(MURMURATION, "-o", tmp_path / f"cluster{suffix}", *args,
+            "--scheduler", scheduler)
+    assert r.code == 0, r.err
+    local, joined = tmp_path / f"local{suffix}", tmp_path / f"cluster{suffix}"
+    assert imageio_ffmpeg.count_frames_and_secs(str(joined))[0] == 40
+    # Timestamps and durations as stored, packet by packet (B-frames included).
+    assert [p.split(",")[1:] for p in packets(joined)] == \
+        [p.split(",")[1:] for p in packets(local)]
+    if suffix != ".webm":  # lossless H.264 and intra-only ProRes decode exactly
+        assert framemd5(joined) == framemd5(local)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([local.name, joined.name])
+
+
+def test_the_segments_are_more_than_one(scheduler):
+    """The joins above are real: 40 frames on 2 workers are several segments."""
+    with Client(scheduler) as client:
+        slots = sum(client.nthreads().values())
+    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    from render.pipeline import simulated
+
+    sample = next(simulated(scene, 0, 1))
+    assert slots == 2
+    assert cluster._segment_length(40, slots, sample, shared=False) < 40
+
+
+def test_states_through_a_shared_cache_give_the_same_frames(cli, scheduler, local_frames,
+                                                            tmp_path):
+    cache = tmp_path / "cache"
+    r = cli(MURMURATION, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
+            "--motion-blur", "2", "--scheduler", scheduler, "--cache-dir", cache)
+    assert r.code == 0, r.err
+    assert files(tmp_path / "frames") == files(local_frames / "frames")
+    assert list(cache.iterdir()) == []  # cleaned up
+
+
+def test_resume_on_a_cluster_draws_only_the_missing_frames(cli, scheduler, local_frames,
+                                                           tmp_path):
+    out = tmp_path / "frames"
+    out.mkdir()
+    for name, data in files(local_frames / "frames").items():
+        (out / name).write_bytes(data)
+    missing = sorted(out.iterdir())[3:9]
+    for p in missing:
+        p.unlink()
+    kept = {p: p.stat().st_mtime_ns for p in out.iterdir()}
+    r = cli(MURMURATION, "-o", f"{out}/", *SMALL, "--frames", "14", "--motion-blur", "2",
+            "--scheduler", scheduler, "--resume")
+    assert r.code == 0, r.err
+    assert files(out) == files(local_frames / "frames")
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept
+
+
+def test_workers_report_every_frame_they_draw(scheduler):
+    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    from render.pipeline import simulated
+
+    states = list(simulated(scene, 0, 5))
+    with Client(scheduler) as client:
+        result = client.submit(cluster.render_segment, scene, states, "png", "t0k3n", 7,
+                               pure=False).result()
+        deadline = time.monotonic() + 10
+        while True:
+            events = [msg for _, msg in client.get_events(cluster.TOPIC)
+                      if msg[0] == "t0k3n"]
+            if len(events) == 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    assert [index for index, _ in result] == [0, 1, 2, 3, 4]
+    assert [list(e) for e in events] == [["t0k3n", 7, k] for k in range(1, 6)]
+
+
+def test_a_progress_bar_counts_frames_across_workers(capsys, scheduler, tmp_path):
+    from render.cli import main
+
+    assert main([str(MURMURATION), "-o", f"{tmp_path}/f/", "--size", "160x90", "--frames",
+                 "12", "--scheduler", scheduler]) == 0
+    assert "12/12" in capsys.readouterr().err
+
+
+def test_a_killed_worker_has_its_segment_run_again(local_frames, tmp_path):
+    """SIGKILL one of two workers while it draws a segment: the render completes and its
+    frames equal the local render's."""
+    from render.cli import main
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as local, Client(local) as client:
+        pids = client.run(os.getpid)
+        codes = []
+        # 8 sub-frames at 640x360 make each frame slow enough to be caught mid-segment.
+        render = threading.Thread(target=lambda: codes.append(main([
+            str(MURMURATION), "-o", f"{tmp_path}/frames/", "--size", "640x360",
+            "--frames", "14", "--motion-blur", "8", "--quiet",
+            "--scheduler", local.scheduler_address])))
+        render.start()
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline and render.is_alive():
+            busy = [w for w, keys in client.processing().items()
+                    if any("boids-render" in str(k) for k in keys)]
+            if busy:
+                victim = busy[0]
+                os.kill(pids[victim], signal.SIGKILL)
+            time.sleep(0.05)
+        render.join(timeout=180)
+        assert victim is not None, "no segment was caught in flight"
+        assert codes == [0]
+        assert victim not in client.nthreads()  # that worker died; its nanny restarted it
+    # The same frames as a local render of the same options.
+    assert main([str(MURMURATION), "-o", f"{tmp_path}/local/", "--size", "640x360",
+                 "--frames", "14", "--motion-blur", "8", "--quiet"]) == 0
+    assert files(tmp_path / "frames") == files(tmp_path / "local")
+
+
+def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
+    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test"),
+                                     ("output.frames", "24", "test")])
+    from render.pipeline import simulated
+
+    class Interrupting:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+            if self.n:
+                raise KeyboardInterrupt
+
+    out = tmp_path / "clip.mp4"
+    with pytest.raises(KeyboardInterrupt):
+        cluster.draw_on_cluster(scene, simulated(scene, 0, 24), str(out),
+                                scheduler=scheduler, workers=2, first=0, bar=Interrupting())
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--scheduler", "tcp://127.0.0.1:1"), "cannot reach a Dask scheduler"),
+    (("--scheduler", "nowhere"), "expected 'local' or a scheduler's address"),
+    (("--scheduler", "local", "-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
+    (("--scheduler", "local", "--still", "1", "-o", "{tmp}/x.png"), "drop --scheduler"),
+    (("--cache-dir", "{tmp}/c"), "add --scheduler"),
+])
+def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "-o" not in args:
+        args += ["-o", f"{tmp_path}/x.mp4"]
+    started = time.monotonic()
+    r = cli(MURMURATION, *args, "--frames", "3")
+    assert r.code == 2, r
+    assert message in r.err
+    assert time.monotonic() - started < 15
+    assert not [p for p in tmp_path.iterdir() if p.name != "c"]
+
+
+def test_without_the_extra_the_error_says_how_to_install_it(cli, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if absent
+    r = cli(MURMURATION, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", "local")
+    assert r.code == 2
+    assert "boids-render[distributed]" in r.err
+
+
+def test_a_worker_with_another_version_is_refused(cli, scheduler, tmp_path, monkeypatch):
+    import render
+
+    monkeypatch.setattr(render, "__version__", "0.0.0-other")  # this side only
+    r = cli(MURMURATION, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", scheduler)
+    assert r.code == 2
+    assert "install the same version on every worker" in r.err
+    assert list(tmp_path.iterdir()) == []
