@@ -1,4 +1,5 @@
-"""Whole-program figures: a full export against ffmpeg alone, peak memory, start-up.
+"""Whole-program figures: a full export against ffmpeg alone, peak memory, a poster drawn
+in tiles, start-up.
 
 Each function returns a list of result dicts {figure, value, unit, reference, ratio,
 target}; `quick` shrinks every figure to a few seconds.
@@ -133,6 +134,23 @@ def peak_memory(quick: bool = False) -> list[dict]:
     results.append(_result(f"peak memory, boids-render, {small}, {long} frames", own_long,
                            "MiB", reference=own_short, target="within 10% of the short one"))
     return results
+
+
+def poster(quick: bool = False) -> list[dict]:
+    """A PNG still beyond cairo's 32767 px a side, drawn in tiles and streamed into the file:
+    its time, and its peak memory against the same picture at a quarter of the pixels drawn
+    whole (memory holds a band of tiles, not the poster)."""
+    big, quarter, tile = ("4000x2800", "2000x1400", "512") if quick else \
+        ("40000x28000", "20000x14000", "2048")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = [*CLI, str(SCENE), "--still", "5", "-o", str(Path(tmp) / "poster.png")]
+        start = time.perf_counter()
+        tiled, _ = _peak_rss([*base, "--size", big, "--tile-size", tile])
+        seconds = time.perf_counter() - start
+        whole, _ = _peak_rss([*base, "--size", quarter])
+    return [_result(f"poster {big} in {tile}-px tiles, murmuration", seconds, "s"),
+            _result(f"peak memory, poster {big} in {tile}-px tiles", tiled, "MiB",
+                    reference=whole, target=f"below {quarter} drawn whole")]
 
 
 def startup(quick: bool = False, repeats: int = 5) -> list[dict]:

@@ -27,9 +27,17 @@ SIM_S_PER_BIRD_STEP = 1.5e-6
 DRAW_S_PER_BIRD = 4e-6
 DRAW_S_PER_PX = 2e-8         # painting and PNG compression, per frame
 VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
+SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
 # Longer than this is a typo (a dt or a duration in the wrong unit), not a render anyone
 # waits for; split real work into shorter runs into a shared PNG folder (--no-overwrite).
 MAX_SECONDS = 30 * 24 * 3600
+# cairo's image surfaces are at most this many px a side: each frame of a clip or PNG
+# sequence, a still drawn whole, a contact sheet. A PNG still may be larger: it is drawn in
+# tiles, each its own surface (pipeline.render_still).
+IMAGE_MAX_SIDE = 32767
+# cairo's PDF and SVG surfaces hold coordinates as 24.8 fixed point, which wraps around
+# past 2²³ pt; half of that leaves room for the streaks that run past the page's edge.
+VECTOR_MAX_PT = 2 ** 22
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,10 @@ class Estimate:
     bytes: float
     seconds: float
     birds: int
-    pixels: int  # per frame; 0 when nothing is drawn
-    per_pixel: float  # bytes per pixel of frame (what the frame size costs)
+    pixels: int  # held in memory at once: a frame, or a tiled still's band; 0: none drawn
+    per_pixel: float  # bytes per pixel held (what the frame size costs)
     per_bird: float
+    tile: int | None = None  # a still drawn in tiles of this many px a side
 
     def __str__(self) -> str:
         return f"about {_bytes(self.bytes)} of memory and {_duration(self.seconds)}"
@@ -69,9 +78,60 @@ def estimate(scene: Scene, output: str | None) -> Estimate:
                     pixels, per_pixel, per_bird)
 
 
-def check(scene: Scene, output: str | None) -> Estimate:
-    """The estimate, or UsageError (exit 2) saying what would fit when it does not."""
-    cost = estimate(scene, output)
+def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
+                   supersample: int = 1, vector: bool = False) -> Estimate:
+    """Cost of one still at `time` s: drawn whole (`supersample` times larger a side, then
+    averaged down), in tiles of `tile` px streamed into the PNG a band of rows at a time (so
+    memory holds one band and one tile, whatever the still's size), or as vectors."""
+    birds = scene.count
+    steps = scene.scene.settle_steps + time / scene.scene.dt + 1
+    width, height = scene.output.size
+    drawn = width * height * supersample ** 2
+    per_pixel = CANVAS_BYTES_PER_PX + (SUPERSAMPLE_BYTES_PER_PX / supersample ** 2
+                                       if supersample > 1 else 0)
+    if vector:
+        pixels, per_pixel = 0, 0.0
+    elif tile:
+        pixels = min(tile, height) * (width + min(tile, width))
+    else:
+        pixels = drawn
+    seconds = steps * birds * SIM_S_PER_BIRD_STEP + birds * DRAW_S_PER_BIRD + \
+        (0 if vector else drawn * DRAW_S_PER_PX)
+    per_bird = SIM_BYTES_PER_BIRD + DRAW_BYTES_PER_BIRD
+    return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
+                    pixels, per_pixel, per_bird, tile)
+
+
+def fits(cost: Estimate) -> bool:
+    """Whether `cost` fits in the memory available now."""
+    memory = available_memory()
+    return memory is None or cost.bytes <= memory
+
+
+def require_size(scene: Scene, where: str, limit: float, what: str, instead: str) -> None:
+    """UsageError unless both sides of the frame are at most `limit` px, for `what`; the
+    message gives the largest frame at the same aspect, or what to do `instead`."""
+    width, height = scene.output.size
+    if max(width, height) <= limit:
+        return
+    scale = limit / max(width, height)
+    fit = f"{max(2, int(width * scale) // 2 * 2)}x{max(2, int(height * scale) // 2 * 2)}"
+    raise UsageError(f"{where}: output.size: expected each side ≤ {int(limit)} px for "
+                     f"{what}, got {width}x{height}: at this aspect the largest is {fit}; "
+                     f"{instead}")
+
+
+def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Estimate:
+    """`cost` (by default the estimate of rendering `scene` to `output`, a clip or PNG
+    sequence, whose frames must also be small enough for cairo), or UsageError (exit 2)
+    saying what would fit when it does not."""
+    if cost is None:
+        if output is not None:
+            require_size(scene, output, IMAGE_MAX_SIDE,
+                         "a clip or PNG sequence (cairo draws each frame whole)",
+                         "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
+                         "drawn in tiles")
+        cost = estimate(scene, output)
     where = output or scene.path
     memory = available_memory()
     if memory is not None and cost.bytes > memory:
@@ -88,7 +148,12 @@ def check(scene: Scene, output: str | None) -> Estimate:
 def _what_fits(scene: Scene, cost: Estimate, memory: float) -> str:
     spare = memory - BASE_BYTES
     ideas = []
-    if cost.pixels:
+    if cost.tile:  # memory holds a band of tile-high rows across the still
+        rows = int((spare - cost.birds * cost.per_bird) / cost.per_pixel
+                   / (scene.output.size[0] + cost.tile)) // 16 * 16
+        if 16 <= rows < cost.tile:
+            ideas.append(f"--tile-size {rows}")
+    elif cost.pixels:
         room = (spare - cost.birds * cost.per_bird) / cost.per_pixel
         width, height = scene.output.size
         scale = math.sqrt(max(room, 0.0) / cost.pixels)

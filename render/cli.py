@@ -75,8 +75,9 @@ def parser() -> argparse.ArgumentParser:
                    help="draw the per-frame diagnostics over time as a PNG, e.g. "
                         "--plot out/diagnostics.png (needs the [plot] extra)")
     p.add_argument("--check", action="store_true",
-                   help="validate the scene, print the resolved settings and where each "
-                        "came from, and exit without rendering")
+                   help="validate the scene, print the resolved settings, where each "
+                        "came from and what -o OUT (or --still) would cost, and exit "
+                        "without rendering")
     p.add_argument("--resume", action="store_true",
                    help="PNG sequences: keep the frames already complete (readable, right "
                         "size) and render only the rest")
@@ -101,7 +102,9 @@ def parser() -> argparse.ArgumentParser:
                             "--bit-depth 16")
     still.add_argument("--tile-size", type=_positive_int, metavar="N",
                        help="PNG stills: draw in N x N tiles streamed into the file, so a "
-                            "poster never sits whole in memory, e.g. --tile-size 2048")
+                            "poster never sits whole in memory (2048 without it for a "
+                            "still past 32767 px a side or too large for memory whole), "
+                            "e.g. --tile-size 1024")
     still.add_argument("--info", metavar="FILE.png",
                        help="print the scene, seed, time and version a still records, e.g. "
                             "--info print.png")
@@ -300,9 +303,17 @@ def run(args: argparse.Namespace) -> int:
             else recorded_time
         if args.bit_depth == 16 and not args.output.lower().endswith(".png"):
             raise UsageError("--bit-depth 16 applies to PNG stills")
-        render_still(scene, args.output, time, dpi=args.dpi or (300 if args.paper else 72),
-                     overwrite=args.overwrite, bit_depth=args.bit_depth,
-                     tile_size=args.tile_size)
+        options = dict(dpi=args.dpi or (300 if args.paper else 72), bit_depth=args.bit_depth,
+                       tile_size=args.tile_size)
+        if args.check:
+            from .pipeline import still_cost
+
+            print(describe(scene))
+            cost = still_cost(scene, args.output, time, **options)
+            tiles = f" in {cost.tile}-px tiles" if cost.tile else ""
+            print(f"# estimate to {args.output}: {cost}{tiles}")
+            return 0
+        render_still(scene, args.output, time, overwrite=args.overwrite, **options)
         return 0
     if args.contact_sheet:
         from .pipeline import render_contact_sheet

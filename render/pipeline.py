@@ -269,6 +269,9 @@ def _require_finite(frame) -> None:
 
 # Pixels drawn around each tile and cropped (see _tiled_still).
 TILE_APRON = 32
+# Tiles of a PNG still too large to draw whole, when --tile-size does not say: few enough
+# that the per-tile work is negligible, small enough that a band of them is cheap.
+DEFAULT_TILE = 2048
 # 16-bit stills are drawn this many times larger a side, then averaged down.
 SUPERSAMPLE = 4
 
@@ -280,12 +283,20 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     or as a vector PDF/SVG page of the same picture.
 
     It is the frame a PNG sequence of the same scene and size shows at that time, pixel for
-    pixel: the same sampling of the simulation and the same drawing.
+    pixel: the same sampling of the simulation and the same drawing. A PNG still larger
+    than cairo can draw at once, or than memory holds, is drawn in tiles (the same pixels).
     """
     from . import __version__
     from .encode.files import write_atomically
     from .encode.images import write_png
 
+    output = Path(output)
+    vector = output.suffix.lower() in (".pdf", ".svg")
+    # Everything that can refuse the still does so before the flock is simulated.
+    tile_size = still_cost(scene, output, time, dpi=dpi, bit_depth=bit_depth,
+                           tile_size=tile_size).tile
+    if not overwrite and output.exists():
+        raise UsageError(f"{output}: exists (--no-overwrite)")
     sim = Simulation(scene)
     # Frame 1 at 1/time frames per second is sampled at exactly `time`.
     fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
@@ -305,10 +316,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         "boids-render:time": str(time),
         "boids-render:version": __version__,
     }
-    output = Path(output)
-    if not overwrite and output.exists():  # before drawing: the answer will not change
-        raise UsageError(f"{output}: exists (--no-overwrite)")
-    if output.suffix.lower() in (".pdf", ".svg"):
+    if vector:
         from .draw.vector import write_vector
 
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
@@ -316,8 +324,6 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
             tmp, scene, scene.output.size, dpi, *state, view=view, title=title),
             overwrite=overwrite)
     elif tile_size is not None:
-        if frame.exposure or bit_depth != 8 or scene.output.transparent:
-            raise UsageError("--tile-size draws opaque 8-bit stills without motion blur")
         written = write_atomically(output, lambda tmp: _tiled_still(
             scene, state, view, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
     else:
@@ -332,43 +338,95 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         raise UsageError(f"{output}: exists (--no-overwrite)")
 
 
+def still_cost(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
+               bit_depth: int = 8, tile_size: int | None = None) -> budget.Estimate:
+    """What `render_still` will spend on this still, and how it will draw it: in tiles of
+    `.tile` px, or whole when that is None. UsageError when the still cannot be drawn or
+    does not fit the budget. Without `tile_size`, a PNG still too large for one cairo
+    surface, or for memory whole, is drawn in DEFAULT_TILE tiles (the same pixels)."""
+    where, time = str(output), float(time)
+    if Path(output).suffix.lower() in (".pdf", ".svg"):
+        budget.require_size(
+            scene, where, budget.VECTOR_MAX_PT * dpi / 72,
+            f"a PDF or SVG page at {dpi:g} dpi (cairo's vector coordinates reach "
+            f"{budget.VECTOR_MAX_PT} pt)", "a higher --dpi makes the page smaller; a PNG "
+            "still has no such limit")
+        return budget.check(scene, where, budget.still_estimate(scene, time, vector=True))
+    whole = []  # why the still is drawn whole: (largest side, what, what to do instead)
+    if bit_depth == 16:
+        whole.append((budget.IMAGE_MAX_SIDE // 2, "a 16-bit still (drawn 2 to 4 times "
+                      "larger a side, whole)", "an 8-bit still is drawn in tiles at any size"))
+    if scene.output.transparent:
+        whole.append((budget.IMAGE_MAX_SIDE, "a transparent still (output.transparent: "
+                      "drawn whole)", "an opaque still is drawn in tiles at any size"))
+    if scene.render.motion_blur > 1:
+        whole.append((budget.IMAGE_MAX_SIDE, "a still with motion blur (render.motion_blur "
+                      "> 1: drawn whole)", "without it a still is drawn in tiles at any size"))
+    if whole:
+        if tile_size is not None:
+            raise UsageError("--tile-size draws opaque 8-bit stills without motion blur")
+        for limit, what, instead in whole:
+            budget.require_size(scene, where, limit, what, instead)
+        k = _supersample(scene.output.size) if bit_depth == 16 else 1
+        return budget.check(scene, where, budget.still_estimate(scene, time, supersample=k))
+    if tile_size is None:
+        cost = budget.still_estimate(scene, time)
+        if max(scene.output.size) <= budget.IMAGE_MAX_SIDE and budget.fits(cost):
+            return budget.check(scene, where, cost)  # the time budget
+        tile_size = DEFAULT_TILE
+    largest = budget.IMAGE_MAX_SIDE - 2 * TILE_APRON
+    if min(tile_size, max(scene.output.size)) > largest:
+        raise UsageError(f"--tile-size {tile_size}: expected at most {largest} (each tile "
+                         f"and its {TILE_APRON}-px apron are one cairo surface, at most "
+                         f"{budget.IMAGE_MAX_SIDE} px a side)")
+    return budget.check(scene, where, budget.still_estimate(scene, time, tile=tile_size))
+
+
 def _tiled_still(scene: Scene, state, view, tile: int, path: Path, *, dpi: float,
                  text: dict[str, str]) -> None:
     """Draw the still tile by tile and stream it into the PNG at `path` a band of rows at a
     time: memory holds one band, whatever the poster's size. Tiles are whole-pixel windows
-    onto the same outlines, so the result equals the untiled drawing (tested)."""
-    from .draw.streaks import fill_frame, frame_paths
+    onto the same outlines, so the result equals the untiled drawing (tested); each tile
+    gets only the streaks that reach it, so a tile costs what it shows."""
+    from .draw.streaks import crop_paths, fill_frame, frame_paths, outline_extents
     from .encode.still import PngStream
 
     width, height = scene.output.size
     paths = frame_paths(scene, (width, height), *state, view=view)
+    extents = outline_extents(paths)
     png = PngStream(path, width, height, dpi=dpi, text=text)
+    # cairo rasterises a streak cut by the surface's border a shade differently from one
+    # that runs on: each tile gets an apron, cropped away.
+    a = TILE_APRON
     for y0 in range(0, height, tile):
         rows = min(tile, height - y0)
         band = np.empty((rows, width, 3), np.uint8)
+        in_band = crop_paths(paths, extents, y=(y0 - a, y0 + rows + a))
         for x0 in range(0, width, tile):
             cols = min(tile, width - x0)
-            # cairo rasterises a streak cut by the surface's border a shade differently
-            # from one that runs on: each tile gets an apron, cropped away.
-            a = TILE_APRON
-            pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), paths,
+            in_tile, _ = crop_paths(*in_band, x=(x0 - a, x0 + cols + a))
+            pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), in_tile,
                                 origin=(x0 - a, y0 - a))
             band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]
         png.write_rows(band)
     png.close()
 
 
+def _supersample(size: tuple[int, int]) -> int:
+    """How many times larger a side a 16-bit still is drawn: SUPERSAMPLE, or less where
+    that would pass cairo's limit (1: not even twice)."""
+    k = SUPERSAMPLE
+    while k > 1 and max(size) * k > budget.IMAGE_MAX_SIDE:
+        k -= 1
+    return k
+
+
 def _supersampled(scene: Scene, frame, state, view) -> np.ndarray:
-    """The still drawn SUPERSAMPLE times larger (the same picture: widths are in world
+    """The still drawn `_supersample` times larger (the same picture: widths are in world
     units) and averaged down in floating point: (h, w, 3) uint16 RGB with levels between
     the 256 of one 8-bit drawing."""
     width, height = scene.output.size
-    k = SUPERSAMPLE
-    while k > 1 and max(width, height) * k > 32767:  # cairo's limit on a surface's side
-        k -= 1
-    if k == 1:
-        raise UsageError(f"--bit-depth 16 supersamples the still; {width}x{height} is too "
-                         f"large for that (at most {32767 // 2} px a side)")
+    k = _supersample(scene.output.size)  # ≥ 2: still_cost checked the size
     big = Canvas((width * k, height * k))
     pixels = draw_exposure(big, scene, frame.exposure, *state[2:], view=view) \
         if frame.exposure else draw_frame(big, scene, *state, view=view)
@@ -389,8 +447,14 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
     width, height = scene.output.size
     thumb = (thumb_width, max(1, round(thumb_width * height / width)))
     gap, label = 8, 22
-    sheet = Canvas((columns * (thumb[0] + gap) + gap,
-                    rows * (thumb[1] + gap + label) + gap))
+    sheet_size = (columns * (thumb[0] + gap) + gap, rows * (thumb[1] + gap + label) + gap)
+    if max(sheet_size) > budget.IMAGE_MAX_SIDE:
+        tallest = ((budget.IMAGE_MAX_SIDE - gap) // rows - gap - label) / thumb_width
+        raise UsageError(f"{output}: output.size: expected a frame at most {tallest:.1f} "
+                         f"times as tall as wide for a contact sheet (its {thumb_width}-px "
+                         f"wide thumbnails are drawn on one cairo surface, at most "
+                         f"{budget.IMAGE_MAX_SIDE} px a side), got {width}x{height}")
+    sheet = Canvas(sheet_size)
     ctx = sheet.context()
     background = scene.colours()["background"]
     ctx.set_source_rgb(*background)

@@ -246,8 +246,9 @@ class RenderSettings:
 
 @dataclass(frozen=True)
 class OutputSettings:
-    size: tuple[int, int] = setting((1920, 1080), "Frame size \"WxH\"; video needs even sizes.",
-                                    kind="size", unit="px")
+    size: tuple[int, int] = setting(
+        (1920, 1080), "Frame size \"WxH\"; video needs even sizes; past 32767 px a side "
+        "only a PNG still (in tiles).", kind="size", unit="px")
     fps: Fraction = setting(Fraction(60), "Frame rate: a number or a ratio such as "
                             "\"24000/1001\".", kind="fps", unit="frames/s")
     frames: int | None = setting(None, "Number of frames; overrides scene.duration.",
@@ -529,8 +530,10 @@ def _unit(meta) -> str:
     return f" {meta['unit']}" if meta["unit"] and meta["unit"] != "px" else ""
 
 
-# cairo's image surfaces are limited to 32767 px a side.
-MAX_SIDE = 32767
+# A million pixels a side is 85 m at 300 dpi: anything larger is a typo. What each output
+# can draw is checked where it is drawn (budget.py): clips, PNG sequences and stills drawn
+# whole are cairo surfaces of at most 32767 px a side; a PNG still is drawn in tiles.
+MAX_SIDE = 1_000_000
 _SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
 _COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
 
@@ -545,19 +548,8 @@ def parse_size(value) -> tuple[int, int]:
         raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
                          f"got {_show(value)}")
     if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
-        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}"
-                         f"{_largest_frame_hint(w, h)}")
+        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}")
     return (w, h)
-
-
-def _largest_frame_hint(w: int, h: int) -> str:
-    """What would work instead of a frame too large for cairo: the same aspect, shrunk."""
-    if w < 1 or h < 1:
-        return ""
-    scale = min(MAX_SIDE / w, MAX_SIDE / h)
-    fit_w, fit_h = max(2, int(w * scale) // 2 * 2), max(2, int(h * scale) // 2 * 2)
-    return f"; at this aspect the largest is {fit_w}x{fit_h} (larger needs tiling, " \
-           f"which boids-render does not do)"
 
 
 def parse_fps(value) -> Fraction:

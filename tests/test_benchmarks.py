@@ -21,7 +21,8 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
     figures = " ".join(rows)
     for needle in ("one step, 1 thread", "all-pairs numpy", "cost per bird-step",
                    "drawing 3,600 streaks", "matplotlib", "ffmpeg alone", "full export",
-                   "peak memory", "--help", "1-frame render", "Dask LocalCluster"):
+                   "peak memory", "poster", "--help", "1-frame render",
+                   "Dask LocalCluster"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()

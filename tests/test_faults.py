@@ -420,8 +420,8 @@ def no_allocation(monkeypatch):
 @pytest.mark.parametrize("argv, expected", [
     (("--set", "flock.count=1000000000"), "expected at most 5,000,000 birds"),
     (("--set", "flock.spacing=0.0001"), "expected a spacing ≥"),
-    (("--size", "100000x100000"), "the largest is 32766x32766"),
-], ids=["1e9 birds", "tiny spacing", "100000x100000"])
+    (("--size", "2000000x1000"), "expected each side in 1..1000000 px"),
+], ids=["1e9 birds", "tiny spacing", "2000000x1000"])
 def test_impossible_request_is_refused_saying_what_would_work(
         cli, small_scene, tmp_path, no_allocation, argv, expected):
     r = cli(small_scene, "-o", tmp_path / "clip.mp4", *argv, "-q")
@@ -429,6 +429,73 @@ def test_impossible_request_is_refused_saying_what_would_work(
     assert len(r.err_lines) == 1, r.err
     assert expected in r.err
     assert frame_names(tmp_path) == ["small.toml"]
+
+
+@pytest.mark.parametrize("output", ["clip.mp4", "clip.gif", "seq/"])
+def test_clip_or_sequence_larger_than_cairo_draws_is_refused_pointing_to_stills(
+        cli, small_scene, tmp_path, no_allocation, output):
+    r = cli(small_scene, "-o", f"{tmp_path}/{output}", "--size", "100000x100000", "-q")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert f"{output}: output.size: expected each side ≤ 32767 px" in r.err
+    assert "got 100000x100000" in r.err and "the largest is 32766x32766" in r.err
+    assert "PNG still (--still" in r.err
+    assert frame_names(tmp_path) == ["small.toml"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("--bit-depth", "16"), "≤ 16383 px for a 16-bit still"),
+    (("--transparent",), "≤ 32767 px for a transparent still"),
+    (("--motion-blur", "4"), "≤ 32767 px for a still with motion blur"),
+    (("-o", "poster.pdf", "--dpi", "1"), "≤ 58254 px for a PDF or SVG page at 1 dpi"),
+    (("--tile-size", "40000"), "--tile-size 40000: expected at most 32703"),
+], ids=["16 bit", "transparent", "motion blur", "pdf at 1 dpi", "huge tiles"])
+def test_still_that_cannot_be_drawn_in_tiles_is_refused_beyond_cairos_limit(
+        cli, small_scene, tmp_path, no_allocation, argv, expected):
+    r = cli(small_scene, "--still", "0.5", "--size", "60000x100", "-o",
+            tmp_path / "poster.png", *argv)
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert expected in r.err
+    assert frame_names(tmp_path) == ["small.toml"]
+
+
+def test_contact_sheet_of_a_frame_too_tall_for_its_sheet_is_refused(
+        cli, small_scene, tmp_path, no_allocation):
+    r = cli(small_scene, "--contact-sheet", tmp_path / "sheet.png", "--size", "100x5000")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert "output.size: expected a frame at most 22.7 times as tall as wide" in r.err
+    assert r.err.strip().endswith("got 100x5000")
+
+
+def test_still_too_large_for_memory_whole_is_drawn_in_tiles(small_scene, monkeypatch):
+    from render.scene import load_scene
+
+    def tiles(size, memory):
+        monkeypatch.setattr(budget, "available_memory", lambda: memory)
+        scene = load_scene(small_scene, [("output.size", f'"{size}"', "--size")])
+        return pipeline.still_cost(scene, "poster.png", 0.5, dpi=72).tile
+
+    assert tiles("20000x14000", 64e9) is None
+    assert tiles("20000x14000", 2e9) == pipeline.DEFAULT_TILE  # whole: about 2.5 GB
+    assert tiles("33000x40", 64e9) == pipeline.DEFAULT_TILE  # wider than cairo draws
+
+
+def test_tiled_still_too_large_for_memory_suggests_tiles_that_fit(
+        cli, small_scene, tmp_path, monkeypatch, no_allocation):
+    from render.scene import load_scene
+
+    monkeypatch.setattr(budget, "available_memory", lambda: 300e6)
+    r = cli(small_scene, "--still", "0.5", "--size", "100000x3000", "-o",
+            tmp_path / "poster.png")
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert "poster.png: needs about" in r.err
+    rows = int(r.err.split("--tile-size ")[1].split()[0])
+    scene = load_scene(small_scene, [("output.size", '"100000x3000"', "--size")])
+    assert budget.still_estimate(scene, 0.5, tile=rows).bytes <= 300e6
+    assert 16 <= rows < pipeline.DEFAULT_TILE
 
 
 def test_frame_too_large_for_memory_is_refused_with_a_size_that_fits(

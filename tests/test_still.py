@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 
 import cairo
 import numpy as np
@@ -275,3 +276,58 @@ def test_a_tiled_still_equals_the_untiled_one(cli, small_scene, tmp_path, tile):
     with Image.open(tiled) as im:  # a third-party reader takes the streamed file
         im.load()
         assert im.size == (333, 187)
+
+
+# 3300 x 8 world units at 10 px a unit: a strip wider than one cairo surface, cheap to draw.
+WIDE_SCENE = """\
+[scene]
+seed = 5
+settle_steps = 10
+
+[world]
+width = 3300.0
+height = 8.0
+
+[flock]
+count = 3000
+
+[render]
+width_min = 0.3
+width_max = 0.5
+
+[output]
+size = "33000x80"
+"""
+
+
+def test_a_still_wider_than_cairo_draws_is_tiled_into_the_same_picture_as_its_halves(
+        cli, write_scene, tmp_path):
+    scene = write_scene(WIDE_SCENE)
+    poster = tmp_path / "poster.png"
+    r = cli(scene, "--still", "0.5", "-o", poster)
+    assert r.code == 0, r.err
+    head = poster.read_bytes()[:24]
+    assert head[12:16] == b"IHDR" and struct.unpack(">II", head[16:]) == (33000, 80)
+    with Image.open(poster) as im:
+        whole = np.asarray(im.convert("RGB"), dtype=float)
+    ink = np.abs(whole - whole[0, 0]).max(axis=2) > 0
+    # Birds across the poster, and streaks cut by the borders of its 2048-px tiles.
+    assert ink.mean() > 0.02 and ink[:, 2047::2048].any(axis=0).sum() >= 4
+    # Each half is within cairo's limit, drawn whole through a camera on its half of the
+    # world at the poster's 10 px a world unit.
+    for i, centre in enumerate((825, 2475)):
+        half = tmp_path / f"half{i}.png"
+        r = cli(scene, "--still", "0.5", "--size", "16500x80", "-o", half,
+                "--set", f"camera.centre=[{centre}, 4]", "--set", "camera.width=1650")
+        assert r.code == 0, r.err
+        rgb = pixels(half)[..., ::-1]
+        assert np.array_equal(rgb, whole[:, 16500 * i:16500 * (i + 1)]), f"half {i} differs"
+
+
+def test_check_with_a_still_prints_its_estimate_and_draws_nothing(cli, small_scene, tmp_path):
+    out = tmp_path / "poster.png"
+    r = cli(small_scene, "--still", "0.5", "--size", "33000x100", "-o", out, "--check")
+    assert r.code == 0, r.err
+    assert "[output]" in r.out
+    assert f"# estimate to {out}: about " in r.out and " in 2048-px tiles" in r.out
+    assert not out.exists()
