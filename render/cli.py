@@ -303,6 +303,9 @@ def run(args: argparse.Namespace) -> int:
             else recorded_time
         if args.bit_depth == 16 and not args.output.lower().endswith(".png"):
             raise UsageError("--bit-depth 16 applies to PNG stills")
+        if args.tile_size is not None and not args.output.lower().endswith(".png"):
+            raise UsageError("--tile-size applies to PNG stills; a PDF or SVG page is "
+                             "drawn as vectors, whole")
         options = dict(dpi=args.dpi or (300 if args.paper else 72), bit_depth=args.bit_depth,
                        tile_size=args.tile_size)
         if args.check:
@@ -315,6 +318,9 @@ def run(args: argparse.Namespace) -> int:
             return 0
         render_still(scene, args.output, time, overwrite=args.overwrite, **options)
         return 0
+    if args.tile_size is not None or args.bit_depth != 8:
+        flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
+        raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
     if args.contact_sheet:
         from .pipeline import render_contact_sheet
 

@@ -423,14 +423,20 @@ def _supersample(size: tuple[int, int]) -> int:
 
 def _supersampled(scene: Scene, frame, state, view) -> np.ndarray:
     """The still drawn `_supersample` times larger (the same picture: widths are in world
-    units) and averaged down in floating point: (h, w, 3) uint16 RGB with levels between
-    the 256 of one 8-bit drawing."""
+    units) and averaged down in floating point: (h, w, 3) uint16 RGB, or RGBA with straight
+    alpha for a transparent still, with levels between the 256 of one 8-bit drawing."""
     width, height = scene.output.size
     k = _supersample(scene.output.size)  # ≥ 2: still_cost checked the size
     big = Canvas((width * k, height * k))
     pixels = draw_exposure(big, scene, frame.exposure, *state[2:], view=view) \
         if frame.exposure else draw_frame(big, scene, *state, view=view)
-    rgb = pixels[:, :, 2::-1].reshape(height, k, width, k, 3).mean(axis=(1, 3), dtype=np.float64)
+    # cairo's colour is premultiplied by alpha: average it as it is, then divide.
+    bgra = pixels.reshape(height, k, width, k, 4).mean(axis=(1, 3), dtype=np.float64)
+    rgb = bgra[:, :, 2::-1]
+    if scene.output.transparent:
+        alpha = bgra[:, :, 3:]
+        rgb = np.divide(rgb * 255.0, alpha, out=np.zeros_like(rgb), where=alpha > 0)
+        rgb = np.concatenate([np.minimum(rgb, 255.0), alpha], axis=2)
     return np.rint(rgb * 257.0).astype(np.uint16)
 
 

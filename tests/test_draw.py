@@ -122,3 +122,26 @@ def test_the_same_scene_at_twice_the_size_is_the_same_picture():
     down = large.reshape(180, 2, 320, 2).mean(axis=(1, 3))
     assert down.sum() == pytest.approx(small.sum(), rel=0.05)
     assert np.abs(down - small).sum() < 0.25 * small.sum()
+
+
+def test_birds_far_off_the_frame_draw_no_ghosts_on_it():
+    """cairo's coordinates wrap around past 2²³ px: a bird 2²⁴ px off the frame would land
+    back on it unless streaks off the canvas are left out."""
+    scene = scene_with(world={"boundary": "none"})
+    size = (320, 180)
+    width = 4.0  # world units across the frame: 80 px per unit
+    near = [[40.0, 22.5]]
+    far = [[40.0 + (2 ** 24 + 100) / (size[0] / width), 22.5]]  # 2²⁴ + 100 px right
+    vel = [[1.0, 0.0]]
+    view = (40.0, 22.5, width, 0.0)
+
+    def frame(pos):
+        n = len(pos)
+        return draw_frame(Canvas(size), scene, np.asarray(pos, float),
+                          np.asarray(vel * n, float), np.zeros(n, np.int64),
+                          np.zeros(n, bool), view=view).copy()
+
+    alone, with_far = frame(near), frame(near + far)
+    background = rgb_of(THEMES[scene.palette.theme]["background"])
+    assert ink_mask(alone, background).any()  # the near bird's streak is in view
+    assert np.array_equal(alone, with_far)

@@ -220,8 +220,9 @@ def test_contact_sheet_holds_the_clips_own_frames(cli, small_scene, tmp_path):
     assert np.array_equal(sheet[y:y + 270, x:x + 480], pixels(last))
 
 
-def read_png16(path) -> np.ndarray:
-    """A 16-bit RGB PNG as written by png16 (unfiltered rows): (h, w, 3) uint16."""
+def read_png16(path, channels: int = 3) -> np.ndarray:
+    """A 16-bit RGB (or RGBA) PNG as written by png16 (unfiltered rows): (h, w, channels)
+    uint16."""
     import struct
     import zlib
 
@@ -232,14 +233,15 @@ def read_png16(path) -> np.ndarray:
         body = data[pos + 8:pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, colour = struct.unpack(">IIBB", body[:10])
-            assert (depth, colour) == (16, 2)
+            assert (depth, colour) == (16, {3: 2, 4: 6}[channels])
             size = (height, width)
         elif kind == b"IDAT":
             idat += body
         pos += 12 + length
     rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(size[0], -1)
     assert (rows[:, 0] == 0).all()
-    return rows[:, 1:].copy().view(">u2").reshape(size[0], size[1], 3).astype(np.uint16)
+    return rows[:, 1:].copy().view(">u2").reshape(size[0], size[1], channels) \
+        .astype(np.uint16)
 
 
 def test_a_16_bit_still_holds_more_than_256_levels_of_the_same_picture(cli, small_scene,
@@ -258,9 +260,34 @@ def test_a_16_bit_still_holds_more_than_256_levels_of_the_same_picture(cli, smal
     assert dpi == pytest.approx(72, abs=0.01) and "boids-render:scene" in text
 
 
-def test_16_bit_applies_to_png_stills_only(cli, small_scene, tmp_path):
-    r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.pdf", "--bit-depth", "16")
-    assert r.code == 2 and "PNG" in r.err
+def test_a_transparent_16_bit_still_keeps_its_alpha(cli, small_scene, tmp_path):
+    deep, flat = tmp_path / "deep.png", tmp_path / "flat.png"
+    fat = ("--set", "render.width_min=0.4", "--set", "render.width_max=0.8",
+           "--set", "render.min_width_px=0", "--size", "320x180", "--transparent")
+    assert cli(small_scene, "--still", "0.5", "-o", deep, "--bit-depth", "16", *fat).code == 0
+    assert cli(small_scene, "--still", "0.5", "-o", flat, *fat).code == 0
+    rgba16 = read_png16(deep, channels=4) / 257.0
+    rgba8 = np.asarray(Image.open(flat).convert("RGBA"), float)
+    alpha16, alpha8 = rgba16[..., 3], rgba8[..., 3]
+    assert (alpha16 == 0).mean() > 0.5  # the sky stays clear
+    assert np.abs(alpha16 - alpha8).mean() < 1.5  # the same coverage
+    # Straight colour, not premultiplied (which would darken it by its alpha, at most
+    # 0.95 here): where both are well covered, the same ink.
+    both = (alpha16 > 50) & (alpha8 > 50)
+    assert both.sum() > 100
+    assert np.abs(rgba16[..., :3][both] - rgba8[..., :3][both]).mean() < 3
+
+
+@pytest.mark.parametrize("args", [
+    ("--still", "0.5", "-o", "{tmp}/x.pdf", "--bit-depth", "16"),
+    ("--still", "0.5", "-o", "{tmp}/x.svg", "--tile-size", "64"),
+    ("-o", "{tmp}/x.mp4", "--bit-depth", "16"),
+    ("-o", "{tmp}/frames/", "--tile-size", "64"),
+])
+def test_16_bit_and_tiles_apply_to_png_stills_only(cli, small_scene, tmp_path, args):
+    r = cli(small_scene, *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert r.code == 2 and "PNG stills" in r.err
+    assert [p for p in tmp_path.iterdir() if p != small_scene] == []
 
 
 @pytest.mark.parametrize("tile", ["64", "100", "1000"])

@@ -261,7 +261,16 @@ def draw_frame(canvas: Canvas, scene: Scene, positions: np.ndarray, velocities: 
     """
     paths = frame_paths(scene, canvas.size, positions, velocities, neighbours, accent,
                         antialias=antialias, view=view)
-    return fill_frame(canvas, paths, antialias=antialias)
+    return fill_frame(canvas, on_canvas(paths, canvas.size), antialias=antialias)
+
+
+def on_canvas(paths: FramePaths, size: tuple[int, int]) -> FramePaths:
+    """The streaks that reach a frame of `size` (w, h) px. The rest colour none of it, and
+    far off it cairo's 24.8 fixed-point coordinates wrap around (past 2²³ px) and would
+    draw them as ghosts on it."""
+    width, height = size
+    return crop_paths(paths, outline_extents(paths), x=(-1, width + 1),
+                      y=(-1, height + 1))[0]
 
 
 def draw_exposure(canvas: Canvas, scene: Scene, exposure, neighbours: np.ndarray,

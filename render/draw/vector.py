@@ -13,7 +13,7 @@ import cairo
 import numpy as np
 
 from .paths import append_polygons
-from .streaks import BUCKETS, FramePaths, frame_paths
+from .streaks import BUCKETS, FramePaths, frame_paths, on_canvas
 
 SURFACES = {".pdf": cairo.PDFSurface, ".svg": cairo.SVGSurface}
 
@@ -47,6 +47,7 @@ def write_vector(path: str | Path, scene, size: tuple[int, int], dpi: float,
         surface.set_metadata(cairo.PDF_METADATA_CREATOR, "boids-render")
     ctx = cairo.Context(surface)
     ctx.scale(points, points)
-    paint_vector(ctx, frame_paths(scene, size, positions, velocities, neighbours, accent,
-                                  antialias=cairo.ANTIALIAS_DEFAULT, view=view))
+    paint_vector(ctx, on_canvas(frame_paths(scene, size, positions, velocities, neighbours,
+                                            accent, antialias=cairo.ANTIALIAS_DEFAULT,
+                                            view=view), size))
     surface.finish()

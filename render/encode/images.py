@@ -27,7 +27,7 @@ def sequence_pattern(output: str) -> str:
 
 def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
               dpi: float | None = None, text: dict[str, str] | None = None) -> bool:
-    """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3) uint16 RGB, a 16-bit still) as a PNG,
+    """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3|4) uint16 RGB[A], a 16-bit still) as a PNG,
     via a temporary file renamed into place; with `dpi`, also its resolution, sRGB and
     `text` chunks (a print still, see `still`). Returns False when `overwrite` is off and
     `path` exists (nothing written)."""

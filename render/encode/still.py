@@ -68,13 +68,15 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
 
 
 def png16(rgb: np.ndarray) -> bytes:
-    """(h, w, 3) uint16 RGB as a 16-bit PNG (cairo writes only 8 bits a channel). Each row
-    is stored unfiltered: a supersampled print compresses poorly whatever the filter."""
-    height, width, _ = rgb.shape
-    rows = np.empty((height, 1 + width * 6), np.uint8)
+    """(h, w, 3) uint16 RGB, or (h, w, 4) RGBA with straight alpha, as a 16-bit PNG (cairo
+    writes only 8 bits a channel). Each row is stored unfiltered: a supersampled print
+    compresses poorly whatever the filter."""
+    height, width, channels = rgb.shape
+    rows = np.empty((height, 1 + width * 2 * channels), np.uint8)
     rows[:, 0] = 0  # filter type: none
     rows[:, 1:] = rgb.astype(">u2").view(np.uint8).reshape(height, -1)
-    header = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
+    colour_type = {3: 2, 4: 6}[channels]  # truecolour, truecolour with alpha
+    header = struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0)
     return (_SIGNATURE + _chunk(b"IHDR", header) +
             _chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + _chunk(b"IEND", b""))
 
