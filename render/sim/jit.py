@@ -1,6 +1,11 @@
 """Numba flags in one place.
 
-No fastmath: reassociating sums would make results depend on vectorisation choices.
+No fastmath, except `vectorised`: the few loops that add up one bird's candidates may be
+reassociated, so the compiler can keep partial sums in vector lanes. Which lane a candidate
+lands in depends only on that bird's candidate list and the machine code, never on the
+thread count or on other birds, so results stay bit-identical for any number of threads
+(on one machine and one numba build). Nothing else may reassociate, and no flag that
+assumes away NaN or inf (an empty neighbourhood's nearest distance is inf).
 Cached, so a second run does not recompile. Parallel kernels use `prange` over birds
 and write only their own row, so any thread count gives bit-identical results.
 """
@@ -46,9 +51,10 @@ except (ImportError, AttributeError):  # pragma: no cover - depends on the numba
 
 def _njit(**options):
     def decorate(func):
+        flags = {**FLAGS, **options}
         if _Cache is None:
-            return numba.njit(**FLAGS, cache=True, **options)(func)
-        dispatcher = numba.njit(**FLAGS, **options)(func)
+            return numba.njit(**flags, cache=True)(func)
+        dispatcher = numba.njit(**flags)(func)
         dispatcher._cache = _Cache(dispatcher.py_func)  # as cache=True would, stamped
         return dispatcher
     return decorate
@@ -59,4 +65,7 @@ serial = _njit()
 # copy with the other branch compiled away.
 inline = _njit(inline="always")
 parallel = _njit(parallel=True)
+# Reassociation only ("reassoc"; "nsz": the sign of a zero sum may differ): a sum over a
+# bird's candidates then vectorises. See the module docstring.
+vectorised = _njit(fastmath={"reassoc", "nsz"})
 prange = numba.prange

@@ -2,18 +2,20 @@
 
 `tests/naive.py` holds the all-pairs numpy reference these are tested against.
 
-Results are bit-for-bit those of the plain loop "for each bird, for each candidate of its
-3x3 block in grid order, if within r: add": every sum runs over the same neighbours in the
-same order. That order matters more than it seems: the flock is chaotic, so a change of
-one ulp anywhere grows into a different (equally valid) flock within a few hundred steps,
-and the tuned murmuration targets are pinned to the trajectory the scene produces.
+Each bird's sums run over its candidates in grid order, four or eight at a time: the
+candidate loops are compiled with reassociation (`jit.vectorised`), so the compiler keeps
+partial sums in vector lanes and adds the lanes up at the end. That order is fixed by the
+bird's candidate list alone, so any thread count gives the same bits; it differs from a
+plain left-to-right sum by round-off (the all-pairs reference agrees to ~1e-14). The flock
+is chaotic, so such a change of round-off grows into a different (equally valid) flock
+within a few hundred steps: the murmuration's tuned targets are measured on the
+trajectories this order produces.
 
-Where the time goes (3,600 settled birds, ~100 candidates and ~39 neighbours per bird):
-testing a candidate is cheap and vectorises (no reduction); adding up the neighbours
-cannot (reordering the sums would change round-off), and a data-dependent branch per
-candidate mispredicts a third of the time. So each bird runs tight loops in turn:
-distances (vectorised), a branch-free compaction of the neighbours' indices, the ordered
-sums over the neighbours alone, and the square roots for the few that push.
+Where the time goes (3,600 settled birds, ~109 candidates and ~41 neighbours per bird):
+per cell its 3x3 block is copied into one buffer per coordinate; per bird one vectorised
+pass over the block tests every candidate and adds up the neighbours (masked, no branch);
+then a branch-free compaction of the few birds close enough to push, and the square roots
+for those alone.
 """
 
 import math
@@ -21,7 +23,7 @@ import math
 import numpy as np
 from numba import uint64
 
-from .jit import inline, parallel, prange, serial
+from .jit import inline, parallel, prange, serial, vectorised
 
 FALLOFF_POWER = {"unit": 0, "inverse": 1, "inverse_square": 2}
 
@@ -106,7 +108,7 @@ def gather_block(birds, spans, n_spans, first, block):
     return total, at
 
 
-@serial
+@inline
 def _wrapped(d, half, extent):
     """The shortest offset on a torus of this extent."""
     if d > half:
@@ -126,67 +128,93 @@ def _offset(bx, by, k, xi, yi, wrap, width, height):
     return dx, dy
 
 
-@inline
-def bird_sums(xi, yi, me, total, block, dist2, found, pushers, wrap, width, height, r2, s2,
-              sep_power):
-    """Sums over the neighbours of the bird at (xi, yi) among the `total` candidates in
-    `block` (`me`: its own index there). dist2 (float64), found and pushers (uint64) are
-    scratch of length ≥ total. Call it with a constant `wrap`: the torus case costs
-    selects in every loop.
+@vectorised
+def candidate_sums_open(xi, yi, me, total, block, dist2, width, height, r2):
+    """`candidate_sums` in an open world (or with walls)."""
+    return candidate_sums(xi, yi, me, total, block, dist2, False, width, height, r2)
 
-    Returns (count, sep_x, sep_y, vsum_x, vsum_y, offsum_x, offsum_y, usum_x, usum_y,
-    nearest) as documented in `neighbourhood`.
+
+@vectorised
+def candidate_sums_torus(xi, yi, me, total, block, dist2, width, height, r2):
+    """`candidate_sums` on a torus."""
+    return candidate_sums(xi, yi, me, total, block, dist2, True, width, height, r2)
+
+
+@inline
+def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
+    """Sums over the neighbours (within sqrt(r2), other than candidate `me`) of the bird at
+    (xi, yi) among the `total` candidates in `block` (6, ≥ total). Fills dist2[:total]
+    with each candidate's squared distance. Vectorised: no branch per candidate; called
+    through `candidate_sums_open` / `_torus`, compiled for a constant `wrap`.
+
+    Returns (count, vsum_x, vsum_y, offsum_x, offsum_y, usum_x, usum_y), count a float.
     """
     bx = block[X]
     by = block[Y]
-    n = uint64(total)
-    for k in range(n):
-        dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-        dist2[k] = dx * dx + dy * dy
-    # Branch-free compaction: always write, advance only for a neighbour.
-    m = uint64(0)
-    me_u = uint64(me)
-    for k in range(n):
-        found[m] = k
-        m += uint64((dist2[k] < r2) & (k != me_u))
-
     bvx = block[VX]
     bvy = block[VY]
     bux = block[UX]
     buy = block[UY]
-    vx = vy = ox = oy = ux = uy = 0.0
-    best = np.inf
-    pushing = uint64(0)
-    for q in range(m):
-        k = found[q]
+    me_u = uint64(me)
+    count = vx = vy = ox = oy = ux = uy = 0.0
+    for k in range(uint64(total)):
         dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-        vx += bvx[k]
-        vy += bvy[k]
-        ox += dx
-        oy += dy
-        ux += bux[k]
-        uy += buy[k]
+        d2 = dx * dx + dy * dy
+        dist2[k] = d2
+        near = (d2 < r2) & (k != me_u)
+        count += 1.0 if near else 0.0
+        vx += bvx[k] if near else 0.0
+        vy += bvy[k] if near else 0.0
+        ox += dx if near else 0.0
+        oy += dy if near else 0.0
+        ux += bux[k] if near else 0.0
+        uy += buy[k] if near else 0.0
+    return count, vx, vy, ox, oy, ux, uy
+
+
+@serial
+def separation_sums(xi, yi, me, total, block, dist2, close, wrap, width, height, s2,
+                    sep_power):
+    """Separation of the bird at (xi, yi) from the candidates with dist2 < s2 (s2 at most
+    r²: pushers are neighbours), `me` excluded; coincident birds (d = 0) push nothing.
+    close (uint64, ≥ total) is scratch. Returns (sep_x, sep_y, nearest d² among them, inf
+    when none)."""
+    dist2[me] = np.inf
+    # Branch-free compaction: always write, advance only for a close bird.
+    m = uint64(0)
+    for k in range(uint64(total)):
+        close[m] = k
+        m += uint64(dist2[k] < s2)
+    bx = block[X]
+    by = block[Y]
+    best = np.inf
+    sx = sy = 0.0
+    for q in range(m):
+        k = close[q]
         d2 = dist2[k]
         best = min(best, d2)
-        # The few birds that push, compacted likewise. (In place in `found` would save a
-        # buffer but costs 15%: the CPU cannot tell the store from the next loads.)
-        pushers[pushing] = k
-        pushing += uint64((d2 < s2) & (d2 > 0.0))
-    sx = sy = 0.0
-    for q in range(pushing):
-        k = pushers[q]
-        dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-        d2 = dist2[k]
-        d = math.sqrt(d2)
-        if sep_power == 0:
-            w = 1.0 / d
-        elif sep_power == 1:
-            w = 1.0 / d2
-        else:
-            w = 1.0 / (d2 * d)
-        sx -= dx * w
-        sy -= dy * w
-    return np.int64(m), sx, sy, vx, vy, ox, oy, ux, uy, math.sqrt(best)
+        if d2 > 0.0:
+            dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
+            d = math.sqrt(d2)
+            if sep_power == 0:
+                w = 1.0 / d
+            elif sep_power == 1:
+                w = 1.0 / d2
+            else:
+                w = 1.0 / (d2 * d)
+            sx -= dx * w
+            sy -= dy * w
+    return sx, sy, best
+
+
+@vectorised
+def smallest(values, total):
+    """min(values[:total]) (inf when total is 0)."""
+    best = np.inf
+    for k in range(uint64(total)):
+        v = values[k]
+        best = v if v < best else best
+    return best
 
 
 @parallel
@@ -205,7 +233,7 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
     """
     n = birds.shape[0]
     r2 = radius * radius
-    s2 = sep_radius * sep_radius
+    s2 = min(sep_radius * sep_radius, r2)
     for chunk in prange((n + CHUNK - 1) // CHUNK):
         lo = chunk * CHUNK
         hi = min(n, lo + CHUNK)
@@ -213,8 +241,7 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
         cap = 0
         block = np.empty((6, 0))
         dist2 = np.empty(0)
-        found = np.empty(0, np.uint64)
-        pushers = np.empty(0, np.uint64)
+        close = np.empty(0, np.uint64)
         # The cell holding slot lo; then every cell overlapping [lo, hi), in order.
         c = np.searchsorted(cell_start, lo, side="right") - 1
         slot = lo
@@ -230,20 +257,27 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                     cap = 2 * need
                     block = np.empty((6, cap))
                     dist2 = np.empty(cap)
-                    found = np.empty(cap, np.uint64)
-                    pushers = np.empty(cap, np.uint64)
+                    close = np.empty(cap, np.uint64)
                 total, at = gather_block(birds, spans, n_spans, first, block)
                 for i in range(slot, end):
                     me = at + i - first
+                    xi = birds[i, X]
+                    yi = birds[i, Y]
                     if wrap:
-                        out = bird_sums(birds[i, X], birds[i, Y], me, total, block, dist2,
-                                        found, pushers, True, width, height, r2, s2, sep_power)
+                        out = candidate_sums_torus(xi, yi, me, total, block, dist2, width,
+                                                   height, r2)
                     else:
-                        out = bird_sums(birds[i, X], birds[i, Y], me, total, block, dist2,
-                                        found, pushers, False, width, height, r2, s2, sep_power)
-                    (sums[i, COUNT], sums[i, SEP_X], sums[i, SEP_Y], sums[i, VSUM_X],
-                     sums[i, VSUM_Y], sums[i, OFF_X], sums[i, OFF_Y], sums[i, USUM_X],
-                     sums[i, USUM_Y], sums[i, NEAREST]) = out
+                        out = candidate_sums_open(xi, yi, me, total, block, dist2, width,
+                                                  height, r2)
+                    (sums[i, COUNT], sums[i, VSUM_X], sums[i, VSUM_Y], sums[i, OFF_X],
+                     sums[i, OFF_Y], sums[i, USUM_X], sums[i, USUM_Y]) = out
+                    sx, sy, best = separation_sums(xi, yi, me, total, block, dist2, close,
+                                                   wrap, width, height, s2, sep_power)
+                    if best == np.inf:  # no bird close enough to push: the nearest is farther
+                        best = smallest(dist2, total)
+                    sums[i, SEP_X] = sx
+                    sums[i, SEP_Y] = sy
+                    sums[i, NEAREST] = math.sqrt(best) if best < r2 else np.inf
                     sums[i, CANDIDATES] = total - 1
                 slot = end
             c += 1
@@ -329,8 +363,7 @@ def integrate_bird(x, y, vx, vy, ax, ay, turn, dt, min_speed, max_speed, wrap, w
         vx *= min_speed / speed
         vy *= min_speed / speed
     if turn != 0.0:
-        c = math.cos(turn)
-        s = math.sin(turn)
+        c, s = _cos_sin(turn)
         vx, vy = c * vx - s * vy, s * vx + c * vy
     x = x + vx * dt
     y = y + vy * dt
@@ -342,6 +375,22 @@ def integrate_bird(x, y, vx, vy, ax, ay, turn, dt, min_speed, max_speed, wrap, w
         if y >= height:
             y = 0.0
     return x, y, vx, vy
+
+
+# Below this angle (radians) `_cos_sin` uses Taylor polynomials: the first terms left out,
+# t⁹/9! and t¹⁰/10!, are below 6e-18 there. (The murmuration turns at most 0.0092 rad a step.)
+_SMALL_TURN = 0.05
+
+
+@serial
+def _cos_sin(t):
+    """(cos t, sin t); polynomials for small |t| (a fifth of the cost of libm's pair)."""
+    if abs(t) > _SMALL_TURN:
+        return math.cos(t), math.sin(t)
+    t2 = t * t
+    c = 1.0 - t2 * (0.5 - t2 * (1.0 / 24 - t2 * (1.0 / 720 - t2 * (1.0 / 40320))))
+    s = t * (1.0 - t2 * (1.0 / 6 - t2 * (1.0 / 120 - t2 * (1.0 / 5040))))
+    return c, s
 
 
 @parallel
