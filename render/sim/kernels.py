@@ -14,8 +14,8 @@ trajectories this order produces.
 Where the time goes (3,600 settled birds, ~109 candidates and ~41 neighbours per bird):
 per cell its 3x3 block is copied into one buffer per coordinate; per bird one vectorised
 pass over the block tests every candidate and adds up the neighbours (masked, no branch);
-then a branch-free compaction of the few birds close enough to push, and the square roots
-for those alone.
+then, in the few cells that come within the separation radius of the bird (about 3 of
+the 9), the birds close enough to push, and the square roots for those alone.
 """
 
 import math
@@ -43,56 +43,49 @@ N_SUMS = 11
 
 
 @serial
-def block_spans(c, nx, ny, wrap, cell_start, spans):
-    """Sorted-slot ranges [spans[k, 0], spans[k, 1]) of the 3x3 block around cell c, in the
-    order the block is visited (rows bottom to top, cells left to right). Returns how many.
-
-    The three cells of a row are adjacent in memory, so a row is one range; on a torus a
-    row that crosses the seam is two (up to 6 in all). On a torus narrower than three cells
-    every cell of a row is visited once, starting at the bird's own column.
-    """
-    cx = c % nx
-    cy = c // nx
-    dx_lo, dx_hi = (-1, 1) if (nx >= 3 or not wrap) else (0, nx - 1)
-    dy_lo, dy_hi = (-1, 1) if (ny >= 3 or not wrap) else (0, ny - 1)
-    k = 0
-    for oy in range(dy_lo, dy_hi + 1):
-        gy = cy + oy
-        if wrap:
-            gy %= ny
-        elif gy < 0 or gy >= ny:
-            continue
-        row = gy * nx
-        lo = cx + dx_lo
-        hi = cx + dx_hi
-        if not wrap:
-            lo = max(lo, 0)
-            hi = min(hi, nx - 1)
-        elif lo < 0:  # the part of the row beyond the left seam comes first
-            spans[k, 0] = cell_start[row + lo + nx]
-            spans[k, 1] = cell_start[row + nx]
-            k += 1
-            lo = 0
-        elif hi >= nx:
-            spans[k, 0] = cell_start[row + lo]
-            spans[k, 1] = cell_start[row + nx]
-            k += 1
-            lo = 0
-            hi -= nx
-        spans[k, 0] = cell_start[row + lo]
-        spans[k, 1] = cell_start[row + hi + 1]
-        k += 1
-    return k
+def _neighbour_index(c, d, count, wrap):
+    """Index of the cell d (−1, 0, 1) steps from cell index c along an axis of `count`
+    cells, or −1 when there is none: beyond an open edge, or on a torus narrower than three
+    cells a cell already visited (there the cells visited are c, then c + 1 if count is 2)."""
+    if not wrap:
+        g = c + d
+        return g if 0 <= g < count else -1
+    if count >= 3 or d == 0 or (d == 1 and count == 2):
+        return (c + d) % count
+    return -1
 
 
 @serial
-def gather_block(birds, spans, n_spans, first, block):
+def block_cells(c, nx, ny, wrap, cell_start, spans):
+    """Sorted-slot ranges [spans[k, 0], spans[k, 1]) of the 3x3 block of cells around cell
+    c, k = 3·(dy + 1) + (dx + 1) (rows bottom to top, cells left to right); an absent cell
+    is an empty range. Returns whether the block is narrow: on a torus fewer than three
+    cells wide or high, where one cell is the neighbour on both sides."""
+    cx = c % nx
+    cy = c // nx
+    for dy in range(-1, 2):
+        gy = _neighbour_index(cy, dy, ny, wrap)
+        for dx in range(-1, 2):
+            gx = _neighbour_index(cx, dx, nx, wrap)
+            k = 3 * (dy + 1) + dx + 1
+            if gx < 0 or gy < 0:
+                spans[k, 0] = spans[k, 1] = 0
+            else:
+                spans[k, 0] = cell_start[gy * nx + gx]
+                spans[k, 1] = cell_start[gy * nx + gx + 1]
+    return wrap and (nx < 3 or ny < 3)
+
+
+@serial
+def gather_block(birds, spans, n_spans, first, block, offsets):
     """Copy the candidates of one cell's block from `birds` (n, 6) into `block` (6, ≥ total),
     transposed, in visiting order: every bird of the cell then scans one contiguous buffer
-    per coordinate instead of up to six ranges. Returns (total, where slot `first` landed)."""
+    per coordinate instead of nine ranges. Range k lands at block[:, offsets[k]:offsets[k+1]]
+    (offsets: n_spans + 1). Returns (total, where slot `first` landed)."""
     total = 0
     at = -1
     for k in range(n_spans):
+        offsets[k] = total
         a = spans[k, 0]
         b = spans[k, 1]
         if a <= first < b:
@@ -105,6 +98,7 @@ def gather_block(birds, spans, n_spans, first, block):
             for col in range(6):
                 block[col, base + j] = birds[j, col]
         total += b - a
+    offsets[n_spans] = total
     return total, at
 
 
@@ -173,18 +167,26 @@ def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
 
 
 @serial
-def separation_sums(xi, yi, me, total, block, dist2, close, wrap, width, height, s2,
-                    sep_power):
-    """Separation of the bird at (xi, yi) from the candidates with dist2 < s2 (s2 at most
-    r²: pushers are neighbours), `me` excluded; coincident birds (d = 0) push nothing.
-    close (uint64, ≥ total) is scratch. Returns (sep_x, sep_y, nearest d² among them, inf
-    when none)."""
-    dist2[me] = np.inf
-    # Branch-free compaction: always write, advance only for a close bird.
-    m = uint64(0)
-    for k in range(uint64(total)):
-        close[m] = k
-        m += uint64(dist2[k] < s2)
+def close_birds(dist2, offsets, rows, cols, s2, close):
+    """Indices (into `close`, uint64) of the block's candidates with dist2 < s2 among the
+    cells (row, col) with rows[0] ≤ row ≤ rows[1], cols[0] ≤ col ≤ cols[1] (0..2 in
+    `block_cells`' order; each row's chosen cells are one range). Returns how many."""
+    m = 0
+    for row in range(rows[0], rows[1] + 1):
+        for k in range(offsets[3 * row + cols[0]], offsets[3 * row + cols[1] + 1]):
+            # A branch: close birds are a few in a hundred, so it is mostly predicted, and
+            # cheaper than always writing (measured).
+            if dist2[k] < s2:
+                close[m] = k
+                m += 1
+    return m
+
+
+@serial
+def separation(xi, yi, block, dist2, close, m, wrap, width, height, sep_power):
+    """Separation of the bird at (xi, yi) from the candidates close[:m] (all within the
+    separation radius); coincident birds (d = 0) push nothing. Returns (sep_x, sep_y,
+    smallest d² among them, inf when m is 0)."""
     bx = block[X]
     by = block[Y]
     best = np.inf
@@ -207,6 +209,14 @@ def separation_sums(xi, yi, me, total, block, dist2, close, wrap, width, height,
     return sx, sy, best
 
 
+@serial
+def _cells_within(p, edge, side, reach):
+    """Of the three cells along an axis (0: before, 1: own, 2: after), the first and last
+    that can hold a bird within `reach` of coordinate p, whose own cell starts at `edge`.
+    (A bird clamped into an outer cell lies beyond it: then the far side only.)"""
+    return (0 if p - edge < reach else 1), (2 if edge + side - p < reach else 1)
+
+
 @vectorised
 def smallest(values, total):
     """min(values[:total]) (inf when total is 0)."""
@@ -218,13 +228,13 @@ def smallest(values, total):
 
 
 @parallel
-def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_radius,
-                  sep_power, sums):
+def neighbourhood(birds, cell_start, x0, y0, cw, ch, nx, ny, wrap, width, height, radius,
+                  sep_radius, sep_power, sums):
     """Per-bird sums over the metric neighbours found in the 3x3 block of cells.
 
     birds: (n, 6) float64 in grid (sorted) order, columns X, Y, VX, VY, UX, UY (u: unit
-    heading); cell_start (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per
-    sorted slot:
+    heading); the grid (x0, y0, cw, ch, nx, ny) from `grid_shape` and its cell_start
+    (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per sorted slot:
       COUNT                 neighbours within `radius`
       CANDIDATES            other birds tested (the 3x3 block)
       SEP_X, SEP_Y          Σ (p_i − p_j)/d · d^−sep_power over d < sep_radius, d > 0
@@ -234,10 +244,16 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
     n = birds.shape[0]
     r2 = radius * radius
     s2 = min(sep_radius * sep_radius, r2)
+    # Birds that push lie within sep_radius (≤ cell side): only in the cells that come that
+    # close to the bird, about 3 of the 9. The slack covers round-off in the cell edges.
+    reach = math.sqrt(s2) + 1e-9 * (cw + ch + abs(x0) + abs(y0))
     for chunk in prange((n + CHUNK - 1) // CHUNK):
         lo = chunk * CHUNK
         hi = min(n, lo + CHUNK)
-        spans = np.empty((6, 2), np.int64)
+        spans = np.empty((9, 2), np.int64)
+        offsets = np.empty(10, np.int64)
+        rows = np.empty(2, np.int64)
+        cols = np.empty(2, np.int64)
         cap = 0
         block = np.empty((6, 0))
         dist2 = np.empty(0)
@@ -249,16 +265,18 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
             first = cell_start[c]
             end = min(cell_start[c + 1], hi)
             if end > slot:
-                n_spans = block_spans(c, nx, ny, wrap, cell_start, spans)
+                narrow = block_cells(c, nx, ny, wrap, cell_start, spans)
                 need = 0
-                for k in range(n_spans):
+                for k in range(9):
                     need += spans[k, 1] - spans[k, 0]
                 if need > cap:
                     cap = 2 * need
                     block = np.empty((6, cap))
                     dist2 = np.empty(cap)
                     close = np.empty(cap, np.uint64)
-                total, at = gather_block(birds, spans, n_spans, first, block)
+                total, at = gather_block(birds, spans, 9, first, block, offsets)
+                edge_x = x0 + (c % nx) * cw
+                edge_y = y0 + (c // nx) * ch
                 for i in range(slot, end):
                     me = at + i - first
                     xi = birds[i, X]
@@ -271,9 +289,17 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                                                   height, r2)
                     (sums[i, COUNT], sums[i, VSUM_X], sums[i, VSUM_Y], sums[i, OFF_X],
                      sums[i, OFF_Y], sums[i, USUM_X], sums[i, USUM_Y]) = out
-                    sx, sy, best = separation_sums(xi, yi, me, total, block, dist2, close,
-                                                   wrap, width, height, s2, sep_power)
-                    if best == np.inf:  # no bird close enough to push: the nearest is farther
+                    dist2[me] = np.inf
+                    if narrow:
+                        rows[0] = cols[0] = 0
+                        rows[1] = cols[1] = 2
+                    else:
+                        cols[0], cols[1] = _cells_within(xi, edge_x, cw, reach)
+                        rows[0], rows[1] = _cells_within(yi, edge_y, ch, reach)
+                    m = close_birds(dist2, offsets, rows, cols, s2, close)
+                    sx, sy, best = separation(xi, yi, block, dist2, close, m, wrap, width,
+                                              height, sep_power)
+                    if m == 0:  # no bird close enough to push: the nearest is farther
                         best = smallest(dist2, total)
                     sums[i, SEP_X] = sx
                     sums[i, SEP_Y] = sy
