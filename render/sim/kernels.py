@@ -171,14 +171,14 @@ def close_birds(dist2, offsets, rows, cols, s2, close):
     """Indices (into `close`, uint64) of the block's candidates with dist2 < s2 among the
     cells (row, col) with rows[0] ≤ row ≤ rows[1], cols[0] ≤ col ≤ cols[1] (0..2 in
     `block_cells`' order; each row's chosen cells are one range). Returns how many."""
-    m = 0
+    m = uint64(0)
     for row in range(rows[0], rows[1] + 1):
-        for k in range(offsets[3 * row + cols[0]], offsets[3 * row + cols[1] + 1]):
-            # A branch: close birds are a few in a hundred, so it is mostly predicted, and
-            # cheaper than always writing (measured).
-            if dist2[k] < s2:
-                close[m] = k
-                m += 1
+        # Branch-free compaction: always write, advance only for a close bird.
+        lo = uint64(offsets[3 * row + cols[0]])
+        hi = uint64(offsets[3 * row + cols[1] + 1])
+        for k in range(lo, hi):
+            close[m] = k
+            m += uint64(dist2[k] < s2)
     return m
 
 
