@@ -171,9 +171,8 @@ def neighbour_search(quick: bool = False) -> list[dict]:
     sums = np.empty((len(pos), N_SUMS))
 
     def search():
-        neighbourhood(rows, cell_start, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx,
-                      shape.ny, world.wrap, world.width, world.height, rules.radius,
-                      rules.sep_radius, rules.sep_power, sums)
+        neighbourhood(rows, cell_start, shape.nx, shape.ny, world.wrap, world.width,
+                      world.height, rules.radius, rules.sep_radius, rules.sep_power, sums)
 
     def count_only():
         _count_within(rows, cell_start, shape.nx, shape.ny, rules.radius)
@@ -217,9 +216,9 @@ def step_phases(quick: bool = False) -> list[dict]:
     calls = {
         "sort": lambda: counting_sort(pos, *grid),
         "gather": lambda: sort_birds(pos, vel, order, rows),
-        "search": lambda: neighbourhood(rows, cell_start, *grid, world.wrap, world.width,
-                                        world.height, rules.radius, rules.sep_radius,
-                                        rules.sep_power, sums),
+        "search": lambda: neighbourhood(rows, cell_start, shape.nx, shape.ny, world.wrap,
+                                        world.width, world.height, rules.radius,
+                                        rules.sep_radius, rules.sep_power, sums),
         "kernel": lambda: step.advance_flock(pos, vel, *grid, world, rules, sim._motion,
                                              extras, sim._work),
         "no field": lambda: step.advance_flock(pos, vel, *grid, world, rules, sim._motion,

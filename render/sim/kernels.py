@@ -14,14 +14,15 @@ trajectories this order produces.
 Where the time goes (3,600 settled birds, ~109 candidates and ~41 neighbours per bird):
 per cell its 3x3 block is copied into one buffer per coordinate; per bird one vectorised
 pass over the block tests every candidate and adds up the neighbours (masked, no branch);
-then, in the few cells that come within the separation radius of the bird (about 3 of
-the 9), the birds close enough to push, and the square roots for those alone.
+then the birds close enough to push, flagged in bit words by a second vectorised pass
+over the squared distances, and the square roots for those alone.
 """
 
 import math
 
 import numpy as np
 from numba import uint64
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .jit import inline, parallel, prange, serial, vectorised
 
@@ -59,8 +60,7 @@ def _neighbour_index(c, d, count, wrap):
 def block_cells(c, nx, ny, wrap, cell_start, spans):
     """Sorted-slot ranges [spans[k, 0], spans[k, 1]) of the 3x3 block of cells around cell
     c, k = 3·(dy + 1) + (dx + 1) (rows bottom to top, cells left to right); an absent cell
-    is an empty range. Returns whether the block is narrow: on a torus fewer than three
-    cells wide or high, where one cell is the neighbour on both sides."""
+    is an empty range."""
     cx = c % nx
     cy = c // nx
     for dy in range(-1, 2):
@@ -73,19 +73,16 @@ def block_cells(c, nx, ny, wrap, cell_start, spans):
             else:
                 spans[k, 0] = cell_start[gy * nx + gx]
                 spans[k, 1] = cell_start[gy * nx + gx + 1]
-    return wrap and (nx < 3 or ny < 3)
 
 
 @serial
-def gather_block(birds, spans, n_spans, first, block, offsets):
+def gather_block(birds, spans, n_spans, first, block):
     """Copy the candidates of one cell's block from `birds` (n, 6) into `block` (6, ≥ total),
     transposed, in visiting order: every bird of the cell then scans one contiguous buffer
-    per coordinate instead of nine ranges. Range k lands at block[:, offsets[k]:offsets[k+1]]
-    (offsets: n_spans + 1). Returns (total, where slot `first` landed)."""
+    per coordinate instead of nine ranges. Returns (total, where slot `first` landed)."""
     total = 0
     at = -1
     for k in range(n_spans):
-        offsets[k] = total
         a = spans[k, 0]
         b = spans[k, 1]
         if a <= first < b:
@@ -98,7 +95,6 @@ def gather_block(birds, spans, n_spans, first, block, offsets):
             for col in range(6):
                 block[col, base + j] = birds[j, col]
         total += b - a
-    offsets[n_spans] = total
     return total, at
 
 
@@ -167,54 +163,46 @@ def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
 
 
 @serial
-def close_birds(dist2, offsets, rows, cols, s2, close):
-    """Indices (into `close`, uint64) of the block's candidates with dist2 < s2 among the
-    cells (row, col) with rows[0] ≤ row ≤ rows[1], cols[0] ≤ col ≤ cols[1] (0..2 in
-    `block_cells`' order; each row's chosen cells are one range). Returns how many."""
-    m = uint64(0)
-    for row in range(rows[0], rows[1] + 1):
-        # Branch-free compaction: always write, advance only for a close bird.
-        lo = uint64(offsets[3 * row + cols[0]])
-        hi = uint64(offsets[3 * row + cols[1] + 1])
-        for k in range(lo, hi):
-            close[m] = k
-            m += uint64(dist2[k] < s2)
-    return m
+def close_words(dist2, total, s2, words):
+    """Bit j of words[w] set when candidate 64·w + j has dist2 < s2, for the `total`
+    candidates: the birds close enough to push, found without a branch per candidate (an
+    OR over each word vectorises). words: uint64, ≥ ceil(total / 64)."""
+    for w in range((total + 63) // 64):
+        base = 64 * w
+        word = uint64(0)
+        for j in range(min(64, total - base)):
+            word |= uint64(dist2[base + j] < s2) << uint64(j)
+        words[w] = word
 
 
 @serial
-def separation(xi, yi, block, dist2, close, m, wrap, width, height, sep_power):
-    """Separation of the bird at (xi, yi) from the candidates close[:m] (all within the
-    separation radius); coincident birds (d = 0) push nothing. Returns (sep_x, sep_y,
-    smallest d² among them, inf when m is 0)."""
+def separation(xi, yi, block, dist2, words, total, wrap, width, height, sep_power):
+    """Separation of the bird at (xi, yi) from the candidates flagged in `words` (see
+    `close_words`), in block order; coincident birds (d = 0) push nothing. Returns (sep_x,
+    sep_y, smallest d² among them, inf when none)."""
     bx = block[X]
     by = block[Y]
     best = np.inf
     sx = sy = 0.0
-    for q in range(m):
-        k = close[q]
-        d2 = dist2[k]
-        best = min(best, d2)
-        if d2 > 0.0:
-            dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-            d = math.sqrt(d2)
-            if sep_power == 0:
-                w = 1.0 / d
-            elif sep_power == 1:
-                w = 1.0 / d2
-            else:
-                w = 1.0 / (d2 * d)
-            sx -= dx * w
-            sy -= dy * w
+    for w in range((total + 63) // 64):
+        word = words[w]
+        while word != 0:
+            k = 64 * w + trailing_zeros(word)
+            word &= word - uint64(1)
+            d2 = dist2[k]
+            best = min(best, d2)
+            if d2 > 0.0:
+                dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
+                d = math.sqrt(d2)
+                if sep_power == 0:
+                    w_push = 1.0 / d
+                elif sep_power == 1:
+                    w_push = 1.0 / d2
+                else:
+                    w_push = 1.0 / (d2 * d)
+                sx -= dx * w_push
+                sy -= dy * w_push
     return sx, sy, best
-
-
-@serial
-def _cells_within(p, edge, side, reach):
-    """Of the three cells along an axis (0: before, 1: own, 2: after), the first and last
-    that can hold a bird within `reach` of coordinate p, whose own cell starts at `edge`.
-    (A bird clamped into an outer cell lies beyond it: then the far side only.)"""
-    return (0 if p - edge < reach else 1), (2 if edge + side - p < reach else 1)
 
 
 @vectorised
@@ -228,13 +216,13 @@ def smallest(values, total):
 
 
 @parallel
-def neighbourhood(birds, cell_start, x0, y0, cw, ch, nx, ny, wrap, width, height, radius,
-                  sep_radius, sep_power, sums):
+def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_radius,
+                  sep_power, sums):
     """Per-bird sums over the metric neighbours found in the 3x3 block of cells.
 
     birds: (n, 6) float64 in grid (sorted) order, columns X, Y, VX, VY, UX, UY (u: unit
-    heading); the grid (x0, y0, cw, ch, nx, ny) from `grid_shape` and its cell_start
-    (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per sorted slot:
+    heading); cell_start (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per
+    sorted slot:
       COUNT                 neighbours within `radius`
       CANDIDATES            other birds tested (the 3x3 block)
       SEP_X, SEP_Y          Σ (p_i − p_j)/d · d^−sep_power over d < sep_radius, d > 0
@@ -244,20 +232,14 @@ def neighbourhood(birds, cell_start, x0, y0, cw, ch, nx, ny, wrap, width, height
     n = birds.shape[0]
     r2 = radius * radius
     s2 = min(sep_radius * sep_radius, r2)
-    # Birds that push lie within sep_radius (≤ cell side): only in the cells that come that
-    # close to the bird, about 3 of the 9. The slack covers round-off in the cell edges.
-    reach = math.sqrt(s2) + 1e-9 * (cw + ch + abs(x0) + abs(y0))
     for chunk in prange((n + CHUNK - 1) // CHUNK):
         lo = chunk * CHUNK
         hi = min(n, lo + CHUNK)
         spans = np.empty((9, 2), np.int64)
-        offsets = np.empty(10, np.int64)
-        rows = np.empty(2, np.int64)
-        cols = np.empty(2, np.int64)
         cap = 0
         block = np.empty((6, 0))
         dist2 = np.empty(0)
-        close = np.empty(0, np.uint64)
+        words = np.empty(0, np.uint64)
         # The cell holding slot lo; then every cell overlapping [lo, hi), in order.
         c = np.searchsorted(cell_start, lo, side="right") - 1
         slot = lo
@@ -265,7 +247,7 @@ def neighbourhood(birds, cell_start, x0, y0, cw, ch, nx, ny, wrap, width, height
             first = cell_start[c]
             end = min(cell_start[c + 1], hi)
             if end > slot:
-                narrow = block_cells(c, nx, ny, wrap, cell_start, spans)
+                block_cells(c, nx, ny, wrap, cell_start, spans)
                 need = 0
                 for k in range(9):
                     need += spans[k, 1] - spans[k, 0]
@@ -273,10 +255,8 @@ def neighbourhood(birds, cell_start, x0, y0, cw, ch, nx, ny, wrap, width, height
                     cap = 2 * need
                     block = np.empty((6, cap))
                     dist2 = np.empty(cap)
-                    close = np.empty(cap, np.uint64)
-                total, at = gather_block(birds, spans, 9, first, block, offsets)
-                edge_x = x0 + (c % nx) * cw
-                edge_y = y0 + (c // nx) * ch
+                    words = np.empty(cap // 64 + 1, np.uint64)
+                total, at = gather_block(birds, spans, 9, first, block)
                 for i in range(slot, end):
                     me = at + i - first
                     xi = birds[i, X]
@@ -290,16 +270,10 @@ def neighbourhood(birds, cell_start, x0, y0, cw, ch, nx, ny, wrap, width, height
                     (sums[i, COUNT], sums[i, VSUM_X], sums[i, VSUM_Y], sums[i, OFF_X],
                      sums[i, OFF_Y], sums[i, USUM_X], sums[i, USUM_Y]) = out
                     dist2[me] = np.inf
-                    if narrow:
-                        rows[0] = cols[0] = 0
-                        rows[1] = cols[1] = 2
-                    else:
-                        cols[0], cols[1] = _cells_within(xi, edge_x, cw, reach)
-                        rows[0], rows[1] = _cells_within(yi, edge_y, ch, reach)
-                    m = close_birds(dist2, offsets, rows, cols, s2, close)
-                    sx, sy, best = separation(xi, yi, block, dist2, close, m, wrap, width,
+                    close_words(dist2, total, s2, words)
+                    sx, sy, best = separation(xi, yi, block, dist2, words, total, wrap, width,
                                               height, sep_power)
-                    if m == 0:  # no bird close enough to push: the nearest is farther
+                    if best == np.inf:  # no bird close enough to push: the nearest is farther
                         best = smallest(dist2, total)
                     sums[i, SEP_X] = sx
                     sums[i, SEP_Y] = sy

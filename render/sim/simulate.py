@@ -66,8 +66,8 @@ def neighbour_sums(pos: np.ndarray, vel: np.ndarray, shape: GridShape, wrap: boo
                                          shape.nx, shape.ny)
     work = step.workspace(len(pos))
     sort_birds(pos, vel, order, work.birds)
-    neighbourhood(work.birds, cell_start, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx,
-                  shape.ny, wrap, width, height, radius, sep_radius, sep_power, work.sums)
+    neighbourhood(work.birds, cell_start, shape.nx, shape.ny, wrap, width, height, radius,
+                  sep_radius, sep_power, work.sums)
     work.mine[order] = work.sums
     return split_sums(work.mine)
 

@@ -117,8 +117,8 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
     n = pos.shape[0]
     order, cell_start, slot = counting_sort(pos, x0, y0, cw, ch, nx, ny)
     sort_birds(pos, vel, order, work.birds)
-    neighbourhood(work.birds, cell_start, x0, y0, cw, ch, nx, ny, world.wrap, world.width,
-                  world.height, rules.radius, rules.sep_radius, rules.sep_power, work.sums)
+    neighbourhood(work.birds, cell_start, nx, ny, world.wrap, world.width, world.height,
+                  rules.radius, rules.sep_radius, rules.sep_power, work.sums)
     # Back to identity order in a loop of its own: the CPU keeps many scattered reads in
     # flight here, and only one or two inside the long per-bird loop below.
     sums = work.mine
