@@ -68,7 +68,8 @@ def sin_turns(turns: np.ndarray) -> np.ndarray:
     """sin(2π·turns), elementwise: reduced to the nearest whole turn, folded onto a quarter
     turn (sin(π − a) = sin a), then the polynomial above. Finite float64 input."""
     q = turns - np.floor(turns + 0.5)
-    q = np.where(q > 0.25, 0.5 - q, np.where(q < -0.25, -0.5 - q, q))
+    q = np.minimum(q, 0.5 - q)  # beyond +1/4 turn: fold back
+    q = np.maximum(q, -0.5 - q)  # beyond −1/4 turn: fold back
     a = (2 * np.pi) * q
     a2 = a * a
     poly = np.full_like(a, _SIN_TAYLOR[-1])
@@ -80,11 +81,17 @@ def sin_turns(turns: np.ndarray) -> np.ndarray:
 def field(pos: np.ndarray, time_s: float, wavelengths, drifts, phases) -> np.ndarray:
     """φ(x, y, t) ∈ [−1, 1]: the mean of three drifting sinusoids along x, y and the
     diagonal (x + y)/√2, sin(2π·(coord − drift·t)/wavelength + phase). wavelengths,
-    drifts, phases: (3,) world units, world units/s, radians. (n,)."""
-    coords = (pos[:, 0], pos[:, 1], (pos[:, 0] + pos[:, 1]) / np.sqrt(2.0))
+    drifts, phases: (3,) world units, world units/s, radians. (n,).
+
+    Evaluated as sin_turns(c·scale + offset) with the per-step constants of `field_waves`,
+    the same operations as `field_at`."""
+    sx, ox, sy, oy, sd, od = field_waves(time_s, wavelengths[0], wavelengths[1],
+                                         wavelengths[2], drifts[0], drifts[1], drifts[2],
+                                         phases[0], phases[1], phases[2])
     total = np.zeros(len(pos))
-    for coord, wavelength, drift, phase in zip(coords, wavelengths, drifts, phases):
-        total += sin_turns((coord - drift * time_s) / wavelength + phase / (2 * np.pi))
+    total += sin_turns(pos[:, 0] * sx + ox)
+    total += sin_turns(pos[:, 1] * sy + oy)
+    total += sin_turns((pos[:, 0] + pos[:, 1]) * sd + od)
     return total / 3.0
 
 
@@ -200,10 +207,11 @@ def hawk_at(x, y, hx, hy, radius, strength):
 def sin_turns_at(turns):
     """`sin_turns` of one number."""
     q = turns - math.floor(turns + 0.5)
-    if q > 0.25:
-        q = 0.5 - q
-    elif q < -0.25:
-        q = -0.5 - q
+    # Selects, not branches: a loop over birds then vectorises.
+    back = 0.5 - q
+    q = q if q <= back else back
+    back = -0.5 - q
+    q = q if q >= back else back
     a = _TWO_PI * q
     a2 = a * a
     poly = _SIN_TAYLOR[9]
@@ -220,11 +228,35 @@ def sin_turns_at(turns):
 
 
 @serial
+def field_waves(time_s, wavelength_x, wavelength_y, wavelength_d, drift_x, drift_y, drift_d,
+                phase_x, phase_y, phase_d):
+    """The field's constants at `time_s`: (scale, offset) per wave, so that the wave along
+    coordinate c is at sin_turns(c·scale + offset) — (c − drift·t)/wavelength + phase/2π
+    turns; the diagonal's coordinate is x + y, its scale carries the 1/√2. One call per
+    step, from numpy and numba alike, so both use the same numbers."""
+    sx = 1.0 / wavelength_x
+    sy = 1.0 / wavelength_y
+    sd = 1.0 / (wavelength_d * _SQRT2)
+    ox = phase_x / _TWO_PI - drift_x * time_s * sx
+    oy = phase_y / _TWO_PI - drift_y * time_s * sy
+    od = phase_d / _TWO_PI - drift_d * time_s / wavelength_d
+    return sx, ox, sy, oy, sd, od
+
+
+@serial
+def field_from_waves(x, y, sx, ox, sy, oy, sd, od):
+    """`field` φ at (x, y) from `field_waves`' constants. No branch: vectorises."""
+    total = 0.0
+    total += sin_turns_at(x * sx + ox)
+    total += sin_turns_at(y * sy + oy)
+    total += sin_turns_at((x + y) * sd + od)
+    return total / 3.0
+
+
+@serial
 def field_at(x, y, time_s, wavelengths, drifts, phases):
     """`field` φ at (x, y); wavelengths, drifts, phases: 3-tuples along x, y, diagonal."""
-    total = 0.0
-    total += sin_turns_at((x - drifts[0] * time_s) / wavelengths[0] + phases[0] / _TWO_PI)
-    total += sin_turns_at((y - drifts[1] * time_s) / wavelengths[1] + phases[1] / _TWO_PI)
-    total += sin_turns_at(((x + y) / _SQRT2 - drifts[2] * time_s) / wavelengths[2]
-                          + phases[2] / _TWO_PI)
-    return total / 3.0
+    sx, ox, sy, oy, sd, od = field_waves(time_s, wavelengths[0], wavelengths[1],
+                                         wavelengths[2], drifts[0], drifts[1], drifts[2],
+                                         phases[0], phases[1], phases[2])
+    return field_from_waves(x, y, sx, ox, sy, oy, sd, od)
