@@ -308,11 +308,12 @@ def sort_birds(pos, vel, order, birds):
 
 @serial
 def _clamp(x, y, limit):
+    """(x, y) scaled down to length `limit` when longer. A select, not a branch (which
+    half the birds would mispredict); ×1.0 leaves the others' bits as they were."""
     length = math.sqrt(x * x + y * y)
-    if length > limit:
-        s = limit / length
-        return x * s, y * s
-    return x, y
+    shrink = limit / length
+    s = shrink if length > limit else 1.0
+    return x * s, y * s
 
 
 @serial
@@ -356,12 +357,14 @@ def integrate_bird(x, y, vx, vy, ax, ay, turn, dt, min_speed, max_speed, wrap, w
     if speed == 0.0:
         vx = min_speed
         vy = 0.0
-    elif speed > max_speed:
-        vx *= max_speed / speed
-        vy *= max_speed / speed
-    elif speed < min_speed:
-        vx *= min_speed / speed
-        vy *= min_speed / speed
+    else:
+        # Selects, not branches (birds sit at either speed limit unpredictably); ×1.0
+        # leaves a bird within the limits as it was.
+        limit = max_speed if speed > max_speed else min_speed
+        clamp = limit / speed
+        s = clamp if (speed > max_speed) | (speed < min_speed) else 1.0
+        vx *= s
+        vy *= s
     if turn != 0.0:
         c, s = _cos_sin(turn)
         vx, vy = c * vx - s * vy, s * vx + c * vy
