@@ -197,7 +197,7 @@ def neighbour_search(quick: bool = False) -> list[dict]:
 def step_phases(quick: bool = False) -> list[dict]:
     """Where one step of the settled murmuration goes (1 thread, median ms): the serial
     counting sort, the gather into grid order, the neighbourhood search, the steering
-    field's five libm calls per bird (three sines for φ, cos and sin for the turn), the
+    field (three polynomial sines for φ, cos and sin of the turn per bird), the
     rest of the fused kernel (steering, containment, hawk, integration, identity order),
     and Python around it (grid bounds, hawk position, arguments, Snapshot)."""
     from render.sim import step
@@ -235,7 +235,7 @@ def step_phases(quick: bool = False) -> list[dict]:
         ("counting sort (serial)", t["sort"]),
         ("gather into grid order", t["gather"]),
         ("neighbourhood search", t["search"]),
-        ("steering field: 3 sin + cos + sin per bird (libm)", field),
+        ("steering field: 3 polynomial sines + the turn's cos, sin per bird", field),
         ("steering, containment, hawk, integration, identity order", rest),
         ("Python around the kernel", t["advance"] - t["kernel"]))]
 

@@ -85,3 +85,16 @@ def test_hole_radius_ignores_a_few_stragglers_but_not_a_sheet_of_birds():
     want = math.sqrt((200 - 3 / math.pi) / 1.75)
     assert r == pytest.approx(want, abs=0.15)
     assert math.isnan(hole_radius(sheet, None, spacing=1.0))
+
+
+def test_field_sine_is_within_1e15_of_libm():
+    # Within one turn libm's own argument 2π·t is rounded by < 5e-16; farther out the
+    # reference loses more digits than the polynomial (which reduces t exactly).
+    turns = np.concatenate([np.linspace(-0.5, 0.5, 200_001), [0.25, -0.25, 1e-9]])
+    np.testing.assert_allclose(forces.sin_turns(turns), np.sin(2 * np.pi * turns), rtol=0,
+                               atol=1e-15)
+    wide = np.linspace(-40.0, 40.0, 100_001)
+    np.testing.assert_allclose(forces.sin_turns(wide), np.sin(2 * np.pi * wide), rtol=0,
+                               atol=1e-13)
+    got = np.array([forces.sin_turns_at(t) for t in wide[::997]])
+    np.testing.assert_array_equal(got, forces.sin_turns(wide[::997]))

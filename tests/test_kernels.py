@@ -526,3 +526,10 @@ def test_thread_count_does_not_change_positions(restore_threads):
         results.append((sim.positions, sim.velocities))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_small_turns_use_polynomials_within_an_ulp_of_libm():
+    from render.sim.kernels import _cos_sin
+    for t in np.concatenate([np.linspace(-0.05, 0.05, 2001), [1e-12, 0.3, -2.0]]):
+        c, s = _cos_sin(t)
+        assert abs(c - math.cos(t)) <= 2.3e-16 and abs(s - math.sin(t)) <= 1e-17 + 1.2e-16 * abs(t)

@@ -2,26 +2,29 @@
 
 `tests/naive.py` holds the all-pairs numpy reference these are tested against.
 
-Results are bit-for-bit those of the plain loop "for each bird, for each candidate of its
-3x3 block in grid order, if within r: add": every sum runs over the same neighbours in the
-same order. That order matters more than it seems: the flock is chaotic, so a change of
-one ulp anywhere grows into a different (equally valid) flock within a few hundred steps,
-and the tuned murmuration targets are pinned to the trajectory the scene produces.
+Each bird's sums run over its candidates in grid order, four or eight at a time: the
+candidate loops are compiled with reassociation (`jit.vectorised`), so the compiler keeps
+partial sums in vector lanes and adds the lanes up at the end. That order is fixed by the
+bird's candidate list alone, so any thread count gives the same bits; it differs from a
+plain left-to-right sum by round-off (the all-pairs reference agrees to ~1e-14). The flock
+is chaotic, so such a change of round-off grows into a different (equally valid) flock
+within a few hundred steps: the murmuration's tuned targets are measured on the
+trajectories this order produces.
 
-Where the time goes (3,600 settled birds, ~100 candidates and ~39 neighbours per bird):
-testing a candidate is cheap and vectorises (no reduction); adding up the neighbours
-cannot (reordering the sums would change round-off), and a data-dependent branch per
-candidate mispredicts a third of the time. So each bird runs tight loops in turn:
-distances (vectorised), a branch-free compaction of the neighbours' indices, the ordered
-sums over the neighbours alone, and the square roots for the few that push.
+Where the time goes (3,600 settled birds, ~109 candidates and ~41 neighbours per bird):
+per cell its 3x3 block is copied into one buffer per coordinate; per bird one vectorised
+pass over the block tests every candidate and adds up the neighbours (masked, no branch);
+then the birds close enough to push, flagged in bit words by a second vectorised pass
+over the squared distances, and the square roots for those alone.
 """
 
 import math
 
 import numpy as np
 from numba import uint64
+from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .jit import inline, parallel, prange, serial
+from .jit import inline, parallel, prange, serial, vectorised
 
 FALLOFF_POWER = {"unit": 0, "inverse": 1, "inverse_square": 2}
 
@@ -41,53 +44,42 @@ N_SUMS = 11
 
 
 @serial
-def block_spans(c, nx, ny, wrap, cell_start, spans):
-    """Sorted-slot ranges [spans[k, 0], spans[k, 1]) of the 3x3 block around cell c, in the
-    order the block is visited (rows bottom to top, cells left to right). Returns how many.
+def _neighbour_index(c, d, count, wrap):
+    """Index of the cell d (−1, 0, 1) steps from cell index c along an axis of `count`
+    cells, or −1 when there is none: beyond an open edge, or on a torus narrower than three
+    cells a cell already visited (there the cells visited are c, then c + 1 if count is 2)."""
+    if not wrap:
+        g = c + d
+        return g if 0 <= g < count else -1
+    if count >= 3 or d == 0 or (d == 1 and count == 2):
+        return (c + d) % count
+    return -1
 
-    The three cells of a row are adjacent in memory, so a row is one range; on a torus a
-    row that crosses the seam is two (up to 6 in all). On a torus narrower than three cells
-    every cell of a row is visited once, starting at the bird's own column.
-    """
+
+@serial
+def block_cells(c, nx, ny, wrap, cell_start, spans):
+    """Sorted-slot ranges [spans[k, 0], spans[k, 1]) of the 3x3 block of cells around cell
+    c, k = 3·(dy + 1) + (dx + 1) (rows bottom to top, cells left to right); an absent cell
+    is an empty range."""
     cx = c % nx
     cy = c // nx
-    dx_lo, dx_hi = (-1, 1) if (nx >= 3 or not wrap) else (0, nx - 1)
-    dy_lo, dy_hi = (-1, 1) if (ny >= 3 or not wrap) else (0, ny - 1)
-    k = 0
-    for oy in range(dy_lo, dy_hi + 1):
-        gy = cy + oy
-        if wrap:
-            gy %= ny
-        elif gy < 0 or gy >= ny:
-            continue
-        row = gy * nx
-        lo = cx + dx_lo
-        hi = cx + dx_hi
-        if not wrap:
-            lo = max(lo, 0)
-            hi = min(hi, nx - 1)
-        elif lo < 0:  # the part of the row beyond the left seam comes first
-            spans[k, 0] = cell_start[row + lo + nx]
-            spans[k, 1] = cell_start[row + nx]
-            k += 1
-            lo = 0
-        elif hi >= nx:
-            spans[k, 0] = cell_start[row + lo]
-            spans[k, 1] = cell_start[row + nx]
-            k += 1
-            lo = 0
-            hi -= nx
-        spans[k, 0] = cell_start[row + lo]
-        spans[k, 1] = cell_start[row + hi + 1]
-        k += 1
-    return k
+    for dy in range(-1, 2):
+        gy = _neighbour_index(cy, dy, ny, wrap)
+        for dx in range(-1, 2):
+            gx = _neighbour_index(cx, dx, nx, wrap)
+            k = 3 * (dy + 1) + dx + 1
+            if gx < 0 or gy < 0:
+                spans[k, 0] = spans[k, 1] = 0
+            else:
+                spans[k, 0] = cell_start[gy * nx + gx]
+                spans[k, 1] = cell_start[gy * nx + gx + 1]
 
 
 @serial
 def gather_block(birds, spans, n_spans, first, block):
     """Copy the candidates of one cell's block from `birds` (n, 6) into `block` (6, ≥ total),
     transposed, in visiting order: every bird of the cell then scans one contiguous buffer
-    per coordinate instead of up to six ranges. Returns (total, where slot `first` landed)."""
+    per coordinate instead of nine ranges. Returns (total, where slot `first` landed)."""
     total = 0
     at = -1
     for k in range(n_spans):
@@ -106,7 +98,7 @@ def gather_block(birds, spans, n_spans, first, block):
     return total, at
 
 
-@serial
+@inline
 def _wrapped(d, half, extent):
     """The shortest offset on a torus of this extent."""
     if d > half:
@@ -126,67 +118,101 @@ def _offset(bx, by, k, xi, yi, wrap, width, height):
     return dx, dy
 
 
-@inline
-def bird_sums(xi, yi, me, total, block, dist2, found, pushers, wrap, width, height, r2, s2,
-              sep_power):
-    """Sums over the neighbours of the bird at (xi, yi) among the `total` candidates in
-    `block` (`me`: its own index there). dist2 (float64), found and pushers (uint64) are
-    scratch of length ≥ total. Call it with a constant `wrap`: the torus case costs
-    selects in every loop.
+@vectorised
+def candidate_sums_open(xi, yi, me, total, block, dist2, width, height, r2):
+    """`candidate_sums` in an open world (or with walls)."""
+    return candidate_sums(xi, yi, me, total, block, dist2, False, width, height, r2)
 
-    Returns (count, sep_x, sep_y, vsum_x, vsum_y, offsum_x, offsum_y, usum_x, usum_y,
-    nearest) as documented in `neighbourhood`.
+
+@vectorised
+def candidate_sums_torus(xi, yi, me, total, block, dist2, width, height, r2):
+    """`candidate_sums` on a torus."""
+    return candidate_sums(xi, yi, me, total, block, dist2, True, width, height, r2)
+
+
+@inline
+def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
+    """Sums over the neighbours (within sqrt(r2), other than candidate `me`) of the bird at
+    (xi, yi) among the `total` candidates in `block` (6, ≥ total). Fills dist2[:total]
+    with each candidate's squared distance. Vectorised: no branch per candidate; called
+    through `candidate_sums_open` / `_torus`, compiled for a constant `wrap`.
+
+    Returns (count, vsum_x, vsum_y, offsum_x, offsum_y, usum_x, usum_y), count a float.
     """
     bx = block[X]
     by = block[Y]
-    n = uint64(total)
-    for k in range(n):
-        dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-        dist2[k] = dx * dx + dy * dy
-    # Branch-free compaction: always write, advance only for a neighbour.
-    m = uint64(0)
-    me_u = uint64(me)
-    for k in range(n):
-        found[m] = k
-        m += uint64((dist2[k] < r2) & (k != me_u))
-
     bvx = block[VX]
     bvy = block[VY]
     bux = block[UX]
     buy = block[UY]
-    vx = vy = ox = oy = ux = uy = 0.0
+    me_u = uint64(me)
+    count = vx = vy = ox = oy = ux = uy = 0.0
+    for k in range(uint64(total)):
+        dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
+        d2 = dx * dx + dy * dy
+        dist2[k] = d2
+        near = (d2 < r2) & (k != me_u)
+        count += 1.0 if near else 0.0
+        vx += bvx[k] if near else 0.0
+        vy += bvy[k] if near else 0.0
+        ox += dx if near else 0.0
+        oy += dy if near else 0.0
+        ux += bux[k] if near else 0.0
+        uy += buy[k] if near else 0.0
+    return count, vx, vy, ox, oy, ux, uy
+
+
+@serial
+def close_words(dist2, total, s2, words):
+    """Bit j of words[w] set when candidate 64·w + j has dist2 < s2, for the `total`
+    candidates: the birds close enough to push, found without a branch per candidate (an
+    OR over each word vectorises). words: uint64, ≥ ceil(total / 64)."""
+    for w in range((total + 63) // 64):
+        base = 64 * w
+        word = uint64(0)
+        for j in range(min(64, total - base)):
+            word |= uint64(dist2[base + j] < s2) << uint64(j)
+        words[w] = word
+
+
+@serial
+def separation(xi, yi, block, dist2, words, total, wrap, width, height, sep_power):
+    """Separation of the bird at (xi, yi) from the candidates flagged in `words` (see
+    `close_words`), in block order; coincident birds (d = 0) push nothing. Returns (sep_x,
+    sep_y, smallest d² among them, inf when none)."""
+    bx = block[X]
+    by = block[Y]
     best = np.inf
-    pushing = uint64(0)
-    for q in range(m):
-        k = found[q]
-        dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-        vx += bvx[k]
-        vy += bvy[k]
-        ox += dx
-        oy += dy
-        ux += bux[k]
-        uy += buy[k]
-        d2 = dist2[k]
-        best = min(best, d2)
-        # The few birds that push, compacted likewise. (In place in `found` would save a
-        # buffer but costs 15%: the CPU cannot tell the store from the next loads.)
-        pushers[pushing] = k
-        pushing += uint64((d2 < s2) & (d2 > 0.0))
     sx = sy = 0.0
-    for q in range(pushing):
-        k = pushers[q]
-        dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
-        d2 = dist2[k]
-        d = math.sqrt(d2)
-        if sep_power == 0:
-            w = 1.0 / d
-        elif sep_power == 1:
-            w = 1.0 / d2
-        else:
-            w = 1.0 / (d2 * d)
-        sx -= dx * w
-        sy -= dy * w
-    return np.int64(m), sx, sy, vx, vy, ox, oy, ux, uy, math.sqrt(best)
+    for w in range((total + 63) // 64):
+        word = words[w]
+        while word != 0:
+            k = 64 * w + trailing_zeros(word)
+            word &= word - uint64(1)
+            d2 = dist2[k]
+            best = min(best, d2)
+            if d2 > 0.0:
+                dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
+                d = math.sqrt(d2)
+                if sep_power == 0:
+                    w_push = 1.0 / d
+                elif sep_power == 1:
+                    w_push = 1.0 / d2
+                else:
+                    w_push = 1.0 / (d2 * d)
+                sx -= dx * w_push
+                sy -= dy * w_push
+    return sx, sy, best
+
+
+@vectorised
+def smallest(values, total):
+    """min(values[:total]) (inf when total is 0)."""
+    best = np.inf
+    for k in range(uint64(total)):
+        v = values[k]
+        best = v if v < best else best
+    return best
 
 
 @parallel
@@ -205,16 +231,15 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
     """
     n = birds.shape[0]
     r2 = radius * radius
-    s2 = sep_radius * sep_radius
+    s2 = min(sep_radius * sep_radius, r2)
     for chunk in prange((n + CHUNK - 1) // CHUNK):
         lo = chunk * CHUNK
         hi = min(n, lo + CHUNK)
-        spans = np.empty((6, 2), np.int64)
+        spans = np.empty((9, 2), np.int64)
         cap = 0
         block = np.empty((6, 0))
         dist2 = np.empty(0)
-        found = np.empty(0, np.uint64)
-        pushers = np.empty(0, np.uint64)
+        words = np.empty(0, np.uint64)
         # The cell holding slot lo; then every cell overlapping [lo, hi), in order.
         c = np.searchsorted(cell_start, lo, side="right") - 1
         slot = lo
@@ -222,28 +247,37 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
             first = cell_start[c]
             end = min(cell_start[c + 1], hi)
             if end > slot:
-                n_spans = block_spans(c, nx, ny, wrap, cell_start, spans)
+                block_cells(c, nx, ny, wrap, cell_start, spans)
                 need = 0
-                for k in range(n_spans):
+                for k in range(9):
                     need += spans[k, 1] - spans[k, 0]
                 if need > cap:
                     cap = 2 * need
                     block = np.empty((6, cap))
                     dist2 = np.empty(cap)
-                    found = np.empty(cap, np.uint64)
-                    pushers = np.empty(cap, np.uint64)
-                total, at = gather_block(birds, spans, n_spans, first, block)
+                    words = np.empty(cap // 64 + 1, np.uint64)
+                total, at = gather_block(birds, spans, 9, first, block)
                 for i in range(slot, end):
                     me = at + i - first
+                    xi = birds[i, X]
+                    yi = birds[i, Y]
                     if wrap:
-                        out = bird_sums(birds[i, X], birds[i, Y], me, total, block, dist2,
-                                        found, pushers, True, width, height, r2, s2, sep_power)
+                        out = candidate_sums_torus(xi, yi, me, total, block, dist2, width,
+                                                   height, r2)
                     else:
-                        out = bird_sums(birds[i, X], birds[i, Y], me, total, block, dist2,
-                                        found, pushers, False, width, height, r2, s2, sep_power)
-                    (sums[i, COUNT], sums[i, SEP_X], sums[i, SEP_Y], sums[i, VSUM_X],
-                     sums[i, VSUM_Y], sums[i, OFF_X], sums[i, OFF_Y], sums[i, USUM_X],
-                     sums[i, USUM_Y], sums[i, NEAREST]) = out
+                        out = candidate_sums_open(xi, yi, me, total, block, dist2, width,
+                                                  height, r2)
+                    (sums[i, COUNT], sums[i, VSUM_X], sums[i, VSUM_Y], sums[i, OFF_X],
+                     sums[i, OFF_Y], sums[i, USUM_X], sums[i, USUM_Y]) = out
+                    dist2[me] = np.inf
+                    close_words(dist2, total, s2, words)
+                    sx, sy, best = separation(xi, yi, block, dist2, words, total, wrap, width,
+                                              height, sep_power)
+                    if best == np.inf:  # no bird close enough to push: the nearest is farther
+                        best = smallest(dist2, total)
+                    sums[i, SEP_X] = sx
+                    sums[i, SEP_Y] = sy
+                    sums[i, NEAREST] = math.sqrt(best) if best < r2 else np.inf
                     sums[i, CANDIDATES] = total - 1
                 slot = end
             c += 1
@@ -274,11 +308,12 @@ def sort_birds(pos, vel, order, birds):
 
 @serial
 def _clamp(x, y, limit):
+    """(x, y) scaled down to length `limit` when longer. A select, not a branch (which
+    half the birds would mispredict); ×1.0 leaves the others' bits as they were."""
     length = math.sqrt(x * x + y * y)
-    if length > limit:
-        s = limit / length
-        return x * s, y * s
-    return x, y
+    shrink = limit / length
+    s = shrink if length > limit else 1.0
+    return x * s, y * s
 
 
 @serial
@@ -322,15 +357,16 @@ def integrate_bird(x, y, vx, vy, ax, ay, turn, dt, min_speed, max_speed, wrap, w
     if speed == 0.0:
         vx = min_speed
         vy = 0.0
-    elif speed > max_speed:
-        vx *= max_speed / speed
-        vy *= max_speed / speed
-    elif speed < min_speed:
-        vx *= min_speed / speed
-        vy *= min_speed / speed
+    else:
+        # Selects, not branches (birds sit at either speed limit unpredictably); ×1.0
+        # leaves a bird within the limits as it was.
+        limit = max_speed if speed > max_speed else min_speed
+        clamp = limit / speed
+        s = clamp if (speed > max_speed) | (speed < min_speed) else 1.0
+        vx *= s
+        vy *= s
     if turn != 0.0:
-        c = math.cos(turn)
-        s = math.sin(turn)
+        c, s = _cos_sin(turn)
         vx, vy = c * vx - s * vy, s * vx + c * vy
     x = x + vx * dt
     y = y + vy * dt
@@ -342,6 +378,22 @@ def integrate_bird(x, y, vx, vy, ax, ay, turn, dt, min_speed, max_speed, wrap, w
         if y >= height:
             y = 0.0
     return x, y, vx, vy
+
+
+# Below this angle (radians) `_cos_sin` uses Taylor polynomials: the first terms left out,
+# t⁹/9! and t¹⁰/10!, are below 6e-18 there. (The murmuration turns at most 0.0092 rad a step.)
+_SMALL_TURN = 0.05
+
+
+@serial
+def _cos_sin(t):
+    """(cos t, sin t); polynomials for small |t| (a fifth of the cost of libm's pair)."""
+    if abs(t) > _SMALL_TURN:
+        return math.cos(t), math.sin(t)
+    t2 = t * t
+    c = 1.0 - t2 * (0.5 - t2 * (1.0 / 24 - t2 * (1.0 / 720 - t2 * (1.0 / 40320))))
+    s = t * (1.0 - t2 * (1.0 / 6 - t2 * (1.0 / 120 - t2 * (1.0 / 5040))))
+    return c, s
 
 
 @parallel

@@ -127,6 +127,20 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
         for c in range(N_SUMS):
             sums[b, c] = work.sums[k, c]
 
+    # The field's turn in a loop of its own, over contiguous coordinates: without branches
+    # it vectorises across birds.
+    turns = np.zeros(n)
+    if extras.field:
+        e = extras
+        sx, ox, sy, oy, sd, od = forces.field_waves(
+            e.time_s, e.wavelength_x, e.wavelength_y, e.wavelength_diagonal, e.drift_x,
+            e.drift_y, e.drift_diagonal, e.phase_x, e.phase_y, e.phase_diagonal)
+        xs = pos[:, 0].copy()
+        ys = pos[:, 1].copy()
+        for b in prange(n):
+            turns[b] = e.field_turn * forces.field_from_waves(xs[b], ys[b], sx, ox, sy, oy,
+                                                              sd, od)
+
     new_pos = np.empty((n, 2))
     new_vel = np.empty((n, 2))
     neighbours = np.empty(n, np.int64)
@@ -143,9 +157,8 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
                             rules.w_sep, rules.w_ali, rules.w_coh, rules.align_difference,
                             rules.max_force)
         ex, ey, inside[b] = _extra_forces(x, y, world, extras)
-        turn = _field_turn(x, y, extras)
         new_pos[b, 0], new_pos[b, 1], new_vel[b, 0], new_vel[b, 1] = integrate_bird(
-            x, y, vx, vy, ax + ex, ay + ey, turn, motion.dt, motion.min_speed,
+            x, y, vx, vy, ax + ex, ay + ey, turns[b], motion.dt, motion.min_speed,
             motion.max_speed, world.wrap, world.width, world.height)
         neighbours[b] = np.int64(count)
         candidates[b] = np.int64(sums[b, CANDIDATES])
@@ -154,19 +167,6 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
         local[b, 0] = (sums[b, USUM_X] + ux) / (count + 1.0)
         local[b, 1] = (sums[b, USUM_Y] + uy) / (count + 1.0)
     return new_pos, new_vel, neighbours, candidates, nearest, local, inside
-
-
-@inline
-def _field_turn(x, y, extras):
-    """Radians the steering field turns the bird at (x, y) this step (0 without one)."""
-    if not extras.field:
-        return 0.0
-    e = extras
-    phi = forces.field_at(x, y, e.time_s,
-                          (e.wavelength_x, e.wavelength_y, e.wavelength_diagonal),
-                          (e.drift_x, e.drift_y, e.drift_diagonal),
-                          (e.phase_x, e.phase_y, e.phase_diagonal))
-    return e.field_turn * phi
 
 
 @inline
