@@ -335,6 +335,10 @@ def run(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.output is None:
         raise UsageError("--scheduler draws on a cluster: give -o OUT (without it the flock "
                          "is only simulated, here)")
+    if args.scheduler not in (None, "local") and args.workers is not None:
+        raise UsageError("--workers sizes this machine's pipeline or --scheduler local; a "
+                         "cluster's workers are set where they start (dask worker "
+                         "--nworkers N)")
     if args.cache_dir is not None and args.scheduler is None:
         raise UsageError("--cache-dir hands states to cluster workers: add --scheduler")
     if args.output is None and args.stats is None and args.plot is None:

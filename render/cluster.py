@@ -18,6 +18,7 @@ import os
 import pickle
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -242,7 +243,12 @@ def _segment_length(total: int, slots: int, sample: FrameState, shared: bool) ->
         size = sum(a.nbytes for a in (sample.positions, sample.velocities,
                                       sample.neighbours)) + \
             sum(p.nbytes + v.nbytes for p, v in sample.exposure)
-        per = min(per, max(1, TASK_BYTES // max(size, 1)))
+        fit = max(1, TASK_BYTES // max(size, 1))
+        if fit < per:
+            print(f"boids-render: segments of {fit} frames keep each task's states within "
+                  f"{TASK_BYTES // 2**20} MiB; --cache-dir DIR on storage every worker "
+                  f"reads allows longer ones ({per} frames)", file=sys.stderr)
+            per = fit
     return max(1, per)
 
 

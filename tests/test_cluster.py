@@ -105,6 +105,19 @@ def test_the_segments_are_more_than_one(scheduler):
     assert cluster._segment_length(40, slots, sample, shared=False) < 40
 
 
+def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monkeypatch):
+    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    from render.pipeline import simulated
+
+    sample = next(simulated(scene, 0, 1))
+    size = sample.positions.nbytes + sample.velocities.nbytes + sample.neighbours.nbytes
+    monkeypatch.setattr(cluster, "TASK_BYTES", 5 * size)
+    assert cluster._segment_length(600, 2, sample, shared=False) == 5
+    assert "--cache-dir" in capsys.readouterr().err
+    assert cluster._segment_length(600, 2, sample, shared=True) == 100
+    assert capsys.readouterr().err == ""
+
+
 def test_states_through_a_shared_cache_give_the_same_frames(cli, scheduler, local_frames,
                                                             tmp_path):
     cache = tmp_path / "cache"
@@ -219,6 +232,7 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
     (("--scheduler", "local", "-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
     (("--scheduler", "local", "--still", "1", "-o", "{tmp}/x.png"), "drop --scheduler"),
     (("--cache-dir", "{tmp}/c"), "add --scheduler"),
+    (("--scheduler", "tcp://127.0.0.1:1", "--workers", "4"), "dask worker --nworkers"),
 ])
 def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
