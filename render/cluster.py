@@ -11,6 +11,8 @@ scheduler runs the task again elsewhere and the result is the same.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import logging
@@ -29,7 +31,7 @@ from urllib.parse import urlsplit
 
 from .encode import VIDEO_SUFFIXES
 from .encode.images import SequenceWriter, encode_png, is_sequence
-from .errors import UsageError
+from .errors import BoidsError, UsageError
 from .pipeline import FrameState, draw_range
 from .scene import Scene
 
@@ -38,6 +40,11 @@ TOPIC = "boids-render-progress"
 # States shipped inside one task: above this a segment is cut shorter, unless they travel
 # through --cache-dir (the scheduler holds every waiting task's arguments).
 TASK_BYTES = 64 * 2**20
+# An encoded segment travels back whole: this bounds it (and the worker's memory), by
+# bytes per pixel of a frame, measured on the murmuration at 4K with headroom (ProRes
+# 4444 about 0.42, PNG about 0.09, H.264 and VP9 far less).
+RESULT_BYTES = 256 * 2**20
+RESULT_BYTES_PER_PX = {".mov": 0.6, "png": 0.2, ".mp4": 0.1, ".webm": 0.1}
 # Segments per worker: enough that a slow or restarted worker does not hold up the end.
 SEGMENTS_PER_WORKER = 3
 INSTALL = "pip install 'boids-render[distributed]'"
@@ -51,7 +58,7 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
     the tqdm `bar` as frames are drawn across all workers."""
     sequence = is_sequence(output)
     if not sequence:
-        _check_clip(scene, output, overwrite)
+        _check_clip(scene, output, overwrite, resume)
     try:
         import distributed  # noqa: F401  (the optional extra)
     except ImportError:
@@ -61,7 +68,6 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
     with connect(scheduler, workers) as client, \
             _Destination(scene, output, sequence, total, resume, overwrite) as destination, \
             _Shipping(cache_dir) as shipping:
-        slots = sum(client.nthreads().values())
         token = uuid.uuid4().hex[:12]
         drawn: dict[int, int] = {}  # segment → frames drawn, from the workers' events
         lock = threading.Lock()  # events arrive on the client's own thread
@@ -72,7 +78,6 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
                 with lock:
                     drawn[segment] = max(drawn.get(segment, 0), done)
 
-        client.subscribe_topic(TOPIC, progress)
         pending: dict = {}  # future → segment
         kept = 0  # frames a resumed sequence keeps from disk
 
@@ -81,7 +86,7 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
                 finished = [f for f in pending if f.done()]
                 for future in finished:
                     segment = pending.pop(future)
-                    destination.add(segment, future.result())
+                    destination.add(segment, _result(future, scheduler))
                     with lock:
                         drawn[segment] = destination.frames[segment]
                     shipping.done(segment)
@@ -93,35 +98,69 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
                     return
                 time.sleep(0.1)
 
-        states = iter(states)
-        head = list(itertools.islice(states, 1))
-        per = _segment_length(total, slots, head[0], shipping.shared) if head else 1
-        chunks = iter(lambda: list(itertools.islice(states, per)), [])
-        for segment, chunk in enumerate(itertools.chain(
-                [head + list(itertools.islice(states, per - 1))] if head else [], chunks)):
-            wanted = [s for s in chunk if destination.wants(s.index)]
-            kept += len(chunk) - len(wanted)
-            if not wanted:
-                continue
-            destination.frames[segment] = len(wanted)
-            future = client.submit(render_segment, scene, shipping.ship(segment, wanted),
-                                   destination.kind, token, segment,
-                                   key=f"boids-render-{token}-{segment:05d}", pure=False)
-            pending[future] = segment
-            # Bounded look-ahead: the driver never holds more than a few segments' states.
-            while len(pending) >= 2 * slots:
+        client.subscribe_topic(TOPIC, progress)
+        try:
+            states = iter(states)
+            head = list(itertools.islice(states, 1))
+            per = _segment_length(total, _slots(client), head[0], destination.kind,
+                                  scene.output.size, shipping.shared) if head else 1
+            chunks = iter(lambda: list(itertools.islice(states, per)), [])
+            for segment, chunk in enumerate(itertools.chain(
+                    [head + list(itertools.islice(states, per - 1))] if head else [],
+                    chunks)):
+                wanted = [s for s in chunk if destination.wants(s.index)]
+                kept += len(chunk) - len(wanted)
+                if not wanted:
+                    continue
+                destination.frames[segment] = len(wanted)
+                future = client.submit(render_segment, scene,
+                                       shipping.ship(segment, wanted), destination.kind,
+                                       token, segment, _version(),
+                                       key=f"boids-render-{token}-{segment:05d}", pure=False)
+                pending[future] = segment
+                # Bounded look-ahead: the driver holds a few segments' states per worker
+                # (workers that join later count too).
+                while len(pending) >= 2 * _slots(client):
+                    collect(block=True)
+                collect(block=False)
+            while pending:
                 collect(block=True)
-            collect(block=False)
-        while pending:
-            collect(block=True)
-        client.unsubscribe_topic(TOPIC)
+            bar.update(total - bar.n)  # the frames kept after the last segment was drawn
+        finally:
+            # Before the cache is removed: tasks still queued would find their states gone.
+            client.cancel(list(pending), force=True)
+            client.unsubscribe_topic(TOPIC)
 
 
-def render_segment(scene: Scene, payload, kind: str, token: str,
-                   segment: int) -> bytes | list[tuple[int, bytes]]:
+def _slots(client) -> int:
+    """Tasks the cluster runs at once now (at least 1: workers may come and go)."""
+    return max(1, sum(client.nthreads().values()))
+
+
+def _result(future, scheduler: str):
+    """The task's result; a lost cluster as one line, not a traceback."""
+    from distributed.scheduler import KilledWorker
+
+    try:
+        return future.result()
+    except (asyncio.CancelledError, concurrent.futures.CancelledError):
+        raise BoidsError(f"--scheduler {scheduler}: the connection to the scheduler was "
+                         f"lost; the render was abandoned (nothing written)") from None
+    except KilledWorker:
+        raise BoidsError(f"--scheduler {scheduler}: a segment's worker died three times "
+                         f"(out of memory?); the render was abandoned (nothing "
+                         f"written)") from None
+
+
+def render_segment(scene: Scene, payload, kind: str, token: str, segment: int,
+                   version: str) -> bytes | list[tuple[int, bytes]]:
     """A cluster task: draw the states in `payload` (a list of FrameState, or the path of
     their pickle in the shared cache) and return them encoded: a clip of suffix `kind`
-    (bytes), or for kind "png" the (index, PNG bytes) of each frame."""
+    (bytes), or for kind "png" the (index, PNG bytes) of each frame. `version`: the
+    driver's boids-render, which this worker must run (one may join mid-render)."""
+    if version != _version():
+        raise UsageError(f"a worker has boids-render {_version()}, the driver {version}; "
+                         f"install the same version on every worker ({INSTALL})")
     if isinstance(payload, str):
         with open(payload, "rb") as f:
             payload = pickle.load(f)
@@ -134,7 +173,9 @@ def render_segment(scene: Scene, payload, kind: str, token: str,
         return sink.files
     from .encode.video import VideoWriter
 
-    with tempfile.TemporaryDirectory(prefix="boids-render-segment-") as folder:
+    # In the worker's own scratch space, which Dask clears when a killed worker restarts.
+    with tempfile.TemporaryDirectory(prefix="boids-render-segment-",
+                                     dir=_scratch()) as folder:
         path = Path(folder) / f"segment{kind}"
         out = scene.output
         with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf, frames=len(states),
@@ -149,13 +190,34 @@ def connect(scheduler: str, workers: int) -> Iterator:
     """A Dask client: of a LocalCluster of `workers` single-threaded processes for
     "local", else of the scheduler at that address, once a worker has joined and every
     worker runs this version of boids-render."""
+    import dask
+
+    # Dask logs its own account of a lost connection or a failed task, tracebacks and
+    # all; the render reports these itself, in one line.
+    logs = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+            if name.split(".")[0] == "distributed"] + [logging.getLogger("distributed")]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
+    try:
+        # A task carries its states (up to TASK_BYTES) on purpose: no warning about it.
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold":
+                              f"{2 * TASK_BYTES}B"}):
+            yield from _clients(scheduler, workers)
+    finally:
+        for log, level in zip(logs, levels):
+            log.setLevel(level)
+
+
+def _clients(scheduler: str, workers: int) -> Iterator:
     from distributed import Client, LocalCluster
 
     if scheduler == "local":
         # ":0": any free port for the scheduler's HTTP server; two renders at once would
         # both want 8787
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+                          dashboard_address=":0", silence_logs=logging.CRITICAL) \
+                as cluster, \
                 Client(cluster) as client:
             yield client
         return
@@ -216,11 +278,14 @@ def _check_versions(client, scheduler: str) -> None:
                          f"worker ({INSTALL})")
 
 
-def _check_clip(scene: Scene, output: str, overwrite: bool) -> None:
+def _check_clip(scene: Scene, output: str, overwrite: bool, resume: bool) -> None:
     """What a clip split across a cluster cannot be, before any work is done."""
     from .encode.video import check_clip
 
     suffix = Path(output).suffix.lower()
+    if resume:
+        raise UsageError(f"{output}: --resume applies to PNG sequences; a clip is always "
+                         f"rendered whole")
     if suffix == ".gif":
         raise UsageError(f"{output}: a GIF's palette comes from the whole clip, so it is "
                          f"not split across a cluster; render it without --scheduler, or "
@@ -235,21 +300,34 @@ def _check_clip(scene: Scene, output: str, overwrite: bool) -> None:
                          f"or drop --no-overwrite to replace it")
 
 
-def _segment_length(total: int, slots: int, sample: FrameState, shared: bool) -> int:
-    """Frames per task: a few segments per worker, each task's states within TASK_BYTES
-    unless they travel through the shared cache."""
+def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
+                    size: tuple[int, int], shared: bool) -> int:
+    """Frames per task: a few segments per worker, within what one message should carry
+    both ways: the task's states (TASK_BYTES, unless they travel through the shared
+    cache) and its encoded result (RESULT_BYTES)."""
     per = -(-total // (SEGMENTS_PER_WORKER * slots))
+    result_per_frame = size[0] * size[1] * RESULT_BYTES_PER_PX.get(kind, 0.1)
+    per = min(per, max(1, int(RESULT_BYTES // result_per_frame)))
     if not shared:
-        size = sum(a.nbytes for a in (sample.positions, sample.velocities,
-                                      sample.neighbours)) + \
+        states = sum(a.nbytes for a in (sample.positions, sample.velocities,
+                                        sample.neighbours)) + \
             sum(p.nbytes + v.nbytes for p, v in sample.exposure)
-        fit = max(1, TASK_BYTES // max(size, 1))
+        fit = max(1, TASK_BYTES // max(states, 1))
         if fit < per:
             print(f"boids-render: segments of {fit} frames keep each task's states within "
                   f"{TASK_BYTES // 2**20} MiB; --cache-dir DIR on storage every worker "
                   f"reads allows longer ones ({per} frames)", file=sys.stderr)
             per = fit
     return max(1, per)
+
+
+def _scratch() -> str | None:
+    try:
+        from distributed import get_worker
+
+        return get_worker().local_directory
+    except (ImportError, ValueError):  # called outside a worker
+        return None
 
 
 def _reporter(token: str, segment: int):
@@ -318,7 +396,8 @@ class _Destination:
             if exc_type is None:
                 from .encode.video import join_clips
 
-                parts = sorted(self.folder.iterdir())
+                parts = [self.folder / f"{segment:05d}{self.kind}"
+                         for segment in sorted(self.frames)]
                 join_clips(parts, self.output, fps=self.fps, frames=self.total, overwrite=self.overwrite)
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -334,6 +413,7 @@ class _Shipping:
         if cache_dir is not None:
             Path(cache_dir).mkdir(parents=True, exist_ok=True)
             self.folder = Path(tempfile.mkdtemp(dir=cache_dir, prefix="boids-render-"))
+            self.folder.chmod(0o755)  # workers may run as another user
 
     def __enter__(self) -> _Shipping:
         return self

@@ -102,7 +102,7 @@ def test_the_segments_are_more_than_one(scheduler):
 
     sample = next(simulated(scene, 0, 1))
     assert slots == 2
-    assert cluster._segment_length(40, slots, sample, shared=False) < 40
+    assert cluster._segment_length(40, slots, sample, ".mp4", (160, 90), shared=False) < 40
 
 
 def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monkeypatch):
@@ -112,10 +112,22 @@ def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monke
     sample = next(simulated(scene, 0, 1))
     size = sample.positions.nbytes + sample.velocities.nbytes + sample.neighbours.nbytes
     monkeypatch.setattr(cluster, "TASK_BYTES", 5 * size)
-    assert cluster._segment_length(600, 2, sample, shared=False) == 5
+    assert cluster._segment_length(600, 2, sample, ".mp4", (160, 90), shared=False) == 5
     assert "--cache-dir" in capsys.readouterr().err
-    assert cluster._segment_length(600, 2, sample, shared=True) == 100
+    assert cluster._segment_length(600, 2, sample, ".mp4", (160, 90), shared=True) == 100
     assert capsys.readouterr().err == ""
+
+
+def test_an_encoded_segment_stays_within_a_message(capsys):
+    """ProRes 4444 at 4K is about 3.5 MB a frame: a 10-minute film on 4 workers would send
+    back gigabytes per task without the cap."""
+    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    from render.pipeline import simulated
+
+    sample = next(simulated(scene, 0, 1))
+    per = cluster._segment_length(14400, 4, sample, ".mov", (3840, 2160), shared=True)
+    assert per * 3840 * 2160 * cluster.RESULT_BYTES_PER_PX[".mov"] <= cluster.RESULT_BYTES
+    assert 1 <= per < 14400 // 12
 
 
 def test_states_through_a_shared_cache_give_the_same_frames(cli, scheduler, local_frames,
@@ -145,6 +157,31 @@ def test_resume_on_a_cluster_draws_only_the_missing_frames(cli, scheduler, local
     assert {p: p.stat().st_mtime_ns for p in kept} == kept
 
 
+def test_a_resumed_sequence_with_every_frame_kept_ends_its_bar_full(capsys, scheduler,
+                                                                    local_frames, tmp_path):
+    from render.cli import main
+
+    out = tmp_path / "frames"
+    out.mkdir()
+    for name, data in files(local_frames / "frames").items():
+        (out / name).write_bytes(data)
+    assert main([str(MURMURATION), "-o", f"{out}/", "--size", "160x90", "--frames", "14",
+                 "--motion-blur", "2", "--scheduler", scheduler, "--resume"]) == 0
+    assert "14/14" in capsys.readouterr().err
+    assert files(out) == files(local_frames / "frames")
+
+
+def test_a_worker_with_another_version_joining_mid_render_is_refused(scheduler):
+    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    from render.errors import UsageError
+    from render.pipeline import simulated
+
+    states = list(simulated(scene, 0, 1))
+    with Client(scheduler) as client, pytest.raises(UsageError, match="same version"):
+        client.submit(cluster.render_segment, scene, states, "png", "t", 0, "0.0.0-other",
+                      pure=False).result()
+
+
 def test_workers_report_every_frame_they_draw(scheduler):
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
     from render.pipeline import simulated
@@ -152,7 +189,7 @@ def test_workers_report_every_frame_they_draw(scheduler):
     states = list(simulated(scene, 0, 5))
     with Client(scheduler) as client:
         result = client.submit(cluster.render_segment, scene, states, "png", "t0k3n", 7,
-                               pure=False).result()
+                               cluster._version(), pure=False).result()
         deadline = time.monotonic() + 10
         while True:
             events = [msg for _, msg in client.get_events(cluster.TOPIC)
@@ -197,6 +234,7 @@ def test_a_killed_worker_has_its_segment_run_again(local_frames, tmp_path):
                 os.kill(pids[victim], signal.SIGKILL)
             time.sleep(0.05)
         render.join(timeout=180)
+        assert not render.is_alive()
         assert victim is not None, "no segment was caught in flight"
         assert codes == [0]
         assert victim not in client.nthreads()  # that worker died; its nanny restarted it
@@ -232,6 +270,7 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
     (("--scheduler", "local", "-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
     (("--scheduler", "local", "--still", "1", "-o", "{tmp}/x.png"), "drop --scheduler"),
     (("--cache-dir", "{tmp}/c"), "add --scheduler"),
+    (("--scheduler", "local", "--resume"), "--resume applies to PNG sequences"),
     (("--scheduler", "tcp://127.0.0.1:1", "--workers", "4"), "dask worker --nworkers"),
 ])
 def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, message):
