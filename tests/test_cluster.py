@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -309,4 +310,51 @@ def test_a_worker_with_another_version_is_refused(cli, scheduler, tmp_path, monk
     r = cli(MURMURATION, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", scheduler)
     assert r.code == 2
     assert "install the same version on every worker" in r.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lost_scheduler_ends_the_render_in_one_line(capsys, tmp_path):
+    """The scheduler killed mid-render: exit 1, one line saying so, nothing written."""
+    from render.cli import main
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], **quiet)
+    worker = None
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until it listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                   address, "--nthreads", "1", "--nworkers", "1"], **quiet)
+        codes = []
+        out = tmp_path / "clip.mp4"
+        render = threading.Thread(target=lambda: codes.append(main([
+            str(MURMURATION), "-o", str(out), "--size", "640x360", "--frames", "60",
+            "--motion-blur", "8", "--quiet", "--scheduler", address])))
+        render.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(tmp_path.glob(".clip.segments-*")):
+            time.sleep(0.1)  # the render is under way once its segments folder exists
+        time.sleep(1)
+        scheduler.kill()
+        render.join(timeout=120)
+        assert not render.is_alive()
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+    assert codes == [1]
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "connection to the scheduler was lost" in lines[0], lines
     assert list(tmp_path.iterdir()) == []
