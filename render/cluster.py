@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .encode import VIDEO_SUFFIXES
 from .encode.images import SequenceWriter, encode_png, is_sequence
 from .errors import BoidsError, UsageError
 from .pipeline import FrameState, draw_range
@@ -264,40 +263,28 @@ def _version() -> str:
 
 def _check_versions(client, scheduler: str) -> None:
     """Every worker must draw with the same code as a local render would."""
-    from . import __version__
-
     try:
         found = client.run(_version)
     except ModuleNotFoundError:
         found = {"a worker": "not installed"}
-    other = {worker: v for worker, v in found.items() if v != __version__}
+    other = {worker: v for worker, v in found.items() if v != _version()}
     if other:
         worker, version = next(iter(other.items()))
         raise UsageError(f"--scheduler {scheduler}: {worker} has boids-render {version}, "
-                         f"this machine {__version__}; install the same version on every "
+                         f"this machine {_version()}; install the same version on every "
                          f"worker ({INSTALL})")
 
 
 def _check_clip(scene: Scene, output: str, overwrite: bool, resume: bool) -> None:
-    """What a clip split across a cluster cannot be, before any work is done."""
-    from .encode.video import check_clip
+    """What a clip split across a cluster cannot be, before any work is done: a GIF, or
+    whatever a local render would refuse."""
+    from .encode import open_writer
 
-    suffix = Path(output).suffix.lower()
-    if resume:
-        raise UsageError(f"{output}: --resume applies to PNG sequences; a clip is always "
-                         f"rendered whole")
-    if suffix == ".gif":
+    if Path(output).suffix.lower() == ".gif":
         raise UsageError(f"{output}: a GIF's palette comes from the whole clip, so it is "
                          f"not split across a cluster; render it without --scheduler, or "
                          f"render .mov or PNG frames on the cluster")
-    if suffix not in VIDEO_SUFFIXES:
-        from .encode import open_writer
-
-        open_writer(output, scene)  # raises the unsupported-output message
-    check_clip(output, scene.output.size, scene.output.fps, scene.output.transparent)
-    if not overwrite and Path(output).exists():
-        raise UsageError(f"{output}: already exists and --no-overwrite keeps it; remove it "
-                         f"or drop --no-overwrite to replace it")
+    open_writer(output, scene, resume=resume, overwrite=overwrite)  # checks, opens nothing
 
 
 def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
@@ -321,21 +308,24 @@ def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
     return max(1, per)
 
 
-def _scratch() -> str | None:
+def _worker():
+    """The Dask worker running this task; None outside one."""
     try:
         from distributed import get_worker
 
-        return get_worker().local_directory
-    except (ImportError, ValueError):  # called outside a worker
+        return get_worker()
+    except (ImportError, ValueError):
         return None
 
 
-def _reporter(token: str, segment: int):
-    try:
-        from distributed import get_worker
+def _scratch() -> str | None:
+    worker = _worker()
+    return worker.local_directory if worker else None
 
-        worker = get_worker()
-    except (ImportError, ValueError):  # called outside a worker
+
+def _reporter(token: str, segment: int):
+    worker = _worker()
+    if worker is None:
         return lambda done: None
     return lambda done: worker.log_event(TOPIC, (token, segment, done))
 
@@ -398,7 +388,8 @@ class _Destination:
 
                 parts = [self.folder / f"{segment:05d}{self.kind}"
                          for segment in sorted(self.frames)]
-                join_clips(parts, self.output, fps=self.fps, frames=self.total, overwrite=self.overwrite)
+                join_clips(parts, self.output, fps=self.fps, frames=self.total,
+                           overwrite=self.overwrite)
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -103,6 +103,14 @@ class FrameState:
     exposure: tuple = ()
     view: View | None = None
 
+    @classmethod
+    def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
+        """The state of a simulated `frame` (copies: the simulator reuses its arrays for the
+        next step) with the scene's camera at its time."""
+        return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
+                   frame.snapshot.neighbours.copy(), accent, frame.exposure,
+                   view_at(scene, float(frame.time), frame.followed))
+
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         if self.exposure:
             return draw_exposure(canvas, scene, self.exposure, self.neighbours, self.accent,
@@ -129,10 +137,7 @@ def simulated(scene: Scene, first: int, count: int,
         if rows is not None:
             rows.append({"frame": frame.index, "time_s": float(frame.time),
                          **diagnostics.measure(frame.snapshot, spacing)})
-        # Copies: the simulator reuses its arrays for the next step.
-        yield FrameState(frame.index, frame.positions.copy(), frame.velocities.copy(),
-                         frame.snapshot.neighbours.copy(), sim.accent, frame.exposure,
-                         view_at(scene, float(frame.time), frame.followed))
+        yield FrameState.of(frame, sim.accent, scene)
 
 
 def draw_range(scene: Scene, states: Iterable[FrameState], writer, *,
@@ -305,8 +310,8 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     blur["shutter"] *= fps / scene.output.fps
     frame = next(frames(sim, fps, 1, first=index, **blur))
     _require_finite(frame)
-    state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)
-    view = view_at(scene, float(frame.time), frame.followed)
+    still = FrameState.of(frame, sim.accent, scene)
+    state = (still.positions, still.velocities, still.neighbours, still.accent)
     toml = scene.to_toml()
     text = {
         "Software": f"boids-render {__version__}",
@@ -321,18 +326,15 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
 
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
         written = write_atomically(output, lambda tmp: write_vector(
-            tmp, scene, scene.output.size, dpi, *state, view=view, title=title),
+            tmp, scene, scene.output.size, dpi, *state, view=still.view, title=title),
             overwrite=overwrite)
     elif tile_size is not None:
         written = write_atomically(output, lambda tmp: _tiled_still(
-            scene, state, view, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
+            scene, state, still.view, tile_size, tmp, dpi=dpi, text=text),
+            overwrite=overwrite)
     else:
-        if bit_depth == 16:
-            pixels = _supersampled(scene, frame, state, view)
-        else:
-            canvas = Canvas(scene.output.size)
-            pixels = draw_exposure(canvas, scene, frame.exposure, *state[2:], view=view) \
-                if frame.exposure else draw_frame(canvas, scene, *state, view=view)
+        pixels = _supersampled(scene, still) if bit_depth == 16 else \
+            still.draw(Canvas(scene.output.size), scene)
         written = write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite)
     if not written:
         raise UsageError(f"{output}: exists (--no-overwrite)")
@@ -421,15 +423,14 @@ def _supersample(size: tuple[int, int]) -> int:
     return k
 
 
-def _supersampled(scene: Scene, frame, state, view) -> np.ndarray:
+def _supersampled(scene: Scene, still: FrameState) -> np.ndarray:
     """The still drawn `_supersample` times larger (the same picture: widths are in world
     units) and averaged down in floating point: (h, w, 3) uint16 RGB, or RGBA with straight
     alpha for a transparent still, with levels between the 256 of one 8-bit drawing."""
     width, height = scene.output.size
     k = _supersample(scene.output.size)  # ≥ 2: still_cost checked the size
     big = Canvas((width * k, height * k))
-    pixels = draw_exposure(big, scene, frame.exposure, *state[2:], view=view) \
-        if frame.exposure else draw_frame(big, scene, *state, view=view)
+    pixels = still.draw(big, scene)
     # cairo's colour is premultiplied by alpha: average it as it is, then divide.
     bgra = pixels.reshape(height, k, width, k, 4).mean(axis=(1, 3), dtype=np.float64)
     rgb = bgra[:, :, 2::-1]
@@ -474,11 +475,7 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
         if frame.index != target:
             continue
         _require_finite(frame)
-        args = (frame.snapshot.neighbours, sim.accent)
-        view = view_at(scene, float(frame.time), frame.followed)
-        pixels = draw_exposure(canvas, scene, frame.exposure, *args, view=view) \
-            if frame.exposure else draw_frame(canvas, scene, frame.positions,
-                                              frame.velocities, *args, view=view)
+        pixels = FrameState.of(frame, sim.accent, scene).draw(canvas, scene)
         x = gap + (slot % columns) * (thumb[0] + gap)
         y = gap + (slot // columns) * (thumb[1] + gap + label)
         sheet.pixels[y:y + thumb[1], x:x + thumb[0]] = pixels

@@ -206,30 +206,40 @@ class VideoWriter:
         code = self._proc.wait()
         if code != 0:
             raise EncodeError(f"ffmpeg failed writing {self.path}: {self._cause()}")
-        found = count_frames(self._tmp)
-        if found != self.expected:
-            raise EncodeError(f"{self.path}: expected {self.expected} frames, "
-                              f"ffmpeg wrote {found}")
-        if not place(self._tmp, self.path, overwrite=self.overwrite):
-            raise UsageError(f"{self.path}: appeared while rendering and --no-overwrite "
-                             f"keeps it; the new render was discarded")
+        _check_and_place(self._tmp, self.path, self.expected, "ffmpeg wrote",
+                         overwrite=self.overwrite)
 
     def _cause(self) -> str:
-        """ffmpeg's own account of a failure, on one line."""
-        self._log.seek(0)
-        lines = []
-        for line in self._log.read().decode("utf-8", "replace").splitlines():
-            line = _LOG_PREFIX.sub("", line).strip()
-            if line and line not in lines:
-                lines.append(line)
-        code = self._proc.returncode
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            lines.append(f"killed by {name} ({signal.strsignal(-code)})")
-        elif code:
-            lines.append(f"exit status {code}")
-        text = "; ".join(lines)
-        return text if len(text) <= 400 else text[:400] + " …"
+        return ffmpeg_account(self._log, self._proc.returncode)
+
+
+def ffmpeg_account(log, code: int | None) -> str:
+    """ffmpeg's own account of a failure, on one line: its stderr in the file `log`, and
+    how it ended (`code`: its exit status, negative for a signal)."""
+    log.seek(0)
+    lines = []
+    for line in log.read().decode("utf-8", "replace").splitlines():
+        line = _LOG_PREFIX.sub("", line).strip()
+        if line and line not in lines:
+            lines.append(line)
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        lines.append(f"killed by {name} ({signal.strsignal(-code)})")
+    elif code:
+        lines.append(f"exit status {code}")
+    text = "; ".join(lines)
+    return text if len(text) <= 400 else text[:400] + " …"
+
+
+def _check_and_place(tmp: Path, path: Path, expected: int, found_in: str, *,
+                     overwrite: bool) -> None:
+    """Rename the finished clip `tmp` to `path` once it holds `expected` frames."""
+    found = count_frames(tmp)
+    if found != expected:
+        raise EncodeError(f"{path}: expected {expected} frames, {found_in} {found}")
+    if not place(tmp, path, overwrite=overwrite):
+        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
+                         f"the new render was discarded")
 
 
 def count_frames(path: str | Path) -> int:
@@ -273,20 +283,10 @@ def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: in
                    *extra, "-f", muxer, str(tmp)]
             code = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=log).returncode
             if code != 0:
-                log.seek(0)
-                text = "; ".join(dict.fromkeys(
-                    _LOG_PREFIX.sub("", line).strip()
-                    for line in log.read().decode("utf-8", "replace").splitlines()
-                    if line.strip()))
                 raise EncodeError(f"ffmpeg failed joining the segments of {path}: "
-                                  f"{text[:400] or f'exit status {code}'}")
-            found = count_frames(tmp)
-            if found != frames:
-                raise EncodeError(f"{path}: expected {frames} frames, the joined segments "
-                                  f"hold {found}")
-            if not place(tmp, path, overwrite=overwrite):
-                raise UsageError(f"{path}: appeared while rendering and --no-overwrite "
-                                 f"keeps it; the new render was discarded")
+                                  f"{ffmpeg_account(log, code)}")
+            _check_and_place(tmp, path, frames, "the joined segments hold",
+                             overwrite=overwrite)
         finally:
             tmp.unlink(missing_ok=True)
             listing.unlink(missing_ok=True)
