@@ -248,12 +248,23 @@ def large_flocks(quick: bool = False) -> list[dict]:
                                                    1_000_000]
     targets = {} if quick else {100_000: "≤ 15 ms", 1_000_000: "≤ 200 ms"}
     sims = {birds: settled(birds, extra_steps=0) for birds in sizes}
+    # The same flock on one thread first, in a block of its own (a change of thread count
+    # between calls can slow the next two-thread calls): how much a second core gives.
+    middle = sizes[2]
+    with numba_threads(1):
+        alone = interleaved({middle: (sims[middle].advance, 1 if quick else 10)},
+                            rounds=3 if quick else 5)[middle]
     with numba_threads(2):
         # A few million bird-steps per size and round, all sizes in turns.
         times = interleaved({birds: (sim.advance, 1 if quick else max(2, 2_000_000 // birds))
                              for birds, sim in sims.items()}, rounds=3 if quick else 5)
     rows = [_result(f"{birds:,} birds, one step, 2 threads", times[birds], "ms",
                     target=target) for birds, target in targets.items()]
+    rows += [
+        _result(f"{middle:,} birds, one step, 1 thread", alone, "ms"),
+        _result(f"two threads' speed-up at {middle:,} birds", alone / times[middle], "×",
+                target="" if quick else "≈ 2 when both cores are free"),
+    ]
     per_bird = {b: t * 1e6 / b for b, t in times.items()}
     for birds, ns in per_bird.items():
         rows.append(_result(f"cost per bird-step at {birds:,} birds, 2 threads", ns, "ns"))

@@ -73,14 +73,18 @@ def _cell_side(radius: float, span_x: float, span_y: float, limit: int) -> float
 @serial
 def bounds(positions):
     """(min, max) over the birds of each coordinate, two (2,) arrays. (numpy's min(axis=0)
-    on an (n, 2) array walks it two elements at a time: 25x slower.)"""
-    lo = positions[0].copy()
-    hi = positions[0].copy()
+    on an (n, 2) array walks it two elements at a time: 25x slower. The running extremes
+    are scalars, not array elements, so they stay in registers.)"""
+    lo_x = hi_x = positions[0, 0]
+    lo_y = hi_y = positions[0, 1]
     for i in range(1, positions.shape[0]):
-        for axis in range(2):
-            lo[axis] = min(lo[axis], positions[i, axis])
-            hi[axis] = max(hi[axis], positions[i, axis])
-    return lo, hi
+        x = positions[i, 0]
+        y = positions[i, 1]
+        lo_x = min(lo_x, x)
+        hi_x = max(hi_x, x)
+        lo_y = min(lo_y, y)
+        hi_y = max(hi_y, y)
+    return np.array([lo_x, lo_y]), np.array([hi_x, hi_y])
 
 
 @serial
