@@ -73,6 +73,45 @@ def export_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
             _result(label, full, "s", reference=alone, target="≤ 1.15× ffmpeg alone")]
 
 
+def pipe_hand_off(quick: bool = False) -> list[dict]:
+    """CPU time of the writing thread per frame handed to ffmpeg through its stdin pipe
+    (ffmpeg reads raw BGRA and discards it), with the pipe as `VideoWriter` sets it up
+    against the kernel's default 64 KiB, in alternating rounds."""
+    import numpy as np
+
+    from render.encode.video import PIPE_BYTES, ffmpeg_exe, grow_pipe
+
+    (width, height), frames, rounds = (((480, 270), 20, 3) if quick
+                                       else ((1920, 1080), 150, 7))
+    pixels = np.random.default_rng(0).integers(0, 256, (height, width, 4), np.uint8)
+    data = memoryview(pixels).cast("B")
+    cmd = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "rawvideo",
+           "-pix_fmt", "bgra", "-s", f"{width}x{height}", "-i", "pipe:0", "-f", "null", "-"]
+
+    def hand_off(grown: bool) -> float:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        if grown:
+            grow_pipe(proc.stdin)
+        start = time.thread_time()
+        for _ in range(frames):
+            proc.stdin.write(data)
+        proc.stdin.close()
+        spent = time.thread_time() - start
+        if proc.wait() != 0:
+            raise RuntimeError(f"{cmd} failed with {proc.returncode}")
+        return spent * 1e3 / frames
+
+    times = {True: [], False: []}
+    for _ in range(rounds):
+        for grown in times:
+            times[grown].append(hand_off(grown))
+    grown, default = statistics.median(times[True]), statistics.median(times[False])
+    label = f"frame hand-off into ffmpeg's pipe, {width}x{height}, writer's CPU"
+    return [_result(f"{label}, {PIPE_BYTES >> 10} KiB pipe", grown, "ms",
+                    reference=default),
+            _result(f"{label}, the default 64 KiB pipe", default, "ms")]
+
+
 def _peak_rss(cmd: list[str]) -> tuple[float, float]:
     """Run `cmd`; return the peak resident memory (MiB) of its own process and of its
     largest child (the encoder), read from /proc while it runs."""

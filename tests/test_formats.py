@@ -175,3 +175,23 @@ theme = "{theme}"
         # A flat patch of the colour, 10x10 px, comes back whole within ±3 levels.
         patches = np.lib.stride_tricks.sliding_window_view(close, (10, 10)).all(axis=(2, 3))
         assert patches.any(), f"{name} not found within ±3 levels"
+
+
+def test_frames_reach_ffmpeg_through_an_enlarged_pipe(tmp_path):
+    # A 1080p frame is 8 MiB; through the kernel's default 64 KiB pipe its hand-off costs
+    # about twice the CPU on each side (benchmarks/export_bench.py, pipe_hand_off).
+    fcntl = pytest.importorskip("fcntl")
+    from fractions import Fraction
+    from pathlib import Path
+
+    import numpy as np
+
+    from render.encode.video import PIPE_BYTES, VideoWriter
+
+    with VideoWriter(tmp_path / "c.mp4", size=(64, 36), fps=Fraction(25), crf=18,
+                     frames=2) as writer:
+        size = fcntl.fcntl(writer._proc.stdin.fileno(), fcntl.F_GETPIPE_SZ)
+        for index in range(2):
+            writer.write(index, np.full((36, 64, 4), 255, np.uint8))
+    assert size == min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+    assert imageio_ffmpeg.count_frames_and_secs(str(tmp_path / "c.mp4"))[0] == 2

@@ -39,6 +39,29 @@ _BT709_FRAMES = "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt70
 _VP9_CRF_OFFSET = 13
 # GIF frame delays are whole hundredths of a second.
 GIF_MAX_FPS = 50
+# ffmpeg's stdin pipe, enlarged from the kernel's 64 KiB: see `grow_pipe`.
+PIPE_BYTES = 1 << 20
+
+
+def grow_pipe(pipe, size: int = PIPE_BYTES) -> int:
+    """Enlarge a pipe's kernel buffer to `size` bytes, or as far as the system allows
+    (/proc/sys/fs/pipe-max-size, 1 MiB by default for unprivileged processes); returns its
+    size, 0 where it cannot be set (elsewhere than Linux the pipe stays as it is).
+
+    Through the default 64 KiB a 1080p frame (8 MiB) takes 128 turns of writer and reader;
+    with 1 MiB the writer spends half the CPU on it (benchmarks/export_bench.py)."""
+    try:
+        import fcntl
+
+        fd = pipe.fileno()
+        try:
+            limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        except (OSError, ValueError):
+            limit = size
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(size, limit))
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    except (ImportError, AttributeError, OSError):
+        return 0
 
 
 def straight_alpha(bgra: np.ndarray) -> np.ndarray:
@@ -162,6 +185,7 @@ class VideoWriter:
             if isinstance(exc, OSError):
                 raise EncodeError(f"cannot run ffmpeg {exe}: {exc.strerror}") from None
             raise
+        grow_pipe(self._proc.stdin)
         return self
 
     def wants(self, index: int) -> bool:
