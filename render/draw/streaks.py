@@ -201,15 +201,21 @@ def frame_paths(scene: Scene, size: tuple[int, int], positions: np.ndarray,
 def outline_extents(paths: FramePaths) -> np.ndarray:
     """(n, 4) float64: x_min, y_min, x_max, y_max of each streak's outline, px."""
     points = paths.records.reshape(len(paths.records), -1, 2, 2)[:, :, 1, :]
-    return np.concatenate([points.min(axis=1), points.max(axis=1)], axis=1)
+    # Vertex-major and contiguous first: numpy's min(axis=1) straight over the records'
+    # short, strided vertex axis costs seven times as much (1.6 ms a 1080p frame).
+    by_vertex = np.ascontiguousarray(points.transpose(1, 0, 2))
+    return np.concatenate([by_vertex.min(axis=0), by_vertex.max(axis=0)], axis=1)
 
 
 def crop_paths(paths: FramePaths, extents: np.ndarray, *, x=(-math.inf, math.inf),
                y=(-math.inf, math.inf)) -> tuple[FramePaths, np.ndarray]:
     """The streaks whose outlines reach into the window x × y (px, closed intervals), and
     their extents: no other streak can colour a pixel of it."""
-    keep = np.flatnonzero((extents[:, 2] >= x[0]) & (extents[:, 0] <= x[1]) &
-                          (extents[:, 3] >= y[0]) & (extents[:, 1] <= y[1]))
+    inside = ((extents[:, 2] >= x[0]) & (extents[:, 0] <= x[1]) &
+              (extents[:, 3] >= y[0]) & (extents[:, 1] <= y[1]))
+    if inside.all():  # the usual frame of a clip: nothing to copy
+        return paths, extents
+    keep = np.flatnonzero(inside)
     return FramePaths(paths.records[keep], np.searchsorted(keep, paths.bounds),
                       paths.style), extents[keep]
 
