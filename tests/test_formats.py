@@ -39,6 +39,30 @@ def test_clip_format_reads_back_as_asked(cli, small_scene, tmp_path, suffix):
     assert not list(tmp_path.glob(".*partial*"))
 
 
+@pytest.mark.parametrize("suffix", list(FORMATS))
+def test_frames_counted_without_decoding_agree_with_a_decoder(cli, small_scene, tmp_path,
+                                                              suffix):
+    # The check before a clip takes its name counts packets; imageio-ffmpeg decodes.
+    from render.encode.video import count_frames
+
+    out = tmp_path / f"clip{suffix}"
+    extra = ["--transparent"] if suffix in (".mov", ".webm") else []
+    r = cli(small_scene, "-o", out, "--size", "160x90", "--fps", "25", "--frames", "37",
+            "--quiet", *extra)
+    assert r.code == 0, r.err
+    assert count_frames(out) == imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 37
+
+
+def test_a_file_that_is_no_clip_is_reported_by_name(tmp_path):
+    from render.encode.video import count_frames
+    from render.errors import EncodeError
+
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a clip" * 100)
+    with pytest.raises(EncodeError, match=r"cannot read back .*junk\.mp4: .*Invalid data"):
+        count_frames(junk)
+
+
 def test_gif_refuses_rates_its_delays_cannot_play(cli, small_scene, tmp_path):
     for fps in ("30", "60"):
         r = cli(small_scene, "-o", tmp_path / "x.gif", "--fps", fps, "--frames", "3")
