@@ -12,10 +12,12 @@ within a few hundred steps: the murmuration's tuned targets are measured on the
 trajectories this order produces.
 
 Where the time goes (3,600 settled birds, ~109 candidates and ~41 neighbours per bird):
-per cell its 3x3 block is copied into one buffer per coordinate; per bird one vectorised
-pass over the block tests every candidate and adds up the neighbours (masked, no branch);
-then the birds close enough to push, flagged in bit words by a second vectorised pass
-over the squared distances, and the square roots for those alone.
+per cell its 3x3 block is copied into one buffer per coordinate, padded with far-away
+dummies to a whole number of vector steps; per bird one vectorised pass over the block
+tests every candidate and adds up the neighbours (masked, no branch, no scalar remainder:
+its branch on each leftover candidate was mispredicted about half the time); then the
+birds close enough to push, flagged in bit words by a second vectorised pass over the
+squared distances, and the square roots for those alone.
 """
 
 import math
@@ -32,6 +34,10 @@ FALLOFF_POWER = {"unit": 0, "inverse": 1, "inverse_square": 2}
 # thousand birds, large enough that each item's scratch allocation is noise. Results do not
 # depend on it: every bird is computed alone.
 CHUNK = 256
+
+# A cell's block is padded to a multiple of this many candidates (two vector steps of
+# four): the candidate loop then never reaches its scalar remainder.
+PAD = 8
 
 # The birds in grid order are one (n, 6) array, a row per bird: everything the neighbour
 # search reads about a candidate sits in one cache line.
@@ -119,23 +125,25 @@ def _offset(bx, by, k, xi, yi, wrap, width, height):
 
 
 @vectorised
-def candidate_sums_open(xi, yi, me, total, block, dist2, width, height, r2):
+def candidate_sums_open(xi, yi, total, block, dist2, width, height, r2):
     """`candidate_sums` in an open world (or with walls)."""
-    return candidate_sums(xi, yi, me, total, block, dist2, False, width, height, r2)
+    return candidate_sums(xi, yi, total, block, dist2, False, width, height, r2)
 
 
 @vectorised
-def candidate_sums_torus(xi, yi, me, total, block, dist2, width, height, r2):
+def candidate_sums_torus(xi, yi, total, block, dist2, width, height, r2):
     """`candidate_sums` on a torus."""
-    return candidate_sums(xi, yi, me, total, block, dist2, True, width, height, r2)
+    return candidate_sums(xi, yi, total, block, dist2, True, width, height, r2)
 
 
 @inline
-def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
-    """Sums over the neighbours (within sqrt(r2), other than candidate `me`) of the bird at
-    (xi, yi) among the `total` candidates in `block` (6, ≥ total). Fills dist2[:total]
-    with each candidate's squared distance. Vectorised: no branch per candidate; called
-    through `candidate_sums_open` / `_torus`, compiled for a constant `wrap`.
+def candidate_sums(xi, yi, total, block, dist2, wrap, width, height, r2):
+    """Sums over the neighbours (within sqrt(r2)) of the bird at (xi, yi) among the
+    `total` candidates in `block` (6, ≥ total). Fills dist2[:total] with each candidate's
+    squared distance. The bird itself must not be among them as it is: `neighbourhood`
+    moves it to x = inf for its own pass, as it does the padding. Vectorised: no branch
+    per candidate; called through `candidate_sums_open` / `_torus`, compiled for a
+    constant `wrap`.
 
     Returns (count, vsum_x, vsum_y, offsum_x, offsum_y, usum_x, usum_y), count a float.
     """
@@ -145,13 +153,12 @@ def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
     bvy = block[VY]
     bux = block[UX]
     buy = block[UY]
-    me_u = uint64(me)
     count = vx = vy = ox = oy = ux = uy = 0.0
     for k in range(uint64(total)):
         dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
         d2 = dx * dx + dy * dy
         dist2[k] = d2
-        near = (d2 < r2) & (k != me_u)
+        near = d2 < r2
         count += 1.0 if near else 0.0
         vx += bvx[k] if near else 0.0
         vy += bvy[k] if near else 0.0
@@ -166,11 +173,12 @@ def candidate_sums(xi, yi, me, total, block, dist2, wrap, width, height, r2):
 def close_words(dist2, total, s2, words):
     """Bit j of words[w] set when candidate 64·w + j has dist2 < s2, for the `total`
     candidates: the birds close enough to push, found without a branch per candidate (an
-    OR over each word vectorises). words: uint64, ≥ ceil(total / 64)."""
+    OR over each word vectorises). Reads whole words: dist2 must hold inf (or anything
+    ≥ s2) from `total` up to the next multiple of 64. words: uint64, ≥ ceil(total / 64)."""
     for w in range((total + 63) // 64):
         base = 64 * w
         word = uint64(0)
-        for j in range(min(64, total - base)):
+        for j in range(64):
             word |= uint64(dist2[base + j] < s2) << uint64(j)
         words[w] = word
 
@@ -251,27 +259,36 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                 need = 0
                 for k in range(9):
                     need += spans[k, 1] - spans[k, 0]
-                if need > cap:
-                    cap = 2 * need
+                if (need + PAD + 63) // 64 * 64 > cap:
+                    cap = (2 * need + PAD + 63) // 64 * 64
                     block = np.empty((6, cap))
                     dist2 = np.empty(cap)
-                    words = np.empty(cap // 64 + 1, np.uint64)
+                    words = np.empty(cap // 64, np.uint64)
                 total, at = gather_block(birds, spans, 9, first, block)
+                # Dummies at x = y = inf: d² = inf, never a neighbour; no NaN, even on a
+                # torus (inf − width = inf).
+                padded = (total + PAD - 1) // PAD * PAD
+                for k in range(total, padded):
+                    block[X, k] = block[Y, k] = np.inf
+                    block[VX, k] = block[VY, k] = block[UX, k] = block[UY, k] = 0.0
+                for k in range(padded, (padded + 63) // 64 * 64):
+                    dist2[k] = np.inf
                 for i in range(slot, end):
                     me = at + i - first
                     xi = birds[i, X]
                     yi = birds[i, Y]
+                    block[X, me] = np.inf  # not its own neighbour: d² = inf
                     if wrap:
-                        out = candidate_sums_torus(xi, yi, me, total, block, dist2, width,
+                        out = candidate_sums_torus(xi, yi, padded, block, dist2, width,
                                                    height, r2)
                     else:
-                        out = candidate_sums_open(xi, yi, me, total, block, dist2, width,
+                        out = candidate_sums_open(xi, yi, padded, block, dist2, width,
                                                   height, r2)
+                    block[X, me] = xi
                     (sums[i, COUNT], sums[i, VSUM_X], sums[i, VSUM_Y], sums[i, OFF_X],
                      sums[i, OFF_Y], sums[i, USUM_X], sums[i, USUM_Y]) = out
-                    dist2[me] = np.inf
-                    close_words(dist2, total, s2, words)
-                    sx, sy, best = separation(xi, yi, block, dist2, words, total, wrap, width,
+                    close_words(dist2, padded, s2, words)
+                    sx, sy, best = separation(xi, yi, block, dist2, words, padded, wrap, width,
                                               height, sep_power)
                     if best == np.inf:  # no bird close enough to push: the nearest is farther
                         best = smallest(dist2, total)
