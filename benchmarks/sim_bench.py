@@ -157,7 +157,8 @@ def neighbour_search(quick: bool = False) -> list[dict]:
     candidate tested (1 thread), beside what the hardware needs to merely test a candidate
     (a vectorised distance count over the same candidates, no sums)."""
     from render.sim.grid import counting_sort
-    from render.sim.kernels import CANDIDATES, COUNT, N_SUMS, neighbourhood, sort_birds
+    from render.sim.kernels import (CANDIDATES, COUNT, N_COLUMNS, N_SUMS, neighbourhood,
+                                     sort_birds)
 
     birds = 900 if quick else BIRDS
     sim = settled(birds, extra_steps=10 if quick else SETTLED_STEPS)
@@ -166,7 +167,7 @@ def neighbour_search(quick: bool = False) -> list[dict]:
     rules, world = sim._rules, sim._world
     order, cell_start, _ = counting_sort(pos, shape.x0, shape.y0, shape.cw, shape.ch,
                                          shape.nx, shape.ny)
-    rows = np.empty((len(pos), 6))
+    rows = np.empty((len(pos), N_COLUMNS))
     sort_birds(pos, vel, order, rows)
     sums = np.empty((len(pos), N_SUMS))
 
@@ -202,7 +203,7 @@ def step_phases(quick: bool = False) -> list[dict]:
     and Python around it (grid bounds, hawk position, arguments, Snapshot)."""
     from render.sim import step
     from render.sim.grid import counting_sort
-    from render.sim.kernels import N_SUMS, neighbourhood, sort_birds
+    from render.sim.kernels import N_COLUMNS, N_SUMS, neighbourhood, sort_birds
 
     birds = 900 if quick else BIRDS
     sim = settled(birds, extra_steps=10 if quick else SETTLED_STEPS)
@@ -212,7 +213,7 @@ def step_phases(quick: bool = False) -> list[dict]:
     extras = sim._step_extras(sim.hawk_position())
     grid = (shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny)
     order, cell_start, _ = counting_sort(pos, *grid)
-    rows, sums = np.empty((len(pos), 6)), np.empty((len(pos), N_SUMS))
+    rows, sums = np.empty((len(pos), N_COLUMNS)), np.empty((len(pos), N_SUMS))
     calls = {
         "sort": lambda: counting_sort(pos, *grid),
         "gather": lambda: sort_birds(pos, vel, order, rows),

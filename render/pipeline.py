@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import queue
 import sys
@@ -124,7 +123,6 @@ def simulated(scene: Scene, first: int, count: int,
     """The states of frames first .. first+count−1, simulated from the start (a loop's
     head morphing from its tail); each frame's diagnostics are appended to `rows` when
     given."""
-    spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
     sim = Simulation(scene)
     stream = frames(sim, scene.output.fps, count, first=first, **exposure(scene))
     crossfade = _crossfade_frames(scene, first)
@@ -136,7 +134,7 @@ def simulated(scene: Scene, first: int, count: int,
         _require_finite(frame)
         if rows is not None:
             rows.append({"frame": frame.index, "time_s": float(frame.time),
-                         **diagnostics.measure(frame.snapshot, spacing)})
+                         **diagnostics.measure(frame.snapshot, scene)})
         yield FrameState.of(frame, sim.accent, scene)
 
 

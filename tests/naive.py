@@ -94,6 +94,19 @@ def naive_rules(pos, vel, *, width, height, boundary, radius, sep_radius, fallof
     return dict(sep=sep, ali=ali, coh=coh, count=count, nearest=nearest)
 
 
+def naive_local_headings(pos, vel, *, width, height, boundary, radius):
+    """(n, 2) mean of the unit headings u_j over each bird's neighbours and itself (SPEC §7's
+    local polarisation is its length); a bird at rest has u = 0 and still counts."""
+    pos = np.asarray(pos, dtype=np.float64)
+    vel = np.asarray(vel, dtype=np.float64)
+    speed = np.sqrt(vel[:, 0] ** 2 + vel[:, 1] ** 2)
+    unit = np.where(speed[:, None] > 0, vel / np.where(speed > 0, speed, 1.0)[:, None], 0.0)
+    offsets = pair_offsets(pos, width, height, boundary)
+    distance = np.sqrt(offsets[..., 0] ** 2 + offsets[..., 1] ** 2)
+    group = neighbour_matrix(distance, radius) | np.eye(len(pos), dtype=bool)
+    return (group[..., None] * unit[None, :, :]).sum(axis=1) / group.sum(axis=1)[:, None]
+
+
 def naive_accel(pos, vel, *, width, height, boundary, radius, sep_radius, falloff,
                 alignment, w_sep, w_ali, w_coh, max_force=np.inf):
     """Flocking acceleration (n, 2) and neighbour counts (n,): Σ clamp(w·rule)."""

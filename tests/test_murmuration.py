@@ -6,7 +6,6 @@ diagnostics of 400 frames at 60 fps after the 60 settling steps.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +22,8 @@ FRAMES = 400
 def diagnostics(seed: int) -> dict[str, np.ndarray]:
     scene = load_scene(SCENE, [("scene.seed", str(seed), "--seed")])
     assert scene.output.fps == 60 and scene.scene.settle_steps == 60
-    spacing = math.sqrt(scene.world.width * scene.world.height / scene.count)
-    rows = [measure(f.snapshot, spacing) for f in frames(Simulation(scene), scene.output.fps,
-                                                          FRAMES)]
+    rows = [measure(f.snapshot, scene) for f in frames(Simulation(scene), scene.output.fps,
+                                                        FRAMES)]
     return {key: np.array([r[key] for r in rows]) for key in rows[0]}
 
 

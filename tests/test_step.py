@@ -64,7 +64,7 @@ def assert_same_steps(scene, steps, setup=None):
     for k in range(steps):
         a, b = fused.advance(), composed_step(composed)
         for field in ("positions", "velocities", "neighbours", "candidates", "nearest",
-                      "local_heading", "inside"):
+                      "inside"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field),
                                           err_msg=f"{field} differ at step {k}")
         assert a.hawk == b.hawk
@@ -198,5 +198,5 @@ def test_fused_step_is_identical_for_one_and_two_threads():
     (p1, v1, s1), (p2, v2, s2) = runs
     np.testing.assert_array_equal(p1, p2)
     np.testing.assert_array_equal(v1, v2)
-    for field in ("neighbours", "candidates", "nearest", "local_heading", "inside"):
+    for field in ("neighbours", "candidates", "nearest", "inside"):
         np.testing.assert_array_equal(getattr(s1, field), getattr(s2, field))

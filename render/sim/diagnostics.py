@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .simulate import Snapshot, unit_headings
+from ..scene import Scene
+from .simulate import Snapshot, local_headings, unit_headings
 
 COLUMNS = ("frame", "time_s", "global_polarisation", "local_polarisation",
            "neighbours_mean", "neighbours_p10", "neighbours_p50", "neighbours_p90",
@@ -22,17 +23,24 @@ HOLE_DENSITY = 0.25
 HOLE_STRAGGLERS = 4
 
 
-def measure(snap: Snapshot, spacing: float) -> dict[str, float]:
-    """Diagnostics of one state; `spacing` = sqrt(world area / count)."""
+def spacing(scene: Scene) -> float:
+    """sqrt(world area / count): the mean distance between birds, the diagnostics' unit."""
+    return math.sqrt(scene.world.width * scene.world.height / scene.count)
+
+
+def measure(snap: Snapshot, scene: Scene) -> dict[str, float]:
+    """Diagnostics of one state of this scene's flock."""
+    s = spacing(scene)
     unit = unit_headings(snap.velocities)
     moving = np.any(unit != 0.0, axis=1)
     global_pol = float(np.hypot(*unit[moving].mean(axis=0))) if moving.any() else 0.0
     has = snap.neighbours > 0
-    local = np.hypot(snap.local_heading[has, 0], snap.local_heading[has, 1])
+    heading = local_headings(snap, scene)
+    local = np.hypot(heading[has, 0], heading[has, 1])
     local_pol = float(local.mean()) if has.any() else math.nan
     p10, p50, p90 = np.percentile(snap.neighbours, [10, 50, 90])
     nearest = snap.nearest[np.isfinite(snap.nearest)]
-    nn = float(np.median(nearest)) / spacing if nearest.size else math.nan
+    nn = float(np.median(nearest)) / s if nearest.size else math.nan
     return {
         "global_polarisation": global_pol,
         "local_polarisation": local_pol,
@@ -43,7 +51,7 @@ def measure(snap: Snapshot, spacing: float) -> dict[str, float]:
         "nearest_median_spacings": nn,
         "candidates_mean": float(snap.candidates.mean()),
         "inside_share": float(snap.inside.mean()) if snap.inside is not None else math.nan,
-        "hole_radius": hole_radius(snap.positions, snap.hawk, spacing),
+        "hole_radius": hole_radius(snap.positions, snap.hawk, s),
     }
 
 

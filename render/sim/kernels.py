@@ -39,14 +39,15 @@ CHUNK = 256
 # four): the candidate loop then never reaches its scalar remainder.
 PAD = 8
 
-# The birds in grid order are one (n, 6) array, a row per bird: everything the neighbour
+# The birds in grid order are one (n, 4) array, a row per bird: everything the neighbour
 # search reads about a candidate sits in one cache line.
-X, Y, VX, VY, UX, UY = range(6)
+X, Y, VX, VY = range(4)
+N_COLUMNS = 4
 
 # Columns of the per-bird sums `neighbourhood` returns, (n, N_SUMS) float64 (the counts are
 # small integers, exact in a float64): one row per bird, read back in one go.
-COUNT, CANDIDATES, SEP_X, SEP_Y, VSUM_X, VSUM_Y, OFF_X, OFF_Y, USUM_X, USUM_Y, NEAREST = range(11)
-N_SUMS = 11
+COUNT, CANDIDATES, SEP_X, SEP_Y, VSUM_X, VSUM_Y, OFF_X, OFF_Y, NEAREST = range(9)
+N_SUMS = 9
 
 
 @serial
@@ -83,7 +84,7 @@ def block_cells(c, nx, ny, wrap, cell_start, spans):
 
 @serial
 def gather_block(birds, spans, n_spans, first, block):
-    """Copy the candidates of one cell's block from `birds` (n, 6) into `block` (6, ≥ total),
+    """Copy the candidates of one cell's block from `birds` (n, 4) into `block` (4, ≥ total),
     transposed, in visiting order: every bird of the cell then scans one contiguous buffer
     per coordinate instead of nine ranges. Returns (total, where slot `first` landed)."""
     total = 0
@@ -98,7 +99,7 @@ def gather_block(birds, spans, n_spans, first, block):
         # modulo 2⁶⁴.)
         base = uint64(total) - uint64(a)
         for j in range(uint64(a), uint64(b)):
-            for col in range(6):
+            for col in range(N_COLUMNS):
                 block[col, base + j] = birds[j, col]
         total += b - a
     return total, at
@@ -139,21 +140,19 @@ def candidate_sums_torus(xi, yi, total, block, dist2, width, height, r2):
 @inline
 def candidate_sums(xi, yi, total, block, dist2, wrap, width, height, r2):
     """Sums over the neighbours (within sqrt(r2)) of the bird at (xi, yi) among the
-    `total` candidates in `block` (6, ≥ total). Fills dist2[:total] with each candidate's
+    `total` candidates in `block` (4, ≥ total). Fills dist2[:total] with each candidate's
     squared distance. The bird itself must not be among them as it is: `neighbourhood`
     moves it to x = inf for its own pass, as it does the padding. Vectorised: no branch
     per candidate; called through `candidate_sums_open` / `_torus`, compiled for a
     constant `wrap`.
 
-    Returns (count, vsum_x, vsum_y, offsum_x, offsum_y, usum_x, usum_y), count a float.
+    Returns (count, vsum_x, vsum_y, offsum_x, offsum_y), count a float.
     """
     bx = block[X]
     by = block[Y]
     bvx = block[VX]
     bvy = block[VY]
-    bux = block[UX]
-    buy = block[UY]
-    count = vx = vy = ox = oy = ux = uy = 0.0
+    count = vx = vy = ox = oy = 0.0
     for k in range(uint64(total)):
         dx, dy = _offset(bx, by, k, xi, yi, wrap, width, height)
         d2 = dx * dx + dy * dy
@@ -164,9 +163,7 @@ def candidate_sums(xi, yi, total, block, dist2, wrap, width, height, r2):
         vy += bvy[k] if near else 0.0
         ox += dx if near else 0.0
         oy += dy if near else 0.0
-        ux += bux[k] if near else 0.0
-        uy += buy[k] if near else 0.0
-    return count, vx, vy, ox, oy, ux, uy
+    return count, vx, vy, ox, oy
 
 
 @serial
@@ -228,13 +225,12 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                   sep_power, sums):
     """Per-bird sums over the metric neighbours found in the 3x3 block of cells.
 
-    birds: (n, 6) float64 in grid (sorted) order, columns X, Y, VX, VY, UX, UY (u: unit
-    heading); cell_start (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per
+    birds: (n, 4) float64 in grid (sorted) order, columns X, Y, VX, VY; cell_start (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per
     sorted slot:
       COUNT                 neighbours within `radius`
       CANDIDATES            other birds tested (the 3x3 block)
       SEP_X, SEP_Y          Σ (p_i − p_j)/d · d^−sep_power over d < sep_radius, d > 0
-      VSUM_*, OFF_*, USUM_* Σ v_j, Σ (p_j − p_i) (torus-aware), Σ u_j
+      VSUM_*, OFF_*         Σ v_j, Σ (p_j − p_i) (torus-aware)
       NEAREST               nearest-neighbour distance (inf when none within radius)
     """
     n = birds.shape[0]
@@ -245,7 +241,7 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
         hi = min(n, lo + CHUNK)
         spans = np.empty((9, 2), np.int64)
         cap = 0
-        block = np.empty((6, 0))
+        block = np.empty((N_COLUMNS, 0))
         dist2 = np.empty(0)
         words = np.empty(0, np.uint64)
         # The cell holding slot lo; then every cell overlapping [lo, hi), in order.
@@ -261,7 +257,7 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                     need += spans[k, 1] - spans[k, 0]
                 if (need + PAD + 63) // 64 * 64 > cap:
                     cap = (2 * need + PAD + 63) // 64 * 64
-                    block = np.empty((6, cap))
+                    block = np.empty((N_COLUMNS, cap))
                     dist2 = np.empty(cap)
                     words = np.empty(cap // 64, np.uint64)
                 total, at = gather_block(birds, spans, 9, first, block)
@@ -270,7 +266,7 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                 padded = (total + PAD - 1) // PAD * PAD
                 for k in range(total, padded):
                     block[X, k] = block[Y, k] = np.inf
-                    block[VX, k] = block[VY, k] = block[UX, k] = block[UY, k] = 0.0
+                    block[VX, k] = block[VY, k] = 0.0
                 for k in range(padded, (padded + 63) // 64 * 64):
                     dist2[k] = np.inf
                 for i in range(slot, end):
@@ -286,7 +282,7 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                                                   height, r2)
                     block[X, me] = xi
                     (sums[i, COUNT], sums[i, VSUM_X], sums[i, VSUM_Y], sums[i, OFF_X],
-                     sums[i, OFF_Y], sums[i, USUM_X], sums[i, USUM_Y]) = out
+                     sums[i, OFF_Y]) = out
                     close_words(dist2, padded, s2, words)
                     sx, sy, best = separation(xi, yi, block, dist2, words, padded, wrap, width,
                                               height, sep_power)
@@ -301,26 +297,24 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
 
 
 def split_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
-    """`neighbourhood`'s columns by name: count, cand (int64), sep, vsum, offsum, usum
-    (n, 2), nn (n,)."""
+    """`neighbourhood`'s columns by name: count, cand (int64), sep, vsum, offsum (n, 2),
+    nn (n,)."""
     return dict(count=sums[:, COUNT].astype(np.int64),
                 cand=sums[:, CANDIDATES].astype(np.int64),
                 sep=sums[:, SEP_X:SEP_Y + 1].copy(), vsum=sums[:, VSUM_X:VSUM_Y + 1].copy(),
-                offsum=sums[:, OFF_X:OFF_Y + 1].copy(),
-                usum=sums[:, USUM_X:USUM_Y + 1].copy(), nn=sums[:, NEAREST].copy())
+                offsum=sums[:, OFF_X:OFF_Y + 1].copy(), nn=sums[:, NEAREST].copy())
 
 
 @parallel
 def sort_birds(pos, vel, order, birds):
-    """Fill `birds` (n, 6) with the birds in grid order, rows X, Y, VX, VY, UX, UY: sorted
-    slot k is bird order[k]; (UX, UY) its unit heading (zero at rest)."""
+    """Fill `birds` (n, 4) with the birds in grid order, columns X, Y, VX, VY: sorted
+    slot k is bird order[k]."""
     for k in prange(pos.shape[0]):
         b = order[k]
         birds[k, X] = pos[b, 0]
         birds[k, Y] = pos[b, 1]
         birds[k, VX] = vel[b, 0]
         birds[k, VY] = vel[b, 1]
-        birds[k, UX], birds[k, UY] = heading(vel[b, 0], vel[b, 1])
 
 
 @serial
@@ -429,12 +423,3 @@ def integrate(pos, vel, acc, turn, dt, min_speed, max_speed, wrap, width, height
             pos[i, 0], pos[i, 1], vel[i, 0], vel[i, 1], acc[i, 0], acc[i, 1], turn[i], dt,
             min_speed, max_speed, wrap, width, height)
     return new_pos, new_vel
-
-
-@serial
-def heading(vx, vy):
-    """v/|v|, or zero for a bird at rest."""
-    speed = math.sqrt(vx * vx + vy * vy)
-    if speed > 0.0:
-        return vx / speed, vy / speed
-    return 0.0, 0.0

@@ -28,8 +28,7 @@ class Snapshot:
 
     step: steps after settling (0 is frame 0's state). positions, velocities: (n, 2).
     neighbours, candidates: (n,) int64; nearest: (n,) nearest-neighbour distance (inf
-    when none within the perception radius); local_heading: (n, 2) mean unit heading over
-    each bird's neighbours and itself. inside: (n,) bool, inside the containment ellipse
+    when none within the perception radius). inside: (n,) bool, inside the containment ellipse
     (None without containment). hawk: the hawk's (x, y) while it is out, else None.
     followed: the flock's centroid smoothed by the camera's critically damped follow
     (None unless the camera follows it).
@@ -41,15 +40,13 @@ class Snapshot:
     neighbours: np.ndarray
     candidates: np.ndarray
     nearest: np.ndarray
-    local_heading: np.ndarray
     inside: np.ndarray | None = None
     hawk: tuple[float, float] | None = None
     followed: tuple[float, float] | None = None
 
 
 def unit_headings(vel: np.ndarray) -> np.ndarray:
-    """v/|v| per row; zero for birds with zero speed. (sqrt, not hypot: the same values as
-    the kernels' `heading`, at a tenth of the cost.)"""
+    """v/|v| per row; zero for birds with zero speed."""
     speed = np.sqrt(vel[:, 0] * vel[:, 0] + vel[:, 1] * vel[:, 1])
     out = np.zeros_like(vel)
     moving = speed > 0
@@ -70,6 +67,22 @@ def neighbour_sums(pos: np.ndarray, vel: np.ndarray, shape: GridShape, wrap: boo
                   sep_radius, sep_power, work.sums)
     work.mine[order] = work.sums
     return split_sums(work.mine)
+
+
+def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
+    """(n, 2) mean unit heading over each bird's neighbours and itself, by bird (its length
+    is SPEC §7's local polarisation). A neighbourhood pass of its own, over the unit headings
+    in place of the velocities: only the diagnostics read it, so the step does not carry
+    two more sums through its candidate loop."""
+    world, rules = scene.world, scene.rules
+    wrap = world.boundary == "wrap"
+    pos = snap.positions
+    unit = unit_headings(snap.velocities)
+    shape = grid_shape(pos, rules.perception_radius, world.width, world.height, wrap)
+    sums = neighbour_sums(pos, unit, shape, wrap, world.width, world.height,
+                          rules.perception_radius, rules.separation_radius,
+                          FALLOFF_POWER[rules.falloff])
+    return (sums["vsum"] + unit) / (sums["count"] + 1)[:, None]
 
 
 class Simulation:
@@ -133,10 +146,10 @@ class Simulation:
         vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
         shape = self._grid(pos)
         hawk = self.hawk_position()
-        new_pos, new_vel, neighbours, candidates, nearest, local, inside = step.advance_flock(
+        new_pos, new_vel, neighbours, candidates, nearest, inside = step.advance_flock(
             pos, vel, shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny,
             self._world, self._rules, self._motion, self._step_extras(hawk), self._work_for(pos))
-        snap = Snapshot(self.step_index, pos, vel, neighbours, candidates, nearest, local,
+        snap = Snapshot(self.step_index, pos, vel, neighbours, candidates, nearest,
                         inside if self.scene.containment is not None else None, hawk,
                         self._follow_step(pos))
         self.positions, self.velocities = new_pos, new_vel
@@ -156,12 +169,11 @@ class Simulation:
                               rules.sep_power)
         count = sums["count"]
         acc = steer(count, sums["sep"], sums["vsum"], sums["offsum"], vel, *self._rule_args)
-        local = (sums["usum"] + unit_headings(vel)) / (count + 1)[:, None]
         inside = None
         if scene.containment is not None:
             inside = forces.ellipse_outside(pos, self.centre, self.semi_axes)[0] == 0.0
-        snap = Snapshot(self.step_index, pos, vel, count, sums["cand"], sums["nn"], local,
-                        inside, self.hawk_position())
+        snap = Snapshot(self.step_index, pos, vel, count, sums["cand"], sums["nn"], inside,
+                        self.hawk_position())
         return snap, acc
 
     def hawk_position(self) -> tuple[float, float] | None:

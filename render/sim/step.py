@@ -19,9 +19,9 @@ import numpy as np
 from . import forces
 from .grid import counting_sort
 from .jit import inline, parallel, prange
-from .kernels import (CANDIDATES, COUNT, N_SUMS, NEAREST, OFF_X, OFF_Y, SEP_X, SEP_Y,
-                      USUM_X, USUM_Y, VSUM_X, VSUM_Y, heading, integrate_bird, neighbourhood,
-                      sort_birds, steer_bird)
+from .kernels import (CANDIDATES, COUNT, N_COLUMNS, N_SUMS, NEAREST, OFF_X, OFF_Y, SEP_X,
+                      SEP_Y, VSUM_X, VSUM_Y, integrate_bird, neighbourhood, sort_birds,
+                      steer_bird)
 
 
 class World(NamedTuple):
@@ -95,13 +95,13 @@ class Workspace(NamedTuple):
     fresh from the OS on every allocation, and first touching their pages each step costs
     as much as filling them.)"""
 
-    birds: np.ndarray  # (n, 6): the birds in grid order, see kernels.sort_birds
+    birds: np.ndarray  # (n, N_COLUMNS): the birds in grid order, see kernels.sort_birds
     sums: np.ndarray  # (n, N_SUMS): their neighbourhood sums, grid order
     mine: np.ndarray  # (n, N_SUMS): the same rows by bird identity
 
 
 def workspace(n: int) -> Workspace:
-    return Workspace(np.empty((n, 6)), np.empty((n, N_SUMS)), np.empty((n, N_SUMS)))
+    return Workspace(np.empty((n, N_COLUMNS)), np.empty((n, N_SUMS)), np.empty((n, N_SUMS)))
 
 
 @parallel
@@ -111,8 +111,8 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
     pos, vel: (n, 2) float64 by bird identity; the grid (x0, y0, cw, ch, nx, ny) from
     `grid_shape`; work: a `Workspace` for n birds. Returns, all by bird identity: new pos,
     new vel (n, 2); and what the neighbourhood of the state that was read measured:
-    neighbours, candidates (n,) int64, nearest (n,), local_heading (n, 2), inside (n,) bool
-    (all True without containment).
+    neighbours, candidates (n,) int64, nearest (n,), inside (n,) bool (all True without
+    containment).
     """
     n = pos.shape[0]
     order, cell_start, slot = counting_sort(pos, x0, y0, cw, ch, nx, ny)
@@ -146,7 +146,6 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
     neighbours = np.empty(n, np.int64)
     candidates = np.empty(n, np.int64)
     nearest = np.empty(n)
-    local = np.empty((n, 2))
     inside = np.ones(n, np.bool_)
     for b in prange(n):
         count = sums[b, COUNT]
@@ -163,10 +162,7 @@ def advance_flock(pos, vel, x0, y0, cw, ch, nx, ny, world, rules, motion, extras
         neighbours[b] = np.int64(count)
         candidates[b] = np.int64(sums[b, CANDIDATES])
         nearest[b] = sums[b, NEAREST]
-        ux, uy = heading(vx, vy)
-        local[b, 0] = (sums[b, USUM_X] + ux) / (count + 1.0)
-        local[b, 1] = (sums[b, USUM_Y] + uy) / (count + 1.0)
-    return new_pos, new_vel, neighbours, candidates, nearest, local, inside
+    return new_pos, new_vel, neighbours, candidates, nearest, inside
 
 
 @inline
