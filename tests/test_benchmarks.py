@@ -22,8 +22,31 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
     for needle in ("one step, 1 thread", "all-pairs numpy", "cost per bird-step",
                    "drawing 3,600 streaks", "matplotlib", "ffmpeg alone", "full export",
                    "peak memory", "poster", "--help", "1-frame render",
-                   "Dask LocalCluster"):
+                   "Dask LocalCluster", "machine busy with other work during the export"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()
         assert value and not any(bad in value for bad in ("nan", "inf")), row
+
+
+def _run_module():
+    """benchmarks/run, a script without a .py suffix, imported."""
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+
+    loader = SourceFileLoader("bench_run", str(ROOT / "benchmarks" / "run"))
+    module = module_from_spec(spec_from_loader("bench_run", loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_host_load_is_the_machine_s_busy_time_less_our_own():
+    host_load = _run_module().host_load
+    # 2 cores for 10 s: 20 s of CPU; 13 s busy, 9 of them ours, 1 s stolen.
+    (row,) = host_load("the export", (100.0, 5.0, 1000.0), (113.0, 6.0, 1020.0), 9.0)
+    assert row["value"] == 4 / 20 * 100
+    assert "during the export" in row["figure"] and "hypervisor: 5 %" in row["figure"]
+    # Coarse clock ticks can leave our own time above the machine's busy time: 0, not less.
+    (row,) = host_load("x", (100.0, 0.0, 1000.0), (108.0, 0.0, 1020.0), 8.5)
+    assert row["value"] == 0.0
+    assert host_load("x", None, (1.0, 0.0, 2.0), 0.0) == []
