@@ -201,8 +201,9 @@ def step_phases(quick: bool = False) -> list[dict]:
     field (three polynomial sines for φ, cos and sin of the turn per bird), the
     rest of the fused kernel (steering, containment, hawk, integration, identity order),
     and Python around it (grid bounds, hawk position, arguments, Snapshot). Every part
-    runs on the same state: the step is timed from it again and again, since the step's
-    cost moves with the flock (the hawk, how clustered it is) as much as by this."""
+    runs on the same state, the whole step too (put back to it before each call): the
+    step's cost moves with the flock (the hawk, how clustered it is), which would
+    otherwise read as Python overhead."""
     from render.sim import step
     from render.sim.grid import counting_sort
     from render.sim.kernels import N_COLUMNS, N_SUMS, neighbourhood, sort_birds
