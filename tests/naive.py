@@ -95,8 +95,8 @@ def naive_rules(pos, vel, *, width, height, boundary, radius, sep_radius, fallof
 
 
 def naive_local_headings(pos, vel, *, width, height, boundary, radius):
-    """(n, 2) mean of the unit headings u_j over each bird's neighbours and itself (SPEC §7's
-    local polarisation is its length); a bird at rest has u = 0 and still counts."""
+    """(n, 2) mean of the unit headings u_j over each bird's neighbours and itself, birds at
+    rest skipped (SPEC §7's local polarisation is its length); zero where all are at rest."""
     pos = np.asarray(pos, dtype=np.float64)
     vel = np.asarray(vel, dtype=np.float64)
     speed = np.sqrt(vel[:, 0] ** 2 + vel[:, 1] ** 2)
@@ -104,7 +104,9 @@ def naive_local_headings(pos, vel, *, width, height, boundary, radius):
     offsets = pair_offsets(pos, width, height, boundary)
     distance = np.sqrt(offsets[..., 0] ** 2 + offsets[..., 1] ** 2)
     group = neighbour_matrix(distance, radius) | np.eye(len(pos), dtype=bool)
-    return (group[..., None] * unit[None, :, :]).sum(axis=1) / group.sum(axis=1)[:, None]
+    group &= (speed > 0)[None, :]
+    members = np.maximum(group.sum(axis=1), 1)
+    return (group[..., None] * unit[None, :, :]).sum(axis=1) / members[:, None]
 
 
 def naive_accel(pos, vel, *, width, height, boundary, radius, sep_radius, falloff,

@@ -18,6 +18,7 @@ import render.sim.simulate as simulate
 from naive import (naive_accel, naive_integrate, naive_local_headings, naive_rules,
                    naive_step, naive_total_accel)
 from render.scene import build_scene
+from render.sim import diagnostics
 from render.sim.grid import counting_sort, grid_shape
 from render.sim.kernels import FALLOFF_POWER, integrate, steer
 from render.sim.simulate import Simulation, local_headings
@@ -174,6 +175,25 @@ def test_worked_example_local_heading():
     snap, _ = simulation_at(scene, WORKED_POS, WORKED_VEL).measure()
     np.testing.assert_allclose(local_headings(snap, scene)[0], [1 / 3, 0.0], rtol=0,
                                atol=1e-15)
+
+
+def test_worked_example_local_heading_skips_birds_at_rest():
+    # Bird 1 at rest (SPEC §7: birds with zero speed skipped). Bird 0: its own (1, 0) and
+    # bird 2's (0, −1), over 2 (not 3); bird 1: bird 0's alone; bird 2: bird 0's and its own.
+    scene = worked_scene()
+    vel = WORKED_VEL.copy()
+    vel[1] = 0.0
+    snap, _ = simulation_at(scene, WORKED_POS, vel).measure()
+    np.testing.assert_allclose(local_headings(snap, scene),
+                               [[0.5, -0.5], [1.0, 0.0], [0.5, -0.5]], rtol=0, atol=1e-15)
+    # The polarisation averages over the moving birds 0 and 2 only: |(0.5, −0.5)| each.
+    stats = diagnostics.measure(snap, scene)
+    assert stats["local_polarisation"] == pytest.approx(math.sqrt(0.5), abs=1e-15)
+    assert stats["global_polarisation"] == pytest.approx(math.sqrt(0.5), abs=1e-15)
+    # Nobody moving: no heading anywhere, and no bird to average over.
+    snap, _ = simulation_at(scene, WORKED_POS, np.zeros((3, 2))).measure()
+    assert not local_headings(snap, scene).any()
+    assert math.isnan(diagnostics.measure(snap, scene)["local_polarisation"])
 
 
 @pytest.mark.parametrize("boundary", ["wrap", "none"])

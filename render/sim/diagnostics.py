@@ -34,7 +34,7 @@ def measure(snap: Snapshot, scene: Scene) -> dict[str, float]:
     unit = unit_headings(snap.velocities)
     moving = np.any(unit != 0.0, axis=1)
     global_pol = float(np.hypot(*unit[moving].mean(axis=0))) if moving.any() else 0.0
-    has = snap.neighbours > 0
+    has = (snap.neighbours > 0) & moving
     heading = local_headings(snap, scene)
     local = np.hypot(heading[has, 0], heading[has, 1])
     local_pol = float(local.mean()) if has.any() else math.nan

@@ -70,19 +70,31 @@ def neighbour_sums(pos: np.ndarray, vel: np.ndarray, shape: GridShape, wrap: boo
 
 
 def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
-    """(n, 2) mean unit heading over each bird's neighbours and itself, by bird (its length
-    is SPEC §7's local polarisation). A neighbourhood pass of its own, over the unit headings
-    in place of the velocities: only the diagnostics read it, so the step does not carry
-    two more sums through its candidate loop."""
+    """(n, 2) mean unit heading over each bird's neighbours and itself, birds at rest
+    skipped, by bird (its length is SPEC §7's local polarisation); zero where all of them
+    are at rest. A neighbourhood pass of its own, over the unit headings in place of the
+    velocities: only the diagnostics read it, so the step does not carry two more sums
+    through its candidate loop."""
     world, rules = scene.world, scene.rules
     wrap = world.boundary == "wrap"
     pos = snap.positions
     unit = unit_headings(snap.velocities)
     shape = grid_shape(pos, rules.perception_radius, world.width, world.height, wrap)
-    sums = neighbour_sums(pos, unit, shape, wrap, world.width, world.height,
-                          rules.perception_radius, rules.separation_radius,
-                          FALLOFF_POWER[rules.falloff])
-    return (sums["vsum"] + unit) / (sums["count"] + 1)[:, None]
+
+    def summed(values):
+        return neighbour_sums(pos, values, shape, wrap, world.width, world.height,
+                              rules.perception_radius, rules.separation_radius,
+                              FALLOFF_POWER[rules.falloff])
+
+    sums = summed(unit)
+    members = sums["count"] + 1.0
+    moving = np.any(unit != 0.0, axis=1)
+    if not moving.all():
+        # Birds at rest are rare (only with min_speed 0): count the moving members with a
+        # second pass, over 1 for a moving bird in place of its heading's x.
+        members = summed(np.column_stack([moving, np.zeros(len(pos))]).astype(np.float64))
+        members = members["vsum"][:, 0] + moving
+    return (sums["vsum"] + unit) / np.maximum(members, 1.0)[:, None]
 
 
 class Simulation:
