@@ -192,21 +192,24 @@ class SeamMeter:
         self.coverage.append(float((np.abs(rgb - self.first[0, 0]).max(axis=2) > 24).mean()))
 
     def measures(self) -> dict[str, float]:
+        """The seam's figures; the coverage ones NaN where the median frame has no ink."""
         median = float(np.median(self.steps))
         cover = float(np.median(self.coverage))
         blend = self.coverage[:self.crossfade]
+        low, high = (min(blend) / cover - 1, max(blend) / cover - 1) if cover else (np.nan,) * 2
         return {"seam": float(np.abs(self.first - self.last).mean()), "median_step": median,
-                "max_step": max(self.steps),
-                "coverage_low": min(blend) / cover - 1, "coverage_high": max(blend) / cover - 1}
+                "max_step": max(self.steps), "coverage_low": low, "coverage_high": high}
 
     def report(self) -> str:
         if not self.steps:
             return ""
         m = self.measures()
+        coverage = ("no ink in the median frame" if np.isnan(m["coverage_low"]) else
+                    f"ink coverage during the morph {m['coverage_low']:+.0%} to "
+                    f"{m['coverage_high']:+.0%} of the median")
         return (f"loop seam: last→first {m['seam']:.2f}, consecutive frames median "
                 f"{m['median_step']:.2f} (×{m['seam'] / max(m['median_step'], 1e-9):.2f}), "
-                f"max {m['max_step']:.2f}; ink coverage during the morph "
-                f"{m['coverage_low']:+.0%} to {m['coverage_high']:+.0%} of the median")
+                f"max {m['max_step']:.2f}; {coverage}")
 
 
 class _Drawing:

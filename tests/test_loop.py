@@ -56,3 +56,38 @@ def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/a/", "--loop", "--crossfade", "5").code == 2
     assert cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20").code == 2
     assert cli(small_scene, "-o", f"{tmp_path}/c/", "--loop", "--motion-blur", "4").code == 2
+
+
+def _frame(*black):
+    """A 2x2 white BGRA frame with these pixels (0–3, row-major) black."""
+    frame = np.full((2, 2, 4), 255, np.uint8)
+    for i in black:
+        frame[divmod(i, 2)][:3] = 0
+    return frame
+
+
+def test_seam_meter_from_hand_worked_frames():
+    from render.pipeline import SeamMeter
+
+    meter = SeamMeter(None, crossfade=1)
+    for frame in (_frame(0), _frame(0, 1), _frame(1)):
+        meter.add(frame)
+    m = meter.measures()
+    # Last→first: two pixels of four differ by 255 in each colour; each step one pixel.
+    assert (m["seam"], m["median_step"], m["max_step"]) == (127.5, 63.75, 63.75)
+    # Ink covers a quarter of the morph's one frame and of the median frame.
+    assert (m["coverage_low"], m["coverage_high"]) == (0.0, 0.0)
+    assert meter.report() == ("loop seam: last→first 127.50, consecutive frames median 63.75 "
+                              "(×2.00), max 63.75; ink coverage during the morph +0% to +0% "
+                              "of the median")
+
+
+def test_seam_meter_without_ink_reports_no_coverage():
+    # Frames too small to show a bird (a 1x1 loop): nothing to divide the coverage by.
+    from render.pipeline import SeamMeter
+
+    meter = SeamMeter(None, crossfade=1)
+    for _ in range(3):
+        meter.add(_frame())
+    assert np.isnan(meter.measures()["coverage_low"])
+    assert meter.report().endswith("max 0.00; no ink in the median frame")
