@@ -22,12 +22,17 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
     for needle in ("one step, 1 thread", "all-pairs numpy", "cost per bird-step",
                    "drawing 3,600 streaks", "matplotlib", "ffmpeg alone", "full export",
                    "peak memory", "poster", "--help", "1-frame render",
-                   "Dask LocalCluster", "machine busy with other work during the export"):
+                   "Dask LocalCluster", "machine busy with other work during the export",
+                   "full export's floor"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()
         assert value and not any(bad in value for bad in ("nan", "inf")), row
-
+    # No run finishes before its CPU time spread over the cores: the floor is below the
+    # export's ratio, whatever the machine (2% for the clock's ticks on a short run).
+    ratios = {row.split("|")[1].split(",")[0].split(":")[0].strip():
+              float(row.split("|")[4].strip(" ×")) for row in rows if "full export" in row}
+    assert ratios["full export's floor"] <= 1.02 * ratios["full export"], ratios
 
 def _run_module():
     """benchmarks/run, a script without a .py suffix, imported."""
@@ -50,3 +55,25 @@ def test_host_load_is_the_machine_s_busy_time_less_our_own():
     (row,) = host_load("x", (100.0, 0.0, 1000.0), (108.0, 0.0, 1020.0), 8.5)
     assert row["value"] == 0.0
     assert host_load("x", None, (1.0, 0.0, 2.0), 0.0) == []
+
+
+def test_export_rows_from_hand_worked_turns():
+    export_rows = _run_module().export_bench.export_rows
+    # Three turns of ((wall, CPU) ffmpeg alone, (wall, CPU) export), 600 frames, 2 cores.
+    pairs = [((30.0, 54.0), (34.0, 64.0)), ((28.0, 52.0), (33.0, 63.0)),
+             ((29.0, 53.0), (36.0, 66.0))]
+    rows = export_rows(pairs, 600, "1920x1080", 2)
+
+    def row(start):
+        (found,) = [r for r in rows if r["figure"].startswith(start)]
+        return found
+
+    export = row("full export, murmuration")
+    assert (export["value"], export["reference"]) == (34.0, 29.0)
+    assert export["ratio"] == 33.0 / 28.0  # the median turn's, not 34 / 29
+    assert "1.83 of 2 cores busy" in row("ffmpeg alone, CPU")["figure"]
+    assert row("ffmpeg alone, CPU")["value"] == 53.0
+    assert row("full export, CPU")["value"] == 64.0
+    floor = row("full export's floor")
+    assert floor["value"] == 32.0 and floor["ratio"] == 63.0 / 2 / 28.0
+    assert row("CPU the export adds")["value"] == 1e3 * 11.0 / 600
