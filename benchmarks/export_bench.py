@@ -115,42 +115,59 @@ def export_rows(pairs, frames: int, size: str, cores: int) -> list[dict]:
 
 
 def pipe_hand_off(quick: bool = False) -> list[dict]:
-    """CPU time of the writing thread per frame handed to ffmpeg through its stdin pipe
-    (ffmpeg reads raw BGRA and discards it), with the pipe as `VideoWriter` sets it up
-    against the kernel's default 64 KiB, in alternating rounds."""
+    """CPU time per frame handed to ffmpeg through its stdin pipe (ffmpeg reads raw BGRA and
+    discards it), the writing thread's and ffmpeg's, in alternating rounds: as
+    `VideoWriter` hands frames over (pages lent by vmsplice, the last pipe's worth copied,
+    through the enlarged pipe), copied whole through the enlarged pipe, and copied whole
+    through the kernel's default 64 KiB pipe."""
     import numpy as np
 
-    from render.encode.video import PIPE_BYTES, ffmpeg_exe, grow_pipe
+    from render.encode.pipe import PIPE_BYTES, grow_pipe, hand_over
+    from render.encode.video import ffmpeg_exe
 
     (width, height), frames, rounds = (((480, 270), 20, 3) if quick
                                        else ((1920, 1080), 150, 7))
     pixels = np.random.default_rng(0).integers(0, 256, (height, width, 4), np.uint8)
-    data = memoryview(pixels).cast("B")
     cmd = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "rawvideo",
            "-pix_fmt", "bgra", "-s", f"{width}x{height}", "-i", "pipe:0", "-f", "null", "-"]
 
-    def hand_off(grown: bool) -> float:
+    def hand_off(way: str) -> tuple[float, float]:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-        if grown:
-            grow_pipe(proc.stdin)
+        capacity = grow_pipe(proc.stdin) if way != "default" else 0
+        fd = proc.stdin.fileno()
         start = time.thread_time()
         for _ in range(frames):
-            proc.stdin.write(data)
+            hand_over(fd, pixels, capacity if way == "lent" else 0)
         proc.stdin.close()
         spent = time.thread_time() - start
+        before = os.times()
         if proc.wait() != 0:
             raise RuntimeError(f"{cmd} failed with {proc.returncode}")
-        return spent * 1e3 / frames
+        after = os.times()
+        reader = after.children_user + after.children_system - (
+            before.children_user + before.children_system)
+        return spent * 1e3 / frames, reader * 1e3 / frames
 
-    times = {True: [], False: []}
+    ways = {"lent": [], "copied": [], "default": []}
     for _ in range(rounds):
-        for grown in times:
-            times[grown].append(hand_off(grown))
-    grown, default = statistics.median(times[True]), statistics.median(times[False])
-    label = f"frame hand-off into ffmpeg's pipe, {width}x{height}, writer's CPU"
-    return [_result(f"{label}, {PIPE_BYTES >> 10} KiB pipe", grown, "ms",
-                    reference=default),
-            _result(f"{label}, the default 64 KiB pipe", default, "ms")]
+        for way, times in ways.items():
+            times.append(hand_off(way))
+    writer = {way: statistics.median(w for w, _ in t) for way, t in ways.items()}
+    reader = {way: statistics.median(r for _, r in t) for way, t in ways.items()}
+    label = f"frame hand-off into ffmpeg's pipe, {width}x{height}"
+    kib = PIPE_BYTES >> 10
+    return [_result(f"{label}, writer's CPU, lent and copied as VideoWriter does, {kib} KiB "
+                    f"pipe", writer["lent"], "ms", reference=writer["default"]),
+            _result(f"{label}, writer's CPU, copied whole, {kib} KiB pipe", writer["copied"],
+                    "ms", reference=writer["default"]),
+            _result(f"{label}, writer's CPU, copied whole, the default 64 KiB pipe",
+                    writer["default"], "ms"),
+            _result(f"{label}, ffmpeg's CPU reading it, lent and copied", reader["lent"], "ms",
+                    reference=reader["default"]),
+            _result(f"{label}, ffmpeg's CPU reading it, copied whole, {kib} KiB pipe",
+                    reader["copied"], "ms", reference=reader["default"]),
+            _result(f"{label}, ffmpeg's CPU reading it, the default 64 KiB pipe",
+                    reader["default"], "ms")]
 
 
 def _peak_rss(cmd: list[str]) -> tuple[float, float]:

@@ -210,7 +210,8 @@ def test_frames_reach_ffmpeg_through_an_enlarged_pipe(tmp_path):
 
     import numpy as np
 
-    from render.encode.video import PIPE_BYTES, VideoWriter
+    from render.encode.pipe import PIPE_BYTES
+    from render.encode.video import VideoWriter
 
     with VideoWriter(tmp_path / "c.mp4", size=(64, 36), fps=Fraction(25), crf=18,
                      frames=2) as writer:

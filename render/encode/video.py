@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import EncodeError, UsageError
 from .files import place, temp_beside
+from .pipe import grow_pipe, hand_over
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
 # stream, so players do not guess (and shift colours) on HD material.
@@ -42,31 +43,6 @@ _VP9_CRF_OFFSET = 13
 GIF_MAX_FPS = 50
 # ffmpeg's progress line: "frame=  600 fps=…"; the last one has the total.
 _FRAME_COUNT = re.compile(rb"frame=\s*(\d+)")
-# ffmpeg's stdin pipe, enlarged from the kernel's 64 KiB: see `grow_pipe`.
-PIPE_BYTES = 1 << 20
-
-
-def grow_pipe(pipe, size: int = PIPE_BYTES) -> int:
-    """Enlarge a pipe's kernel buffer to `size` bytes, or as far as the system allows
-    (/proc/sys/fs/pipe-max-size, 1 MiB by default for unprivileged processes); returns its
-    size, 0 where it cannot be set (elsewhere than Linux the pipe stays as it is).
-
-    Through the default 64 KiB a 1080p frame (8 MiB) takes 128 turns of writer and reader;
-    with 1 MiB the writer spends half the CPU on it (benchmarks/export_bench.py)."""
-    try:
-        import fcntl
-
-        fd = pipe.fileno()
-        try:
-            limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-        except (OSError, ValueError):
-            limit = size
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(size, limit))
-        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
-    except (ImportError, AttributeError, OSError):
-        return 0
-
-
 def straight_alpha(bgra: np.ndarray) -> np.ndarray:
     """cairo's premultiplied BGRA as the straight alpha ffmpeg's `bgra` means: colour
     divided by alpha (rounded), so edges composite without dark fringes."""
@@ -188,7 +164,7 @@ class VideoWriter:
             if isinstance(exc, OSError):
                 raise EncodeError(f"cannot run ffmpeg {exe}: {exc.strerror}") from None
             raise
-        grow_pipe(self._proc.stdin)
+        self._capacity = grow_pipe(self._proc.stdin)
         return self
 
     def wants(self, index: int) -> bool:
@@ -203,7 +179,8 @@ class VideoWriter:
         try:
             if self.transparent:
                 pixels = straight_alpha(pixels)
-            self._proc.stdin.write(memoryview(np.ascontiguousarray(pixels)).cast("B"))
+            hand_over(self._proc.stdin.fileno(), np.ascontiguousarray(pixels),
+                      self._capacity)
         except (BrokenPipeError, OSError):
             self._proc.wait()
             raise EncodeError(f"ffmpeg stopped while encoding {self.path}: "
