@@ -87,13 +87,14 @@ def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
                               FALLOFF_POWER[rules.falloff])
 
     sums = summed(unit)
-    members = sums["count"] + 1.0
     moving = np.any(unit != 0.0, axis=1)
-    if not moving.all():
-        # Birds at rest are rare (only with min_speed 0): count the moving members with a
-        # second pass, over 1 for a moving bird in place of its heading's x.
-        members = summed(np.column_stack([moving, np.zeros(len(pos))]).astype(np.float64))
-        members = members["vsum"][:, 0] + moving
+    if moving.all():
+        members = sums["count"] + 1.0
+    else:
+        # Birds at rest are rare (only with min_speed 0): the moving members are counted
+        # by a second pass, over 1 for a moving bird in place of its heading's x.
+        flags = np.column_stack([moving, np.zeros(len(pos))]).astype(np.float64)
+        members = summed(flags)["vsum"][:, 0] + moving
     return (sums["vsum"] + unit) / np.maximum(members, 1.0)[:, None]
 
 
