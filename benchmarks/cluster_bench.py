@@ -11,7 +11,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from export_bench import CLI, SCENE, _result, _timed
+from export_bench import CLI, SCENE, _timed
+from figures import result
 
 
 def cluster_vs_local(quick: bool = False, repeats: int = 3) -> list[dict]:
@@ -29,9 +30,9 @@ def cluster_vs_local(quick: bool = False, repeats: int = 3) -> list[dict]:
                                     for _ in range(repeats))
     what = f"{frames} frames, {size}, crf 18, 2 workers"
     return [
-        _result(f"local pipeline throughput, {what}", frames / local_s, "frames/s"),
-        _result(f"Dask LocalCluster throughput incl. start-up, {what}", frames / cluster_s,
-                "frames/s", reference=frames / local_s,
-                target="reported (≤ 1 on one machine)"),
-        _result("Dask LocalCluster, 1-frame render (start-up and join)", start_s, "s"),
+        result(f"local pipeline throughput, {what}", frames / local_s, "frames/s"),
+        result(f"Dask LocalCluster throughput incl. start-up, {what}", frames / cluster_s,
+               "frames/s", reference=frames / local_s,
+               target="reported (≤ 1 on one machine)"),
+        result("Dask LocalCluster, 1-frame render (start-up and join)", start_s, "s"),
     ]

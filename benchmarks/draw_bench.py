@@ -18,6 +18,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from figures import result
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENE = ROOT / "scenes" / "murmuration.toml"
 # By 2 s after settling the flock shows the neighbour counts SPEC §4 asks of a murmuration
@@ -187,11 +189,6 @@ def picture_difference(frame: FlockFrame, size: tuple[int, int]) -> float:
     return float(np.abs(new.astype(int) - old.astype(int)).mean())
 
 
-def _result(figure, value, unit, reference=None, ratio=None, target=""):
-    return dict(figure=figure, value=value, unit=unit, reference=reference, ratio=ratio,
-                target=target)
-
-
 def run(quick: bool = False) -> list[dict]:
     """The drawing figures of issue 4: 1920x1080 and 3840x2160 (quick: 480x270 and
     960x540, few rounds, no targets), each against matplotlib and the stroked drawing."""
@@ -208,17 +205,17 @@ def run(quick: bool = False) -> list[dict]:
                          "stroked": stroked_drawing(frame, size),
                          "matplotlib": matplotlib_drawing(frame, size)}, rounds)
         rows += [
-            _result(f"drawing 3,600 streaks incl. hand-off to the encoder, {label}, 1 core",
-                    t["ours"], "ms", t["matplotlib"], t["matplotlib"] / t["ours"], target),
-            _result(f"matplotlib LineCollection incl. RGB read-back, {label}",
-                    t["matplotlib"], "ms"),
-            _result(f"previous drawing (stroked, a pycairo call per point), {label}",
-                    t["stroked"], "ms", ratio=t["stroked"] / t["ours"]),
-            _result(f"mean abs difference from the stroked drawing, {label}",
-                    picture_difference(frame, size), "/255",
-                    target="" if quick else "≤ 2.55 (1% of full scale)"),
+            result(f"drawing 3,600 streaks incl. hand-off to the encoder, {label}, 1 core",
+                   t["ours"], "ms", t["matplotlib"], t["matplotlib"] / t["ours"], target),
+            result(f"matplotlib LineCollection incl. RGB read-back, {label}",
+                   t["matplotlib"], "ms"),
+            result(f"previous drawing (stroked, a pycairo call per point), {label}",
+                   t["stroked"], "ms", ratio=t["stroked"] / t["ours"]),
+            result(f"mean abs difference from the stroked drawing, {label}",
+                   picture_difference(frame, size), "/255",
+                   target="" if quick else "≤ 2.55 (1% of full scale)"),
         ]
     size = sizes[0][0]
     for name, ms in phases(frame, size, rounds).items():
-        rows.append(_result(f"of which {name}, {size[0]}x{size[1]}", ms, "ms"))
+        rows.append(result(f"of which {name}, {size[0]}x{size[1]}", ms, "ms"))
     return rows

@@ -16,16 +16,11 @@ import threading
 import time
 from pathlib import Path
 
+from figures import result
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENE = ROOT / "scenes" / "murmuration.toml"
 CLI = [sys.executable, "-m", "render"]
-
-
-def _result(figure, value, unit, reference=None, target="", ratio=None):
-    if ratio is None and reference:
-        ratio = value / reference
-    return dict(figure=figure, value=value, unit=unit, reference=reference, ratio=ratio,
-                target=target)
 
 
 def _timed(cmd: list[str], **kw) -> float:
@@ -101,17 +96,17 @@ def export_rows(pairs, frames: int, size: str, cores: int) -> list[dict]:
     floor = statistics.median(c / cores / a for (a, _), (_, c) in pairs)
     added = statistics.median(1e3 * (c - ac) / frames for (_, ac), (_, c) in pairs)
     label = f"full export, murmuration, {frames} frames, {size}, crf 18 medium"
-    return [_result(f"ffmpeg alone, same {frames} frames from raw", alone, "s"),
-            _result(label, full, "s", reference=alone, target="≤ 1.15× ffmpeg alone",
-                    ratio=ratio),
-            _result(f"ffmpeg alone, CPU ({alone_cpu / alone:.2f} of {cores} cores busy)",
-                    alone_cpu, "s"),
-            _result("full export, CPU of boids-render and its ffmpeg", full_cpu, "s",
-                    reference=alone_cpu),
-            _result("CPU the export adds to encoding alone, per frame", added, "ms"),
-            _result(f"full export's floor: its CPU ÷ {cores} cores, against ffmpeg alone",
-                    full_cpu / cores, "s", reference=alone, ratio=floor,
-                    target="the lowest ratio its work allows here")]
+    return [result(f"ffmpeg alone, same {frames} frames from raw", alone, "s"),
+            result(label, full, "s", reference=alone, target="≤ 1.15× ffmpeg alone",
+                   ratio=ratio),
+            result(f"ffmpeg alone, CPU ({alone_cpu / alone:.2f} of {cores} cores busy)",
+                   alone_cpu, "s"),
+            result("full export, CPU of boids-render and its ffmpeg", full_cpu, "s",
+                   reference=alone_cpu),
+            result("CPU the export adds to encoding alone, per frame", added, "ms"),
+            result(f"full export's floor: its CPU ÷ {cores} cores, against ffmpeg alone",
+                   full_cpu / cores, "s", reference=alone, ratio=floor,
+                   target="the lowest ratio its work allows here")]
 
 
 def pipe_hand_off(quick: bool = False) -> list[dict]:
@@ -156,18 +151,18 @@ def pipe_hand_off(quick: bool = False) -> list[dict]:
     reader = {way: statistics.median(r for _, r in t) for way, t in ways.items()}
     label = f"frame hand-off into ffmpeg's pipe, {width}x{height}"
     kib = PIPE_BYTES >> 10
-    return [_result(f"{label}, writer's CPU, lent and copied as VideoWriter does, {kib} KiB "
-                    f"pipe", writer["lent"], "ms", reference=writer["default"]),
-            _result(f"{label}, writer's CPU, copied whole, {kib} KiB pipe", writer["copied"],
-                    "ms", reference=writer["default"]),
-            _result(f"{label}, writer's CPU, copied whole, the default 64 KiB pipe",
-                    writer["default"], "ms"),
-            _result(f"{label}, ffmpeg's CPU reading it, lent and copied", reader["lent"], "ms",
-                    reference=reader["default"]),
-            _result(f"{label}, ffmpeg's CPU reading it, copied whole, {kib} KiB pipe",
-                    reader["copied"], "ms", reference=reader["default"]),
-            _result(f"{label}, ffmpeg's CPU reading it, the default 64 KiB pipe",
-                    reader["default"], "ms")]
+    return [result(f"{label}, writer's CPU, lent and copied as VideoWriter does, {kib} KiB "
+                   f"pipe", writer["lent"], "ms", reference=writer["default"]),
+            result(f"{label}, writer's CPU, copied whole, {kib} KiB pipe", writer["copied"],
+                   "ms", reference=writer["default"]),
+            result(f"{label}, writer's CPU, copied whole, the default 64 KiB pipe",
+                   writer["default"], "ms"),
+            result(f"{label}, ffmpeg's CPU reading it, lent and copied", reader["lent"], "ms",
+                   reference=reader["default"]),
+            result(f"{label}, ffmpeg's CPU reading it, copied whole, {kib} KiB pipe",
+                   reader["copied"], "ms", reference=reader["default"]),
+            result(f"{label}, ffmpeg's CPU reading it, the default 64 KiB pipe",
+                   reader["default"], "ms")]
 
 
 def _peak_rss(cmd: list[str]) -> tuple[float, float]:
@@ -222,14 +217,14 @@ def peak_memory(quick: bool = False) -> list[dict]:
         own_big, enc_big = _peak_rss([*base, "--size", big, "--frames", str(short)])
         own_short, _ = _peak_rss([*base, "--size", small, "--frames", str(short)])
         own_long, _ = _peak_rss([*base, "--size", small, "--frames", str(long)])
-    results.append(_result(f"peak memory, boids-render, {big}, {short} frames", own_big,
-                           "MiB", target="≤ 1024 MiB"))
-    results.append(_result(f"peak memory, encoder (ffmpeg), {big}, {short} frames", enc_big,
-                           "MiB"))
-    results.append(_result(f"peak memory, boids-render, {small}, {short} frames", own_short,
-                           "MiB"))
-    results.append(_result(f"peak memory, boids-render, {small}, {long} frames", own_long,
-                           "MiB", reference=own_short, target="within 10% of the short one"))
+    results.append(result(f"peak memory, boids-render, {big}, {short} frames", own_big,
+                          "MiB", target="≤ 1024 MiB"))
+    results.append(result(f"peak memory, encoder (ffmpeg), {big}, {short} frames", enc_big,
+                          "MiB"))
+    results.append(result(f"peak memory, boids-render, {small}, {short} frames", own_short,
+                          "MiB"))
+    results.append(result(f"peak memory, boids-render, {small}, {long} frames", own_long,
+                          "MiB", reference=own_short, target="within 10% of the short one"))
     return results
 
 
@@ -245,9 +240,9 @@ def poster(quick: bool = False) -> list[dict]:
         tiled, _ = _peak_rss([*base, "--size", big, "--tile-size", tile])
         seconds = time.perf_counter() - start
         whole, _ = _peak_rss([*base, "--size", quarter])
-    return [_result(f"poster {big} in {tile}-px tiles, murmuration", seconds, "s"),
-            _result(f"peak memory, poster {big} in {tile}-px tiles", tiled, "MiB",
-                    reference=whole, target=f"below {quarter} drawn whole")]
+    return [result(f"poster {big} in {tile}-px tiles, murmuration", seconds, "s"),
+            result(f"peak memory, poster {big} in {tile}-px tiles", tiled, "MiB",
+                   reference=whole, target=f"below {quarter} drawn whole")]
 
 
 def startup(quick: bool = False, repeats: int = 5) -> list[dict]:
@@ -259,5 +254,5 @@ def startup(quick: bool = False, repeats: int = 5) -> list[dict]:
                "--quiet"]
         _timed(one)
         one_s = statistics.median(_timed(one) for _ in range(repeats))
-    return [_result("start-up: boids-render --help", help_s, "s", target="≤ 0.5 s"),
-            _result("start-up: 1-frame render, warm cache", one_s, "s", target="≤ 2 s")]
+    return [result("start-up: boids-render --help", help_s, "s", target="≤ 0.5 s"),
+            result("start-up: 1-frame render, warm cache", one_s, "s", target="≤ 2 s")]

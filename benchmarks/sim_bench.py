@@ -17,17 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from figures import result
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENE = ROOT / "scenes" / "murmuration.toml"
 BIRDS = 3600  # the scene's own flock: 80 x 45 at spacing 1
 # "Settled": 2 s after the scene's settling steps, as the drawing figures use; by then the
 # flock is clustered (about 100 candidates and 39 neighbours per bird).
 SETTLED_STEPS = 120
-
-
-def _result(figure, value, unit, reference=None, ratio=None, target=""):
-    return dict(figure=figure, value=value, unit=unit, reference=reference, ratio=ratio,
-                target=target)
 
 
 # ---------------------------------------------------------------------------------------
@@ -144,11 +141,11 @@ def murmuration_step(quick: bool = False) -> list[dict]:
     ours, reference = t["ours"], t["all pairs"]
     label = f"settled murmuration, {birds:,} birds, one step, 1 thread"
     return [
-        _result(label, ours, "ms", reference, reference / ours,
-                "" if quick else "≤ 0.7 ms; ≥ 500× all-pairs numpy"),
-        _result(f"all-pairs numpy step of the same rules, {birds:,} birds", reference, "ms"),
-        _result("all-pairs step vs kernel step, largest difference (round-off)",
-                all_pairs_error(sim), "", target="≤ 1e-9"),
+        result(label, ours, "ms", reference, reference / ours,
+               "" if quick else "≤ 0.7 ms; ≥ 500× all-pairs numpy"),
+        result(f"all-pairs numpy step of the same rules, {birds:,} birds", reference, "ms"),
+        result("all-pairs step vs kernel step, largest difference (round-off)",
+               all_pairs_error(sim), "", target="≤ 1e-9"),
     ]
 
 
@@ -184,14 +181,14 @@ def neighbour_search(quick: bool = False) -> list[dict]:
     t_search, t_count = t["search"], t["count"]
     candidates = float(sums[:, CANDIDATES].sum())
     return [
-        _result("neighbourhood kernel, per candidate tested, 1 thread",
-                t_search * 1e6 / candidates, "ns", t_count * 1e6 / candidates,
-                t_search / t_count),
-        _result("hardware reference: distance test alone, per candidate", t_count * 1e6 /
-                candidates, "ns"),
-        _result("candidates tested per bird", candidates / len(pos), "",
-                float(sums[:, COUNT].mean()), float(candidates / sums[:, COUNT].sum()),
-                "≈ 3× the neighbours (reference: neighbours per bird)"),
+        result("neighbourhood kernel, per candidate tested, 1 thread",
+               t_search * 1e6 / candidates, "ns", t_count * 1e6 / candidates,
+               t_search / t_count),
+        result("hardware reference: distance test alone, per candidate", t_count * 1e6 /
+               candidates, "ns"),
+        result("candidates tested per bird", candidates / len(pos), "",
+               float(sums[:, COUNT].mean()), float(candidates / sums[:, COUNT].sum()),
+               "≈ 3× the neighbours (reference: neighbours per bird)"),
     ]
 
 
@@ -241,7 +238,7 @@ def step_phases(quick: bool = False) -> list[dict]:
     field = t["kernel"] - t["no field"]
     rest = t["kernel"] - t["sort"] - t["gather"] - t["search"] - field
     label = f"{birds:,} birds, 1 thread"
-    return [_result(f"of which {what}, {label}", ms, "ms") for what, ms in (
+    return [result(f"of which {what}, {label}", ms, "ms") for what, ms in (
         ("counting sort (serial)", t["sort"]),
         ("gather into grid order", t["gather"]),
         ("neighbourhood search", t["search"]),
@@ -268,24 +265,24 @@ def large_flocks(quick: bool = False) -> list[dict]:
         # A few million bird-steps per size and round, all sizes in turns.
         times = interleaved({birds: (sim.advance, 1 if quick else max(2, 2_000_000 // birds))
                              for birds, sim in sims.items()}, rounds=3 if quick else 5)
-    rows = [_result(f"{birds:,} birds, one step, 2 threads", times[birds], "ms",
-                    target=target) for birds, target in targets.items()]
+    rows = [result(f"{birds:,} birds, one step, 2 threads", times[birds], "ms",
+                   target=target) for birds, target in targets.items()]
     rows += [
-        _result(f"{middle:,} birds, one step, 1 thread", alone, "ms"),
-        _result(f"two threads' speed-up at {middle:,} birds", alone / times[middle], "×",
-                target="" if quick else "≈ 2 when both cores are free"),
+        result(f"{middle:,} birds, one step, 1 thread", alone, "ms"),
+        result(f"two threads' speed-up at {middle:,} birds", alone / times[middle], "×",
+               target="" if quick else "≈ 2 when both cores are free"),
     ]
     per_bird = {b: t * 1e6 / b for b, t in times.items()}
     for birds, ns in per_bird.items():
-        rows.append(_result(f"cost per bird-step at {birds:,} birds, 2 threads", ns, "ns"))
+        rows.append(result(f"cost per bird-step at {birds:,} birds, 2 threads", ns, "ns"))
     slope = float(np.polyfit(np.log(list(times)), np.log(list(times.values())), 1)[0])
     spread = max(per_bird.values()) / min(per_bird.values())
     first, last = sizes[0], sizes[-1]
     rows += [
-        _result(f"log-log slope of step time, {first:,} → {last:,} birds", slope, "",
-                target="" if quick else "≈ 1 (flat cost per bird)"),
-        _result(f"cost per bird-step, largest ÷ smallest, {first:,} → {last:,} birds",
-                spread, "", target="" if quick else "≤ 1.3/0.7 ≈ 1.86 (flat within ±30%)"),
+        result(f"log-log slope of step time, {first:,} → {last:,} birds", slope, "",
+               target="" if quick else "≈ 1 (flat cost per bird)"),
+        result(f"cost per bird-step, largest ÷ smallest, {first:,} → {last:,} birds",
+               spread, "", target="" if quick else "≤ 1.3/0.7 ≈ 1.86 (flat within ±30%)"),
     ]
     return rows
 
@@ -302,8 +299,8 @@ def parallel_calibration(quick: bool = False) -> list[dict]:
         return call
 
     t = interleaved({1: (on(1), 1), 2: (on(2), 1)}, rounds=3 if quick else 9)
-    return [_result("trivially parallel loop, speed-up on 2 threads", t[1] / t[2], "×",
-                    target="≈ 2 when both cores are free")]
+    return [result("trivially parallel loop, speed-up on 2 threads", t[1] / t[2], "×",
+                   target="≈ 2 when both cores are free")]
 
 
 def run(quick: bool = False) -> list[dict]:
