@@ -143,8 +143,9 @@ def test_caps_get_more_sides_as_streaks_get_wider_and_stay_near_the_circle(toler
             assert (cap_scale(n) - 1) * r <= tolerance
 
 
-def test_benchmarks_matplotlib_contender_draws_the_same_picture(settled):
+def test_benchmarks_matplotlib_contender_draws_the_same_picture(settled, monkeypatch):
     # The benchmark's speed-up over matplotlib means something only if both draw one frame.
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its sibling modules
     path = ROOT / "benchmarks" / "draw_bench.py"
     spec = importlib.util.spec_from_file_location("draw_bench", path)
     bench = importlib.util.module_from_spec(spec)
