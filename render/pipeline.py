@@ -391,12 +391,11 @@ def _tiled_still(scene: Scene, state, view, tile: int, path: Path, *, dpi: float
     time: memory holds one band, whatever the poster's size. Tiles are whole-pixel windows
     onto the same outlines, so the result equals the untiled drawing (tested); each tile
     gets only the streaks that reach it, so a tile costs what it shows."""
-    from .draw.streaks import crop_paths, fill_frame, frame_paths, outline_extents
+    from .draw.streaks import crop_paths, fill_frame, frame_paths
     from .encode.still import PngStream
 
     width, height = scene.output.size
     paths = frame_paths(scene, (width, height), *state, view=view)
-    extents = outline_extents(paths)
     png = PngStream(path, width, height, dpi=dpi, text=text)
     # cairo rasterises a streak cut by the surface's border a shade differently from one
     # that runs on: each tile gets an apron, cropped away.
@@ -404,10 +403,10 @@ def _tiled_still(scene: Scene, state, view, tile: int, path: Path, *, dpi: float
     for y0 in range(0, height, tile):
         rows = min(tile, height - y0)
         band = np.empty((rows, width, 3), np.uint8)
-        in_band = crop_paths(paths, extents, y=(y0 - a, y0 + rows + a))
+        in_band = crop_paths(paths, y=(y0 - a, y0 + rows + a))
         for x0 in range(0, width, tile):
             cols = min(tile, width - x0)
-            in_tile, _ = crop_paths(*in_band, x=(x0 - a, x0 + cols + a))
+            in_tile = crop_paths(in_band, x=(x0 - a, x0 + cols + a))
             pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), in_tile,
                                 origin=(x0 - a, y0 - a))
             band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]

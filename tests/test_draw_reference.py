@@ -155,3 +155,24 @@ def test_benchmarks_matplotlib_contender_draws_the_same_picture(settled, monkeyp
     theirs = bench.matplotlib_drawing(frame, size)()
     reference = stroked_frame(Canvas(size), *settled)
     assert np.abs(theirs.astype(int) - rgb(reference)).mean() <= 0.01 * 255
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (480, 270)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_each_outline_lies_in_its_box_and_the_box_is_barely_larger(settled, size):
+    paths = frame_paths(*settled[:1], size, *settled[1:])
+    points = paths.records.reshape(len(paths.records), -1, 2, 2)[:, :, 1, :]
+    low, high = points.min(axis=1), points.max(axis=1)
+    box_low, box_high = paths.boxes[:, :2], paths.boxes[:, 2:]
+    assert (box_low <= low + 1e-9).all() and (box_high >= high - 1e-9).all()
+    # Past the outline by at most the widest streak's radius times the caps' reach.
+    widest = 0.5 * max(paths.style.widths) * size[0] / settled[0].world.width * 1.2
+    assert max((low - box_low).max(), (box_high - high).max()) <= widest
+    # Cropped to a window: exactly the streaks whose boxes reach into it, in bucket order.
+    window = dict(x=(size[0] / 3, size[0] / 2), y=(size[1] / 3, size[1] / 2))
+    cropped = streaks.crop_paths(paths, **window)
+    reach = ((box_high[:, 0] >= window["x"][0]) & (box_low[:, 0] <= window["x"][1]) &
+             (box_high[:, 1] >= window["y"][0]) & (box_low[:, 1] <= window["y"][1]))
+    assert 0 < len(cropped.records) == reach.sum() < len(paths.records)
+    assert np.array_equal(cropped.records, paths.records[reach])
+    assert np.array_equal(np.diff(cropped.bounds), [reach[lo:hi].sum() for lo, hi in
+                                                     zip(paths.bounds, paths.bounds[1:])])
