@@ -27,14 +27,18 @@ def _timed(cmd: list[str], **kw) -> float:
     return _timed_cpu(cmd, **kw)[0]
 
 
-def _timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
-    """Wall and CPU seconds of `cmd`, the CPU counting the children it waits for (the
+def _children_seconds() -> float:
+    """CPU seconds of the children this process has waited for, and of theirs (the
     export's ffmpeg)."""
-    before, start = os.times(), time.perf_counter()
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def _timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
+    """Wall and CPU seconds of `cmd`, the CPU counting the children it waits for."""
+    cpu, start = _children_seconds(), time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
-    wall, after = time.perf_counter() - start, os.times()
-    return wall, (after.children_user - before.children_user +
-                  after.children_system - before.children_system)
+    return time.perf_counter() - start, _children_seconds() - cpu
 
 
 def _raw_frames(path: Path, size: str, frames: int) -> None:
@@ -135,12 +139,10 @@ def pipe_hand_off(quick: bool = False) -> list[dict]:
             hand_over(fd, pixels, capacity if way == "lent" else 0)
         proc.stdin.close()
         spent = time.thread_time() - start
-        before = os.times()
+        before = _children_seconds()
         if proc.wait() != 0:
             raise RuntimeError(f"{cmd} failed with {proc.returncode}")
-        after = os.times()
-        reader = after.children_user + after.children_system - (
-            before.children_user + before.children_system)
+        reader = _children_seconds() - before
         return spent * 1e3 / frames, reader * 1e3 / frames
 
     ways = {"lent": [], "copied": [], "default": []}
