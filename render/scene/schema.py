@@ -39,6 +39,8 @@ def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, 
 
 @dataclass(frozen=True)
 class SceneSettings:
+    """The clip as a whole: its name, seed, length and simulation step."""
+
     name: str = setting("untitled", "Name shown in --check and metadata.", kind="str")
     seed: int = setting(0, "Seed of every random draw (numpy PCG64).", kind="int", lo=0)
     duration: float = setting(10.0, "Length of the clip.", unit="s", lo=0, lo_open=True)
@@ -49,6 +51,8 @@ class SceneSettings:
 
 @dataclass(frozen=True)
 class WorldSettings:
+    """The world rectangle the birds fly in (world y points up) and what its edges do."""
+
     # Bounded below so that pixels per world unit stay in what cairo can invert.
     width: float = setting(80.0, "Width of the world rectangle.", unit="world units",
                            lo=MIN_WORLD)
@@ -65,6 +69,8 @@ class WorldSettings:
 
 @dataclass(frozen=True)
 class FlockSettings:
+    """How many birds, their speed limits and where they start."""
+
     count: int | None = setting(None, "Number of birds (give count or spacing).",
                                 kind="int", lo=1, optional=True)
     spacing: float | None = setting(None, "Mean spacing: count = world area / spacing².",
@@ -94,6 +100,8 @@ def bird_estimate(flock: FlockSettings, world: WorldSettings) -> float:
 
 @dataclass(frozen=True)
 class RulesSettings:
+    """The three flocking rules: separation, alignment and cohesion among neighbours."""
+
     perception_radius: float = setting(2.15, "Neighbours: every other bird closer than this.",
                                        unit="world units", lo=0, lo_open=True)
     separation_radius: float = setting(0.82, "Neighbours closer than this push (≤ perception).",
@@ -115,6 +123,8 @@ class RulesSettings:
 
 @dataclass(frozen=True)
 class AttractorSettings:
+    """A pull toward a fixed point or a keyframed path."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     position: tuple[float, float] | None = setting(
         None, "Fixed point [x, y]; default the world's centre.", kind="point",
@@ -129,6 +139,8 @@ class AttractorSettings:
 
 @dataclass(frozen=True)
 class FieldSettings:
+    """A drifting steering field that turns every bird's velocity."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     turn_rate: float = setting(0.55, "θ_max: each step turns every bird's new velocity by "
                                "turn_rate·φ·dt, φ ∈ [−1, 1] the field.", unit="rad/s", lo=0)
@@ -146,6 +158,8 @@ class FieldSettings:
 
 @dataclass(frozen=True)
 class ContainmentSettings:
+    """A soft ellipse that brings birds back; zero force inside it."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     semi_axes: float = setting(0.385, "Semi-axes of the centred ellipse as a fraction of the "
                                "world's width and height.", lo=0, hi=0.5, lo_open=True)
@@ -155,6 +169,8 @@ class ContainmentSettings:
 
 @dataclass(frozen=True)
 class HawkSettings:
+    """A repulsor flying straight chords through the flock, one pass per period."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     period: float = setting(10.33, "Time between the starts of two passes.", unit="s",
                             lo=0, lo_open=True)
@@ -175,6 +191,8 @@ class HawkSettings:
 
 @dataclass(frozen=True)
 class CameraSettings:
+    """The view: centre, zoom and rotation, keyframed or following the flock."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     centre: tuple[float, float] | None = setting(
         None, "Point at the frame's centre [x, y]; default the world's centre.", kind="point",
@@ -199,6 +217,8 @@ class CameraSettings:
 
 @dataclass(frozen=True)
 class PaletteSettings:
+    """The colours: a built-in theme, each colour overridable."""
+
     theme: str = setting("light", "Built-in colours.", kind="choice", choices=("light", "dark"))
     background: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
     ink: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
@@ -213,6 +233,8 @@ THEMES = {
 
 @dataclass(frozen=True)
 class RenderSettings:
+    """How each bird is drawn: a streak whose width and opacity follow local density."""
+
     tail: float = setting(3.6, "Streak starts at p − tail·v·dt_ref (dt_ref = 1/60 s).", lo=0)
     head: float = setting(0.8, "Streak ends at p + head·v·dt_ref.", lo=0)
     width_min: float = setting(0.06, "Streak width of the sparsest birds.", unit="world units",
@@ -237,6 +259,8 @@ class RenderSettings:
 
 @dataclass(frozen=True)
 class OutputSettings:
+    """Frame size, rate and length, loops, transparency and encoder quality."""
+
     size: tuple[int, int] = setting(
         (1920, 1080), "Frame size \"WxH\"; video needs even sizes; past 32767 px a side "
         "only a PNG still (in tiles).", kind="size", unit="px")
