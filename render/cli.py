@@ -166,10 +166,9 @@ def executor_from(args: argparse.Namespace):
     """Where --scheduler and --workers say frames are drawn."""
     from .executor import Cluster, Threads, default_workers
 
-    workers = args.workers or default_workers()
     if args.scheduler is None:
-        return Threads(workers)
-    return Cluster(args.scheduler, workers, args.cache_dir)
+        return Threads(args.workers or default_workers())
+    return Cluster(args.scheduler, args.workers, args.cache_dir)
 
 
 def _info(path: str) -> int:

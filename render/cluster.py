@@ -35,7 +35,7 @@ from .drawing import draw_range
 from .encode import Target, open_writer
 from .encode.images import SequenceWriter, encode_png, is_sequence
 from .errors import BoidsError, UsageError
-from .executor import Cluster
+from .executor import Cluster, default_workers
 from .scene import Scene
 from .segments import (INSTALL, TOPIC, Shipment, render_clip_segment, render_png_segment,
                        version)
@@ -193,7 +193,7 @@ def connect(cluster: Cluster) -> Iterator:
         # A task carries its states (up to TASK_BYTES) on purpose: no warning about it.
         with dask.config.set({"distributed.admin.large-graph-warning-threshold":
                               f"{2 * TASK_BYTES}B"}):
-            yield from _clients(cluster.address, cluster.workers)
+            yield from _clients(cluster.address, cluster.workers or default_workers())
     finally:
         for log, level in zip(logs, levels):
             log.setLevel(level)

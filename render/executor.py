@@ -26,12 +26,12 @@ class Threads:
 class Cluster:
     """A Dask cluster draws and encodes: `address` a scheduler's (e.g.
     tcp://10.0.0.5:8786), or "local" for a LocalCluster of `workers` single-threaded
-    processes on this machine (a remote cluster's workers are set where they start).
-    cache_dir: storage every worker reads, through which the states travel (None: inside
-    each task)."""
+    processes on this machine (None: the cores this process may use; a remote cluster's
+    workers are set where they start). cache_dir: storage every worker reads, through
+    which the states travel (None: inside each task)."""
 
     address: str = "local"
-    workers: int = field(default_factory=default_workers)
+    workers: int | None = None
     cache_dir: str | Path | None = None
 
 

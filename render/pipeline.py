@@ -38,11 +38,11 @@ class Diagnostics:
         return self.stats is not None or self.plot is not None
 
 
-def render(scene: Scene, target: Target, executor: Executor = Threads(),
+def render(scene: Scene, target: Target, executor: Executor | None = None,
            diagnostics: Diagnostics = Diagnostics(), *, quiet: bool = False) -> int:
-    """Render `target`'s frames of `scene` (no paths: simulate only) on `executor`, and
-    keep the `diagnostics` asked for; `quiet`: no progress bar. Returns the number of
-    frames. A kept frame (see `Target`) is still simulated, not drawn."""
+    """Render `target`'s frames of `scene` (no paths: simulate only) on `executor` (None:
+    `Threads()`), and keep the `diagnostics` asked for; `quiet`: no progress bar. Returns
+    the number of frames. A kept frame (see `Target`) is still simulated, not drawn."""
     for path in target.paths or (None,):
         budget.check(scene, path)  # before anything large is allocated
     crossfade = crossfade_frames(scene, target.first)
@@ -63,7 +63,7 @@ def render(scene: Scene, target: Target, executor: Executor = Threads(),
             draw_on_cluster(scene, states, target, executor, bar)
         else:
             seam = SeamMeter(scene, crossfade) if crossfade else None
-            _draw_here(scene, states, target, executor, bar, seam)
+            _draw_here(scene, states, target, executor or Threads(), bar, seam)
     if seam and seam.report():
         print(f"boids-render: {seam.report()}", file=sys.stderr)
     _keep(diagnostics, rows, scene)

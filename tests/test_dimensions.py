@@ -76,6 +76,15 @@ def test_every_writer_takes_3d_states(scene, tmp_path, output):
         assert count_frames(path) == FRAMES
 
 
+def test_a_target_of_several_paths_writes_each_from_one_drawing(scene, tmp_path):
+    paths = (f"{tmp_path}/clip.webm", f"{tmp_path}/frames/")
+    with open_writer(Target(paths, 0, FRAMES), scene) as writer:
+        drawn = [index for index, _ in draw_range(scene, states(scene), writer, workers=1)]
+    assert drawn == list(range(FRAMES))
+    assert count_frames(paths[0]) == FRAMES
+    assert len(list((tmp_path / "frames").glob("frame_*.png"))) == FRAMES
+
+
 @pytest.mark.slow
 def test_the_dask_path_takes_3d_states(scene, tmp_path):
     pytest.importorskip("distributed")
