@@ -22,6 +22,8 @@ from render.scene import load_scene
 
 from conftest import SCENES
 
+pytestmark = pytest.mark.slow
+
 MURMURATION = SCENES / "murmuration.toml"
 # Small frames of the default scene, with its camera, hawk and accent birds.
 SMALL = ("--size", "160x90", "--quiet")

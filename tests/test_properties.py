@@ -24,6 +24,9 @@ from hypothesis import strategies as st
 from render.cli import main
 from render.scene import SECTIONS
 
+# Hypothesis renders dozens of scenes: the full suite runs them, the inner loop does not.
+pytestmark = pytest.mark.slow
+
 FIELDS = {name: {f.name: f.metadata for f in dataclasses.fields(cls)}
           for name, cls in SECTIONS.items()}
 DOTTED = [f"{section}.{key}" for section, keys in FIELDS.items() for key in keys]
