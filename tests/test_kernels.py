@@ -19,9 +19,12 @@ from naive import (naive_accel, naive_integrate, naive_local_headings, naive_rul
                    naive_step, naive_total_accel)
 from render.scene import build_scene
 from render.sim import diagnostics
+from render.sim.diagnostics import local_headings
+from render.sim.forces.flocking import Flocking, steer
 from render.sim.grid import counting_sort, grid_shape
-from render.sim.kernels import FALLOFF_POWER, integrate, steer
-from render.sim.simulate import Simulation, local_headings
+from render.sim.motion import Motion, World, integrate
+from render.sim.neighbours import FALLOFF_POWER, neighbour_sums
+from render.sim.simulate import Simulation
 
 TOL = 1e-9
 
@@ -125,8 +128,8 @@ def kernel_sums(pos, vel, *, width, height, wrap, radius, sep_radius, falloff):
     pos = np.ascontiguousarray(pos, dtype=np.float64)
     vel = np.ascontiguousarray(vel, dtype=np.float64)
     shape = grid_shape(pos, radius, width, height, wrap)
-    return simulate.neighbour_sums(pos, vel, shape, wrap, width, height, radius, sep_radius,
-                                   FALLOFF_POWER[falloff])
+    rules = Flocking(radius, sep_radius, FALLOFF_POWER[falloff], 1.0, 1.0, 1.0, False, math.inf)
+    return neighbour_sums(pos, vel, shape, World(wrap, width, height), rules)
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,7 +168,7 @@ def test_worked_example_kernel_rule_vectors():
     np.testing.assert_allclose(sums["vsum"][0] / k, [0.0, 0.0], atol=1e-15)
     np.testing.assert_allclose(sums["offsum"][0] / k, [1.0, 1.0], atol=1e-15)
     acc = steer(sums["count"], sums["sep"], sums["vsum"], sums["offsum"], WORKED_VEL,
-                1.5, 1.0, 1.0, False, math.inf)
+                Flocking(2.5, 2.5, 0, 1.5, 1.0, 1.0, False, math.inf))
     np.testing.assert_allclose(acc[0], [-0.5, -0.5], atol=1e-15)
 
 
@@ -345,8 +348,9 @@ def test_comparison_detects_a_kernel_with_flipped_separation(monkeypatch):
     advance_flock = simulate.step.advance_flock
 
     def flipped(*args):
-        *head, rules, motion, extras, work = args
-        return advance_flock(*head, rules._replace(w_sep=-rules.w_sep), motion, extras, work)
+        *head, forces, work = args
+        rules = forces.flocking._replace(w_sep=-forces.flocking.w_sep)
+        return advance_flock(*head, forces._replace(flocking=rules), work)
 
     monkeypatch.setattr(simulate.step, "advance_flock", flipped)
     scene = make_scene(falloff="inverse", alignment="difference", boundary="wrap")
@@ -498,7 +502,8 @@ def test_integrate_clamps_speed_then_turns_and_wraps():
     turn[::3] = 0.0
     turn[4], turn[5] = 0.0, 0.5
     dt = 1 / 60
-    kernel_pos, kernel_vel = integrate(pos, vel, acc, turn, dt, 1.0, 2.0, True, width, height)
+    kernel_pos, kernel_vel = integrate(pos, vel, acc, turn, World(True, width, height),
+                                       Motion(dt, 1.0, 2.0))
     ref_pos, ref_vel = naive_integrate(pos, vel, acc, dt=dt, min_speed=1.0, max_speed=2.0,
                                        width=width, height=height, boundary="wrap",
                                        turn=turn)
@@ -572,7 +577,7 @@ def test_thread_count_does_not_change_positions(restore_threads):
 
 
 def test_small_turns_use_polynomials_within_an_ulp_of_libm():
-    from render.sim.kernels import _cos_sin
+    from render.sim.motion import _cos_sin
     for t in np.concatenate([np.linspace(-0.05, 0.05, 2001), [1e-12, 0.3, -2.0]]):
         c, s = _cos_sin(t)
         assert abs(c - math.cos(t)) <= 2.3e-16 and abs(s - math.sin(t)) <= 1e-17 + 1.2e-16 * abs(t)
