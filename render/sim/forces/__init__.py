@@ -3,8 +3,8 @@ scalars, built once from the scene by the function of the same name) and its one
 implementation, per bird (`accel(params, x, y)`, scalars in, scalars out), which the fused
 step calls and which Python can call too. `tests/naive.py` holds their references.
 
-The pushes act on top of the flocking rules in the order of PUSHES, each added onto the
-sum so far from 0.0: walls, attractor, containment, hawk (while it is out). The field
+The pushes act on top of the flocking rules in this order, each added onto the sum so far
+from 0.0: walls, attractor, containment, hawk (while it is out); see `pushes`. The field
 turns the new velocity instead (motion.integrate).
 """
 
@@ -21,10 +21,6 @@ from .field import Field
 from .flocking import Flocking
 from .hawk import Hawk
 from .walls import Walls
-
-# The modules whose `accel` pushes the birds, in the order the pushes add up.
-PUSHES = (walls, attractor, containment, hawk)
-
 
 class Forces(NamedTuple):
     """Every force's parameters, as one step reads them (see `at_time`)."""
@@ -54,24 +50,22 @@ def at_time(forces: Forces, scene: Scene, time_s: float) -> Forces:
 
 @inline
 def pushes(x, y, w, a, c, h):
-    """The pushes on one bird at (x, y), the forces' parameters in the order of PUSHES:
-    (ax, ay) summed, and whether it is inside the containment (True without it)."""
+    """The pushes on one bird at (x, y), given the parameters of walls, attractor,
+    containment and hawk (in the order they add up): (ax, ay) summed, and whether it is inside the containment (True without it)."""
     ex = ey = 0.0
     if w.active:
-        px, py = walls.accel(w, x, y)
-        ex += px
-        ey += py
+        ex, ey = _plus(ex, ey, walls.accel(w, x, y))
     if a.active:
-        px, py = attractor.accel(a, x, y)
-        ex += px
-        ey += py
+        ex, ey = _plus(ex, ey, attractor.accel(a, x, y))
     inside = True
     if c.active:
         px, py, inside = containment.accel(c, x, y)
-        ex += px
-        ey += py
+        ex, ey = _plus(ex, ey, (px, py))
     if h.out:
-        px, py = hawk.accel(h, x, y)
-        ex += px
-        ey += py
+        ex, ey = _plus(ex, ey, hawk.accel(h, x, y))
     return ex, ey, inside
+
+
+@inline
+def _plus(ex, ey, push):
+    return ex + push[0], ey + push[1]
