@@ -16,6 +16,8 @@ from numba import njit, prange, types
 from numba.core.errors import NumbaTypeError
 from numba.extending import intrinsic
 
+__all__ = ["FLAGS", "inline", "parallel", "prange", "serial", "trailing_zeros", "vectorised"]
+
 FLAGS = dict(fastmath=False, error_model="numpy", cache=True)
 
 serial = njit(**FLAGS)
@@ -26,9 +28,6 @@ parallel = njit(**FLAGS, parallel=True)
 # Reassociation only ("reassoc"; "nsz": the sign of a zero sum may differ): a sum over a
 # bird's candidates then vectorises. See the module docstring.
 vectorised = njit(**{**FLAGS, "fastmath": {"reassoc", "nsz"}})
-
-__all__ = ["FLAGS", "inline", "parallel", "prange", "serial", "trailing_zeros", "vectorised"]
-
 
 @intrinsic
 def trailing_zeros(typingctx, word):
