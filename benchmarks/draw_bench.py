@@ -192,6 +192,9 @@ def picture_difference(frame: FlockFrame, size: tuple[int, int]) -> float:
 def run(quick: bool = False) -> list[dict]:
     """The drawing figures of issue 4: 1920x1080 and 3840x2160 (quick: 480x270 and
     960x540, few rounds, no targets), each against matplotlib and the stroked drawing."""
+    from render.cli import tune_process
+
+    tune_process()  # the heap settings a render runs with (the drawing allocates per frame)
     frame = settled_frame()
     if quick:
         sizes, rounds = [((480, 270), ""), ((960, 540), "")], 5

@@ -1,5 +1,3 @@
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main(sys.argv[1:]))
+entry()  # as the console script: the tuned process (cli.tune_process), then main(argv)

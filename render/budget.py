@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 from .encode import VIDEO_SUFFIXES
@@ -33,8 +34,15 @@ SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their roundin
 MAX_SECONDS = 30 * 24 * 3600
 # cairo's image surfaces are at most this many px a side: each frame of a clip or PNG
 # sequence, a still drawn whole, a contact sheet. A PNG still may be larger: it is drawn in
-# tiles, each its own surface (pipeline.render_still).
+# tiles, each its own surface (stills.render_still).
 IMAGE_MAX_SIDE = 32767
+# Pixels drawn around each tile of a still and cropped (see stills.render_still).
+TILE_APRON = 32
+# Tiles of a PNG still too large to draw whole, when --tile-size does not say: few enough
+# that the per-tile work is negligible, small enough that a band of them is cheap.
+DEFAULT_TILE = 2048
+# 16-bit stills are drawn this many times larger a side, then averaged down.
+SUPERSAMPLE = 4
 # cairo's PDF and SVG surfaces hold coordinates as 24.8 fixed point, which wraps around
 # past 2²³ pt; half of that leaves room for the streaks that run past the page's edge.
 VECTOR_MAX_PT = 2 ** 22
@@ -100,6 +108,58 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
     per_bird = SIM_BYTES_PER_BIRD + DRAW_BYTES_PER_BIRD
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
                     pixels, per_pixel, per_bird, tile)
+
+
+def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi: float,
+               bit_depth: int = 8, tile_size: int | None = None) -> Estimate:
+    """What `stills.render_still` will spend on this still, and how it will draw it: in
+    tiles of `.tile` px, or whole when that is None. UsageError when the still cannot be
+    drawn or does not fit the budget. Without `tile_size`, a PNG still too large for one
+    cairo surface, or for memory whole, is drawn in DEFAULT_TILE tiles (the same pixels)."""
+    where, time = str(output), float(time)
+    if Path(output).suffix.lower() in (".pdf", ".svg"):
+        require_size(scene, where, VECTOR_MAX_PT * dpi / 72,
+                     f"a PDF or SVG page at {dpi:g} dpi (cairo's vector coordinates reach "
+                     f"{VECTOR_MAX_PT} pt)", "a higher --dpi makes the page smaller; a PNG "
+                     "still has no such limit")
+        return check(scene, where, still_estimate(scene, time, vector=True))
+    whole = []  # why the still is drawn whole: (largest side, what, what to do instead)
+    if bit_depth == 16:
+        whole.append((IMAGE_MAX_SIDE // 2, "a 16-bit still (drawn 2 to 4 times larger a "
+                      "side, whole)", "an 8-bit still is drawn in tiles at any size"))
+    if scene.output.transparent:
+        whole.append((IMAGE_MAX_SIDE, "a transparent still (output.transparent: drawn "
+                      "whole)", "an opaque still is drawn in tiles at any size"))
+    if scene.render.motion_blur > 1:
+        whole.append((IMAGE_MAX_SIDE, "a still with motion blur (render.motion_blur > 1: "
+                      "drawn whole)", "without it a still is drawn in tiles at any size"))
+    if whole:
+        if tile_size is not None:
+            raise UsageError("--tile-size draws opaque 8-bit stills without motion blur")
+        for limit, what, instead in whole:
+            require_size(scene, where, limit, what, instead)
+        k = supersample_factor(scene.output.size) if bit_depth == 16 else 1
+        return check(scene, where, still_estimate(scene, time, supersample=k))
+    if tile_size is None:
+        cost = still_estimate(scene, time)
+        if max(scene.output.size) <= IMAGE_MAX_SIDE and fits(cost):
+            return check(scene, where, cost)  # the time budget
+        tile_size = DEFAULT_TILE
+    largest = IMAGE_MAX_SIDE - 2 * TILE_APRON
+    if min(tile_size, max(scene.output.size)) > largest:
+        raise UsageError(f"--tile-size {tile_size}: expected at most {largest} (each tile "
+                         f"and its {TILE_APRON}-px apron are one cairo surface, at most "
+                         f"{IMAGE_MAX_SIDE} px a side)")
+    return check(scene, where, still_estimate(scene, time, tile=tile_size))
+
+
+def supersample_factor(size: tuple[int, int]) -> int:
+    """How many times larger a side a 16-bit still of `size` px is drawn: SUPERSAMPLE, or
+    less where that would pass cairo's limit (1: not even twice)."""
+    k = SUPERSAMPLE
+    while k > 1 and max(size) * k > IMAGE_MAX_SIDE:
+        k -= 1
+    return k
 
 
 def fits(cost: Estimate) -> bool:

@@ -2,8 +2,9 @@
 
 The simulation is sequential and cheap; drawing and encoding are the expensive, parallel
 part. The driver simulates once and ships each task the states of one segment of frames;
-the task runs the local pipeline's `draw_range` on them and returns what it encoded: the
-segment as a clip in the output's own format, or the segment's PNG files. The driver writes
+the task runs the local pipeline's `drawing.draw_range` on them and returns what it
+encoded: the segment as a clip in the output's own format (`render_clip_segment`), or the
+segment's PNG files (`render_png_segment`). The driver writes
 PNG files as they arrive and joins clip segments without re-encoding. A task carries all it
 needs (its states, or their path in a shared --cache-dir), so when a worker dies the
 scheduler runs the task again elsewhere and the result is the same.
@@ -26,16 +27,20 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .drawing import draw_range
+from .encode import Target, open_writer
 from .encode.images import SequenceWriter, encode_png, is_sequence
 from .errors import BoidsError, UsageError
-from .pipeline import FrameState, draw_range
+from .executor import Cluster, default_workers
 from .scene import Scene
+from .segments import (INSTALL, TOPIC, Shipment, render_clip_segment, render_png_segment,
+                       version)
+from .states import FrameState
 
-# Progress events: (render token, segment, frames drawn so far in that segment).
-TOPIC = "boids-render-progress"
 # States shipped inside one task: above this a segment is cut shorter, unless they travel
 # through --cache-dir (the scheduler holds every waiting task's arguments).
 TASK_BYTES = 64 * 2**20
@@ -46,89 +51,108 @@ RESULT_BYTES = 256 * 2**20
 RESULT_BYTES_PER_PX = {".mov": 0.6, "png": 0.2, ".mp4": 0.1, ".webm": 0.1}
 # Segments per worker: enough that a slow or restarted worker does not hold up the end.
 SEGMENTS_PER_WORKER = 3
-INSTALL = "pip install 'boids-render[distributed]'"
 
 
-def draw_on_cluster(scene: Scene, states: Iterable[FrameState], output: str, *,
-                    scheduler: str, workers: int, first: int, bar, resume: bool = False,
-                    overwrite: bool = True, cache_dir: str | Path | None = None) -> None:
-    """Draw and encode `states` (frames first .. the clip's end) on the Dask cluster at
-    `scheduler` ("local": a LocalCluster of `workers` processes) into `output`, advancing
-    the tqdm `bar` as frames are drawn across all workers."""
-    sequence = is_sequence(output)
-    if not sequence:
-        _check_clip(scene, output, overwrite, resume)
+def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
+                    cluster: Cluster, bar) -> None:
+    """Draw and encode `states` (`target`'s frames) on `cluster` into `target`'s one path,
+    advancing the tqdm `bar` as frames are drawn across all workers."""
+    if len(target.paths) != 1:
+        raise UsageError("--scheduler writes one output at a time")
+    if not is_sequence(target.paths[0]):
+        _check_clip(scene, target)
     try:
         import distributed  # noqa: F401  (the optional extra)
     except ImportError:
         raise UsageError(f"--scheduler needs Dask's distributed scheduler: {INSTALL}") \
             from None
-    total = scene.frame_count - first
-    with connect(scheduler, workers) as client, \
-            _Destination(scene, output, sequence, total, resume, overwrite) as destination, \
-            _Shipping(cache_dir) as shipping:
-        token = uuid.uuid4().hex[:12]
-        drawn: dict[int, int] = {}  # segment → frames drawn, from the workers' events
-        lock = threading.Lock()  # events arrive on the client's own thread
-
-        def progress(event) -> None:
-            _, (sender, segment, done) = event
-            if sender == token:
-                with lock:
-                    drawn[segment] = max(drawn.get(segment, 0), done)
-
-        pending: dict = {}  # future → segment
-        kept = 0  # frames a resumed sequence keeps from disk
-
-        def collect(block: bool) -> None:
-            while pending:
-                finished = [f for f in pending if f.done()]
-                for future in finished:
-                    segment = pending.pop(future)
-                    destination.add(segment, _result(future, scheduler))
-                    with lock:
-                        drawn[segment] = destination.frames[segment]
-                    shipping.done(segment)
-                    future.release()
-                with lock:
-                    done = kept + sum(drawn.values())
-                bar.update(max(0, done - bar.n))
-                if finished or not block:
-                    return
-                time.sleep(0.1)
-
-        client.subscribe_topic(TOPIC, progress)
+    with connect(cluster) as client, \
+            _Destination(scene, target) as destination, \
+            _Shipping(cluster.cache_dir) as shipping:
+        run = _Run(client, scene, destination, shipping, cluster.address, bar)
+        client.subscribe_topic(TOPIC, run.progress)
         try:
-            states = iter(states)
-            head = list(itertools.islice(states, 1))
-            per = _segment_length(total, _slots(client), head[0], destination.kind,
-                                  scene.output.size, shipping.shared) if head else 1
-            chunks = iter(lambda: list(itertools.islice(states, per)), [])
-            for segment, chunk in enumerate(itertools.chain(
-                    [head + list(itertools.islice(states, per - 1))] if head else [],
-                    chunks)):
-                wanted = [s for s in chunk if destination.wants(s.index)]
-                kept += len(chunk) - len(wanted)
-                if not wanted:
-                    continue
-                destination.frames[segment] = len(wanted)
-                future = client.submit(render_segment, scene,
-                                       shipping.ship(segment, wanted), destination.kind,
-                                       token, segment, _version(),
-                                       key=f"boids-render-{token}-{segment:05d}", pure=False)
-                pending[future] = segment
-                # Bounded look-ahead: the driver holds a few segments' states per worker
-                # (workers that join later count too).
-                while len(pending) >= 2 * _slots(client):
-                    collect(block=True)
-                collect(block=False)
-            while pending:
-                collect(block=True)
-            bar.update(total - bar.n)  # the frames kept after the last segment was drawn
+            length = lambda sample: _segment_length(  # noqa: E731
+                target.count, _slots(client), sample, destination.kind, scene.output.size,
+                shipping.shared)
+            for segment, chunk in enumerate(_chunks(states, length)):
+                run.submit(segment, chunk)
+            while run.pending:
+                run.collect(block=True)
+            bar.update(target.count - bar.n)  # the frames kept after the last segment
         finally:
             # Before the cache is removed: tasks still queued would find their states gone.
-            client.cancel(list(pending), force=True)
+            client.cancel(list(run.pending), force=True)
             client.unsubscribe_topic(TOPIC)
+
+
+def _chunks(states: Iterable[FrameState], length) -> Iterator[list[FrameState]]:
+    """`states` in consecutive lists of `length(the first state)` (the last shorter)."""
+    states = iter(states)
+    head = list(itertools.islice(states, 1))
+    if not head:
+        return
+    per = length(head[0])
+    yield head + list(itertools.islice(states, per - 1))
+    yield from iter(lambda: list(itertools.islice(states, per)), [])
+
+
+class _Run:
+    """One render's segments in flight: submitted with a bounded look-ahead, collected
+    into the destination as they finish, the workers' progress events summed into the
+    bar."""
+
+    def __init__(self, client, scene: Scene, destination: _Destination,
+                 shipping: _Shipping, scheduler: str, bar):
+        self.client, self.scene, self.bar = client, scene, bar
+        self.destination, self.shipping, self.scheduler = destination, shipping, scheduler
+        self.token = uuid.uuid4().hex[:12]
+        self.drawn: dict[int, int] = {}  # segment → frames drawn, from the workers' events
+        self.lock = threading.Lock()  # events arrive on the client's own thread
+        self.pending: dict = {}  # future → segment
+        self.kept = 0  # frames a resumed sequence keeps from disk
+
+    def progress(self, event) -> None:
+        _, (sender, segment, done) = event
+        if sender == self.token:
+            with self.lock:
+                self.drawn[segment] = max(self.drawn.get(segment, 0), done)
+
+    def submit(self, segment: int, chunk: list[FrameState]) -> None:
+        """Send the states of `chunk` the destination wants as task `segment`."""
+        wanted = [s for s in chunk if self.destination.wants(s.index)]
+        self.kept += len(chunk) - len(wanted)
+        if wanted:
+            self.destination.frames[segment] = len(wanted)
+            kind = self.destination.kind
+            task = (render_png_segment,) if kind == "png" else (render_clip_segment, kind)
+            future = self.client.submit(
+                *task, self.scene, self.shipping.ship(segment, wanted), self.token, segment,
+                version(), key=f"boids-render-{self.token}-{segment:05d}", pure=False)
+            self.pending[future] = segment
+        # Bounded look-ahead: the driver holds a few segments' states per worker (workers
+        # that join later count too).
+        while len(self.pending) >= 2 * _slots(self.client):
+            self.collect(block=True)
+        self.collect(block=False)
+
+    def collect(self, block: bool) -> None:
+        """Take in the finished segments (with `block`, wait for one) and move the bar."""
+        while self.pending:
+            finished = [f for f in self.pending if f.done()]
+            for future in finished:
+                segment = self.pending.pop(future)
+                self.destination.add(segment, _result(future, self.scheduler))
+                with self.lock:
+                    self.drawn[segment] = self.destination.frames[segment]
+                self.shipping.done(segment)
+                future.release()
+            with self.lock:
+                done = self.kept + sum(self.drawn.values())
+            self.bar.update(max(0, done - self.bar.n))
+            if finished or not block:
+                return
+            time.sleep(0.1)
 
 
 def _slots(client) -> int:
@@ -151,44 +175,11 @@ def _result(future, scheduler: str):
                          f"written)") from None
 
 
-def render_segment(scene: Scene, payload, kind: str, token: str, segment: int,
-                   version: str) -> bytes | list[tuple[int, bytes]]:
-    """A cluster task: draw the states in `payload` (a list of FrameState, or the path of
-    their pickle in the shared cache) and return them encoded: a clip of suffix `kind`
-    (bytes), or for kind "png" the (index, PNG bytes) of each frame. `version`: the
-    driver's boids-render, which this worker must run (one may join mid-render)."""
-    if version != _version():
-        raise UsageError(f"a worker has boids-render {_version()}, the driver {version}; "
-                         f"install the same version on every worker ({INSTALL})")
-    if isinstance(payload, str):
-        with open(payload, "rb") as f:
-            payload = pickle.load(f)
-    states: list[FrameState] = payload
-    report = _reporter(token, segment)
-    if kind == "png":
-        sink = _EncodedFrames()
-        for done, _ in enumerate(draw_range(scene, states, sink, workers=1), 1):
-            report(done)
-        return sink.files
-    from .encode.video import VideoWriter
-
-    # In the worker's own scratch space, which Dask clears when a killed worker restarts.
-    with tempfile.TemporaryDirectory(prefix="boids-render-segment-",
-                                     dir=_scratch()) as folder:
-        path = Path(folder) / f"segment{kind}"
-        out = scene.output
-        with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf, frames=len(states),
-                         first=states[0].index, transparent=out.transparent) as writer:
-            for done, _ in enumerate(draw_range(scene, states, writer, workers=1), 1):
-                report(done)
-        return path.read_bytes()
-
-
 @contextlib.contextmanager
-def connect(scheduler: str, workers: int) -> Iterator:
-    """A Dask client: of a LocalCluster of `workers` single-threaded processes for
-    "local", else of the scheduler at that address, once a worker has joined and every
-    worker runs this version of boids-render."""
+def connect(cluster: Cluster) -> Iterator:
+    """A Dask client of `cluster`: a LocalCluster of its `workers` single-threaded
+    processes for "local", else the scheduler at its address, once a worker has joined
+    and every worker runs this version of boids-render."""
     import dask
 
     # Dask logs its own account of a lost connection or a failed task, tracebacks and
@@ -202,7 +193,7 @@ def connect(scheduler: str, workers: int) -> Iterator:
         # A task carries its states (up to TASK_BYTES) on purpose: no warning about it.
         with dask.config.set({"distributed.admin.large-graph-warning-threshold":
                               f"{2 * TASK_BYTES}B"}):
-            yield from _clients(scheduler, workers)
+            yield from _clients(cluster.address, cluster.workers or default_workers())
     finally:
         for log, level in zip(logs, levels):
             log.setLevel(level)
@@ -255,36 +246,29 @@ def _probe(address: str) -> None:
                          f"{exc.strerror or exc}; start one with `dask scheduler`") from None
 
 
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
 def _check_versions(client, scheduler: str) -> None:
     """Every worker must draw with the same code as a local render would."""
     try:
-        found = client.run(_version)
+        found = client.run(version)
     except ModuleNotFoundError:
         found = {"a worker": "not installed"}
-    other = {worker: v for worker, v in found.items() if v != _version()}
+    other = {worker: v for worker, v in found.items() if v != version()}
     if other:
-        worker, version = next(iter(other.items()))
-        raise UsageError(f"--scheduler {scheduler}: {worker} has boids-render {version}, "
-                         f"this machine {_version()}; install the same version on every "
+        worker, theirs = next(iter(other.items()))
+        raise UsageError(f"--scheduler {scheduler}: {worker} has boids-render {theirs}, "
+                         f"this machine {version()}; install the same version on every "
                          f"worker ({INSTALL})")
 
 
-def _check_clip(scene: Scene, output: str, overwrite: bool, resume: bool) -> None:
+def _check_clip(scene: Scene, target: Target) -> None:
     """What a clip split across a cluster cannot be, before any work is done: a GIF, or
     whatever a local render would refuse."""
-    from .encode import open_writer
-
+    output = target.paths[0]
     if Path(output).suffix.lower() == ".gif":
         raise UsageError(f"{output}: a GIF's palette comes from the whole clip, so it is "
                          f"not split across a cluster; render it without --scheduler, or "
                          f"render .mov or PNG frames on the cluster")
-    open_writer(output, scene, resume=resume, overwrite=overwrite)  # checks, opens nothing
+    open_writer(target, scene)  # checks, opens nothing
 
 
 def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
@@ -308,55 +292,21 @@ def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
     return max(1, per)
 
 
-def _worker():
-    """The Dask worker running this task; None outside one."""
-    try:
-        from distributed import get_worker
-
-        return get_worker()
-    except (ImportError, ValueError):
-        return None
-
-
-def _scratch() -> str | None:
-    worker = _worker()
-    return worker.local_directory if worker else None
-
-
-def _reporter(token: str, segment: int):
-    worker = _worker()
-    if worker is None:
-        return lambda done: None
-    return lambda done: worker.log_event(TOPIC, (token, segment, done))
-
-
-class _EncodedFrames:
-    """A writer (see `open_writer`) that keeps each frame as PNG bytes."""
-
-    def __init__(self):
-        self.files: list[tuple[int, bytes]] = []
-
-    def wants(self, index: int) -> bool:
-        return True
-
-    def write(self, index: int, pixels) -> None:
-        self.files.append((index, encode_png(pixels)))
-
-
 class _Destination:
     """Where the segments' results go: PNG files into the sequence as they arrive, or clip
     segments into a hidden folder beside the output, joined in order at the end (nothing
     under the output's name until the joined clip is complete)."""
 
-    def __init__(self, scene: Scene, output: str, sequence: bool, total: int, resume: bool,
-                 overwrite: bool):
-        self.output = output
-        self.total = total
+    def __init__(self, scene: Scene, target: Target):
+        self.output = output = target.paths[0]
+        self.total = target.count
         self.fps = scene.output.fps
-        self.overwrite = overwrite
+        self.overwrite = target.overwrite
+        sequence = is_sequence(output)
         self.kind = "png" if sequence else Path(output).suffix.lower()
-        self.sequence = SequenceWriter(output, size=scene.output.size, resume=resume,
-                                       overwrite=overwrite) if sequence else None
+        self.sequence = SequenceWriter(output, size=scene.output.size,
+                                       resume=target.resume,
+                                       overwrite=target.overwrite) if sequence else None
         self.frames: dict[int, int] = {}  # segment → frames
 
     def __enter__(self) -> _Destination:
@@ -409,13 +359,13 @@ class _Shipping:
     def __enter__(self) -> _Shipping:
         return self
 
-    def ship(self, segment: int, states: list[FrameState]):
+    def ship(self, segment: int, states: list[FrameState]) -> Shipment:
         if self.folder is None:
-            return states
+            return Shipment(tuple(states))
         path = self.folder / f"{segment:05d}.states"
         with open(path, "wb") as f:
             pickle.dump(states, f, protocol=pickle.HIGHEST_PROTOCOL)
-        return os.fspath(path.resolve())
+        return Shipment(path=os.fspath(path.resolve()))
 
     def done(self, segment: int) -> None:
         if self.folder is not None:

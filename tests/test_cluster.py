@@ -15,7 +15,9 @@ import imageio_ffmpeg
 import pytest
 from distributed import Client, LocalCluster
 
-from render import cluster
+from render import cluster, segments
+from render.encode import Target
+from render.executor import Cluster
 from render.scene import load_scene
 
 from conftest import SCENES
@@ -99,7 +101,7 @@ def test_the_segments_are_more_than_one(scheduler):
     with Client(scheduler) as client:
         slots = sum(client.nthreads().values())
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
-    from render.pipeline import simulated
+    from render.states import simulated
 
     sample = next(simulated(scene, 0, 1))
     assert slots == 2
@@ -108,7 +110,7 @@ def test_the_segments_are_more_than_one(scheduler):
 
 def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monkeypatch):
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
-    from render.pipeline import simulated
+    from render.states import simulated
 
     sample = next(simulated(scene, 0, 1))
     size = sample.positions.nbytes + sample.velocities.nbytes + sample.neighbours.nbytes
@@ -123,7 +125,7 @@ def test_an_encoded_segment_stays_within_a_message(capsys):
     """ProRes 4444 at 4K is about 3.5 MB a frame: a 10-minute film on 4 workers would send
     back gigabytes per task without the cap."""
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
-    from render.pipeline import simulated
+    from render.states import simulated
 
     sample = next(simulated(scene, 0, 1))
     per = cluster._segment_length(14400, 4, sample, ".mov", (3840, 2160), shared=True)
@@ -175,25 +177,26 @@ def test_a_resumed_sequence_with_every_frame_kept_ends_its_bar_full(capsys, sche
 def test_a_worker_with_another_version_joining_mid_render_is_refused(scheduler):
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
     from render.errors import UsageError
-    from render.pipeline import simulated
+    from render.states import simulated
 
     states = list(simulated(scene, 0, 1))
     with Client(scheduler) as client, pytest.raises(UsageError, match="same version"):
-        client.submit(cluster.render_segment, scene, states, "png", "t", 0, "0.0.0-other",
-                      pure=False).result()
+        client.submit(segments.render_png_segment, scene, segments.Shipment(tuple(states)),
+                      "t", 0, "0.0.0-other", pure=False).result()
 
 
 def test_workers_report_every_frame_they_draw(scheduler):
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
-    from render.pipeline import simulated
+    from render.states import simulated
 
     states = list(simulated(scene, 0, 5))
     with Client(scheduler) as client:
-        result = client.submit(cluster.render_segment, scene, states, "png", "t0k3n", 7,
-                               cluster._version(), pure=False).result()
+        result = client.submit(segments.render_png_segment, scene,
+                               segments.Shipment(tuple(states)), "t0k3n", 7,
+                               segments.version(), pure=False).result()
         deadline = time.monotonic() + 10
         while True:
-            events = [msg for _, msg in client.get_events(cluster.TOPIC)
+            events = [msg for _, msg in client.get_events(segments.TOPIC)
                       if msg[0] == "t0k3n"]
             if len(events) == 5 or time.monotonic() > deadline:
                 break
@@ -223,7 +226,7 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
                       dashboard_address=":0") as local, Client(local) as client:
         pids = client.run(os.getpid)
         drawn = []
-        client.subscribe_topic(cluster.TOPIC, drawn.append)
+        client.subscribe_topic(segments.TOPIC, drawn.append)
         codes = []
         render = threading.Thread(target=lambda: codes.append(main([
             str(MURMURATION), "-o", f"{tmp_path}/cluster/{output}", *args,
@@ -258,7 +261,7 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
 def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
     scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test"),
                                      ("output.frames", "24", "test")])
-    from render.pipeline import simulated
+    from render.states import simulated
 
     class Interrupting:
         n = 0
@@ -270,8 +273,8 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
 
     out = tmp_path / "clip.mp4"
     with pytest.raises(KeyboardInterrupt):
-        cluster.draw_on_cluster(scene, simulated(scene, 0, 24), str(out),
-                                scheduler=scheduler, workers=2, first=0, bar=Interrupting())
+        cluster.draw_on_cluster(scene, simulated(scene, 0, 24), Target.of(str(out), scene),
+                                Cluster(scheduler), bar=Interrupting())
     assert list(tmp_path.iterdir()) == []
 
 

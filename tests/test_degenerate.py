@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import render.sim.simulate as simulate
-from render.pipeline import render
+from render.encode import Target
+from render.pipeline import Diagnostics, render
 from render.scene import build_scene
 from render.sim.grid import grid_shape, max_cells
 from render.sim.simulate import Simulation, frames
@@ -94,8 +95,8 @@ def test_degenerate_scene_keeps_positions_and_velocities_finite(case, case_scene
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_degenerate_scene_renders(case, case_scene, tmp_path):
-    assert render(case_scene, f"{tmp_path}/seq/", quiet=True,
-                  stats=tmp_path / "stats.csv") == 4
+    assert render(case_scene, Target.of(f"{tmp_path}/seq/", case_scene),
+                  diagnostics=Diagnostics(stats=tmp_path / "stats.csv"), quiet=True) == 4
     assert len(list((tmp_path / "seq").glob("frame_*.png"))) == 4
 
 

@@ -21,11 +21,14 @@ import pytest
 
 import render.budget as budget
 import render.encode.video as video
-import render.pipeline as pipeline
+import render.contact_sheet as contact_sheet
+import render.drawing as drawing
+import render.states as states
+import render.stills as stills
 from render.cli import main
 
 PROC = Path("/proc")
-DRAW = pipeline.draw_frame
+DRAW = states.draw_frame
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
@@ -67,7 +70,7 @@ def count_draws(monkeypatch, fail_at: int | None = None,
         drawn.append(len(drawn))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    monkeypatch.setattr(states, "draw_frame", draw)
     return drawn
 
 
@@ -130,7 +133,7 @@ def test_interrupt_landing_inside_a_numba_kernel_still_exits_130(
             raise SystemError("CPUDispatcher(<function step>) returned a result with an "
                               "exception set") from exc
 
-    monkeypatch.setattr(pipeline, "draw_frame", lambda *a, **k: kernel_interrupted())
+    monkeypatch.setattr(states, "draw_frame", lambda *a, **k: kernel_interrupted())
     out = tmp_path / "out"
     r = cli(small_scene, "-o", out / "clip.mp4", "--frames", "3", "-q")
     assert r.code == 130
@@ -149,7 +152,7 @@ def test_ffmpeg_runs_in_its_own_session_so_a_terminal_ctrl_c_reaches_only_us(
     # A terminal's Ctrl-C signals the whole foreground process group; ffmpeg would then
     # finish the file on its own and race the kill.
     seen = []
-    real = pipeline.draw_frame
+    real = states.draw_frame
 
     def draw(*args, **kwargs):
         if not seen:
@@ -159,7 +162,7 @@ def test_ffmpeg_runs_in_its_own_session_so_a_terminal_ctrl_c_reaches_only_us(
                         if "ffmpeg" in command_line(pid))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    monkeypatch.setattr(states, "draw_frame", draw)
     assert main([str(small_scene), "-o", str(tmp_path / "c.mp4"), "--frames", "2", "-q"]) == 0
     assert seen and os.getsid(0) not in seen
 
@@ -232,7 +235,7 @@ def test_no_overwrite_keeps_a_frame_another_machine_finished_meanwhile(
         cli, small_scene, tmp_path, monkeypatch):
     # Two machines render into one folder; both start frame 1, the other finishes first.
     seq = tmp_path / "seq"
-    real = pipeline.draw_frame
+    real = states.draw_frame
     calls = []
 
     def draw(*args, **kwargs):
@@ -241,7 +244,7 @@ def test_no_overwrite_keeps_a_frame_another_machine_finished_meanwhile(
             (seq / "frame_00001.png").write_bytes(b"the other machine's frame 1")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    monkeypatch.setattr(states, "draw_frame", draw)
     r = cli(small_scene, "-o", f"{seq}/", "--frames", "3", "--no-overwrite", "-q")
     assert r.code == 0, r.err
     assert (seq / "frame_00001.png").read_bytes() == b"the other machine's frame 1"
@@ -258,13 +261,13 @@ def test_finished_clip_replaces_an_existing_file_only_at_the_end(
     target.write_bytes(b"an earlier render")
     before = target.stat().st_ino
     during = []
-    real = pipeline.draw_frame
+    real = states.draw_frame
 
     def draw(*args, **kwargs):
         during.append(target.read_bytes())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    monkeypatch.setattr(states, "draw_frame", draw)
     r = cli(small_scene, "-o", target, "--frames", "4", "-q")
     assert r.code == 0, r.err
     assert during == [b"an earlier render"] * 4  # untouched while rendering
@@ -281,7 +284,7 @@ def test_no_overwrite_refuses_an_existing_clip_before_any_work(
     def no_work(*args, **kwargs):
         raise AssertionError("nothing may be simulated, drawn or encoded")
 
-    monkeypatch.setattr(pipeline, "Simulation", no_work)
+    monkeypatch.setattr(states, "Simulation", no_work)
     monkeypatch.setattr(video, "ffmpeg_exe", no_work)
     r = cli(small_scene, "-o", target, "--frames", "4", "--no-overwrite", "-q")
     assert r.code == 2
@@ -388,14 +391,14 @@ def test_output_that_cannot_be_created_is_one_line_exit_1(cli, small_scene, tmp_
 
 def test_nan_from_the_simulation_stops_before_drawing(cli, small_scene, tmp_path,
                                                       monkeypatch):
-    real = pipeline.frames
+    real = states.frames
 
     def poisoned(*args, **kwargs):
         for frame in real(*args, **kwargs):
             frame.positions[0, 0] = np.nan
             yield frame
 
-    monkeypatch.setattr(pipeline, "frames", poisoned)
+    monkeypatch.setattr(states, "frames", poisoned)
     drawn = count_draws(monkeypatch)
     r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "2", "-q")
     assert r.code == 1
@@ -412,8 +415,10 @@ def no_allocation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("allocated before refusing")
 
-    monkeypatch.setattr(pipeline, "Simulation", refuse)
-    monkeypatch.setattr(pipeline, "Canvas", refuse)
+    for module in (states, stills, contact_sheet):
+        monkeypatch.setattr(module, "Simulation", refuse)
+    for module in (drawing, stills, contact_sheet):
+        monkeypatch.setattr(module, "Canvas", refuse)
     monkeypatch.setattr(video, "ffmpeg_exe", refuse)
 
 
@@ -475,11 +480,11 @@ def test_still_too_large_for_memory_whole_is_drawn_in_tiles(small_scene, monkeyp
     def tiles(size, memory):
         monkeypatch.setattr(budget, "available_memory", lambda: memory)
         scene = load_scene(small_scene, [("output.size", f'"{size}"', "--size")])
-        return pipeline.still_cost(scene, "poster.png", 0.5, dpi=72).tile
+        return budget.still_cost(scene, "poster.png", 0.5, dpi=72).tile
 
     assert tiles("20000x14000", 64e9) is None
-    assert tiles("20000x14000", 2e9) == pipeline.DEFAULT_TILE  # whole: about 2.5 GB
-    assert tiles("33000x40", 64e9) == pipeline.DEFAULT_TILE  # wider than cairo draws
+    assert tiles("20000x14000", 2e9) == budget.DEFAULT_TILE  # whole: about 2.5 GB
+    assert tiles("33000x40", 64e9) == budget.DEFAULT_TILE  # wider than cairo draws
 
 
 def test_tiled_still_too_large_for_memory_suggests_tiles_that_fit(
@@ -495,7 +500,7 @@ def test_tiled_still_too_large_for_memory_suggests_tiles_that_fit(
     rows = int(r.err.split("--tile-size ")[1].split()[0])
     scene = load_scene(small_scene, [("output.size", '"100000x3000"', "--size")])
     assert budget.still_estimate(scene, 0.5, tile=rows).bytes <= 300e6
-    assert 16 <= rows < pipeline.DEFAULT_TILE
+    assert 16 <= rows < budget.DEFAULT_TILE
 
 
 def test_frame_too_large_for_memory_is_refused_with_a_size_that_fits(

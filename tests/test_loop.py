@@ -67,7 +67,7 @@ def _frame(*black):
 
 
 def test_seam_meter_from_hand_worked_frames():
-    from render.pipeline import SeamMeter
+    from render.loop import SeamMeter
 
     meter = SeamMeter(None, crossfade=1)
     for frame in (_frame(0), _frame(0, 1), _frame(1)):
@@ -84,7 +84,7 @@ def test_seam_meter_from_hand_worked_frames():
 
 def test_seam_meter_without_ink_reports_no_coverage():
     # Frames too small to show a bird (a 1x1 loop): nothing to divide the coverage by.
-    from render.pipeline import SeamMeter
+    from render.loop import SeamMeter
 
     meter = SeamMeter(None, crossfade=1)
     for _ in range(3):

@@ -23,8 +23,10 @@ import numpy as np
 import pytest
 
 import render
-import render.pipeline as pipeline
-from render.cli import EXAMPLES, main, parser
+import render.drawing as drawing
+import render.states as states
+from render.cli import main, parser
+from render.options import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = ROOT / "scenes"
@@ -128,7 +130,7 @@ def default_file_mode() -> int:
 def fail_draw_after(monkeypatch, frames: int, exc: BaseException) -> dict:
     """Make the pipeline's drawing raise `exc` once `frames` frames have been drawn; the
     returned dict records the ffmpeg children alive at that moment."""
-    real = pipeline.draw_frame
+    real = states.draw_frame
     seen = {"drawn": 0, "ffmpeg_at_failure": None}
 
     def draw(*args, **kwargs):
@@ -138,7 +140,7 @@ def fail_draw_after(monkeypatch, frames: int, exc: BaseException) -> dict:
         seen["drawn"] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    monkeypatch.setattr(states, "draw_frame", draw)
     return seen
 
 
@@ -314,8 +316,8 @@ def test_stats_json_without_output_has_spec_columns_and_draws_nothing(
     def no_drawing(*args, **kwargs):
         raise AssertionError("--stats without -o must not draw")
 
-    monkeypatch.setattr(pipeline, "draw_frame", no_drawing)
-    monkeypatch.setattr(pipeline, "Canvas", no_drawing)
+    monkeypatch.setattr(states, "draw_frame", no_drawing)
+    monkeypatch.setattr(drawing, "Canvas", no_drawing)
     target = tmp_path / "stats.json"
     r = cli(small_scene, "--stats", target, "--frames", "6", "--fps", "30", "-q")
     assert r.code == 0, r.err
@@ -428,14 +430,14 @@ def test_ffmpeg_that_cannot_start_is_one_line_and_leaves_no_partial(
 
 
 def test_no_ffmpeg_outlives_a_finished_render(small_scene, tmp_path, monkeypatch):
-    real = pipeline.draw_frame
+    real = states.draw_frame
     during = []
 
     def draw(*args, **kwargs):
         during.append(ffmpeg_children())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "draw_frame", draw)
+    monkeypatch.setattr(states, "draw_frame", draw)
     assert main([str(small_scene), "-o", str(tmp_path / "clip.mp4"), "--frames", "3",
                  "-q"]) == 0
     assert all(during), "the check must see ffmpeg while it runs"

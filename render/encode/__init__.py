@@ -1,39 +1,118 @@
-"""Output suffix → writer. Backends are imported only when chosen."""
+"""What a render writes (`Target`), the protocol every writer follows (`FrameWriter`), and
+the output suffix → writer table (`open_writer`). Backends are imported only when chosen."""
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import UsageError
 from ..scene import Scene
 
+if TYPE_CHECKING:  # budget.py reads VIDEO_SUFFIXES and imports no numpy
+    import numpy as np
+
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".gif")
 
 
-def open_writer(output: str, scene: Scene, *, resume: bool = False, overwrite: bool = True,
-                first: int = 0):
-    """A writer for `output`: a PNG sequence (a %0Nd pattern or a trailing "/") or a video
-    chosen by suffix. Each is a context manager with `wants(index)` (False: a frame on disk
-    to keep, do not draw it) and `write(index, pixels)`.
+@dataclass(frozen=True)
+class Target:
+    """What to write: frames first .. end−1 of the clip (the same frames a full render
+    has) into every path of `paths` (none: simulate only, as for --stats), which are
+    opened and closed together.
 
     resume: keep the complete frames of a PNG sequence. overwrite=False: keep whatever
     exists (PNG frames are skipped; a clip is refused before any work is done).
     """
+
+    paths: tuple[str, ...]
+    first: int
+    end: int
+    resume: bool = False
+    overwrite: bool = True
+
+    @classmethod
+    def of(cls, output: str | None, scene: Scene, *, first: int = 0, resume: bool = False,
+           overwrite: bool = True) -> Target:
+        """One output (None: none) of frames first .. the scene's last."""
+        return cls(() if output is None else (str(output),), first, scene.frame_count,
+                   resume, overwrite)
+
+    @property
+    def count(self) -> int:
+        """Frames in the range."""
+        return self.end - self.first
+
+
+class FrameWriter(Protocol):
+    """A context manager taking the frames of a range in order: the block's end commits
+    the output (an exception inside it leaves any earlier file as it was)."""
+
+    def __enter__(self) -> FrameWriter: ...
+
+    def __exit__(self, exc_type, exc, tb) -> None: ...
+
+    def wants(self, index: int) -> bool:
+        """False: frame `index` is on disk to keep, do not draw it."""
+
+    def write(self, index: int, pixels: np.ndarray) -> None:
+        """Frame `index`, (h, w, 4) uint8 BGRA as cairo draws it."""
+
+
+def open_writer(target: Target, scene: Scene) -> FrameWriter:
+    """The writer for `target`'s paths: a PNG sequence (a %0Nd pattern or a trailing "/")
+    or a video chosen by suffix for each; several are written as one. Refuses (UsageError)
+    what cannot be written before anything is opened."""
+    writers = [_writer(path, target, scene) for path in target.paths]
+    return writers[0] if len(writers) == 1 else _Together(writers)
+
+
+def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
     from .images import SequenceWriter, is_sequence
 
     if is_sequence(output):
-        return SequenceWriter(output, size=scene.output.size, resume=resume,
-                              overwrite=overwrite)
+        return SequenceWriter(output, size=scene.output.size, resume=target.resume,
+                              overwrite=target.overwrite)
     suffix = Path(output).suffix.lower()
     if suffix in VIDEO_SUFFIXES:
-        if resume:
+        if target.resume:
             raise UsageError(f"{output}: --resume applies to PNG sequences; a clip is "
                              f"always rendered whole")
         from .video import VideoWriter
 
         return VideoWriter(output, size=scene.output.size, fps=scene.output.fps,
-                           crf=scene.output.crf, frames=scene.frame_count - first,
-                           first=first, transparent=scene.output.transparent,
-                           overwrite=overwrite)
+                           crf=scene.output.crf, frames=target.count, first=target.first,
+                           transparent=scene.output.transparent,
+                           overwrite=target.overwrite)
     raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
                      f"ending in '/' or a pattern such as out/frame_%05d.png")
+
+
+class _Together:
+    """Several writers fed the same frames: a frame is drawn when any of them wants it.
+    Closed last-opened first; a failure (or an interruption) while one closes reaches the
+    ones still open, which then discard their work."""
+
+    def __init__(self, writers: list[FrameWriter]):
+        self.writers = writers
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> _Together:
+        with self.stack:  # a writer that fails to open closes those already open
+            for writer in self.writers:
+                self.stack.enter_context(writer)
+            self.stack = self.stack.pop_all()
+        return self
+
+    def wants(self, index: int) -> bool:
+        return any(writer.wants(index) for writer in self.writers)
+
+    def write(self, index: int, pixels: np.ndarray) -> None:
+        for writer in self.writers:
+            if writer.wants(index):
+                writer.write(index, pixels)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stack.__exit__(exc_type, exc, tb)

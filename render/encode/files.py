@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import EncodeError
 
-# mkstemp's files are private (0600); a finished output gets the usual permissions.
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
 
 def temp_beside(path: Path, suffix: str) -> Path:
-    """An empty temporary file in `path`'s folder (so the final rename is atomic)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.",
-                               suffix=".partial" + suffix)
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~_UMASK)
-    return Path(tmp)
+    """An empty temporary file in `path`'s folder (so the final rename is atomic), with
+    the permissions a new file gets there (0666 less the umask, as the finished output
+    should have)."""
+    while True:
+        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.partial{suffix}"
+        try:
+            # Created like any new file, so the kernel applies the umask: reading the
+            # umask would mean changing it, for every thread of the process.
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue  # a name another temporary holds: draw again
+        return tmp
 
 
 def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 from pathlib import Path
 
@@ -52,8 +53,9 @@ class _IOVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
 
 
-def _find_vmsplice():
-    """libc's vmsplice, or None where there is none."""
+@functools.cache
+def _vmsplice():
+    """libc's vmsplice, or None where there is none (looked up once)."""
     try:
         vmsplice = ctypes.CDLL(None, use_errno=True).vmsplice
     except (OSError, AttributeError):
@@ -64,7 +66,6 @@ def _find_vmsplice():
     return vmsplice
 
 
-_vmsplice = _find_vmsplice()
 # Where the call exists but is refused (a sandbox, a kernel without it): copy instead.
 _REFUSED = (errno.ENOSYS, errno.EINVAL, errno.EPERM, errno.EBADF)
 
@@ -73,13 +74,13 @@ def hand_over(fd: int, frame: np.ndarray, capacity: int) -> None:
     """Write all of the C-contiguous `frame` into the pipe `fd`, whose kernel buffer holds
     `capacity` bytes (0: unknown, then every byte is copied). When it returns the pipe
     holds no reference to `frame`'s memory: the caller may change or free it."""
-    global _vmsplice
-    lent = frame.nbytes - capacity if _vmsplice is not None and capacity > 0 else 0
+    vmsplice = _vmsplice()
+    lent = frame.nbytes - capacity if vmsplice is not None and capacity > 0 else 0
     address = frame.ctypes.data
     done = 0
     while done < lent:
         iov = _IOVec(address + done, lent - done)
-        n = _vmsplice(fd, ctypes.byref(iov), 1, 0)
+        n = vmsplice(fd, ctypes.byref(iov), 1, 0)
         if n >= 0:
             done += n
             continue
@@ -87,8 +88,7 @@ def hand_over(fd: int, frame: np.ndarray, capacity: int) -> None:
         if code == errno.EINTR:
             continue
         if code in _REFUSED and done == 0:
-            _vmsplice = None
-            break
+            break  # this frame is copied; the next tries again (one refused call)
         raise OSError(code, os.strerror(code))
     rest = memoryview(frame).cast("B")[done:]
     while rest:

@@ -1,6 +1,7 @@
 """Print stills: the PNG chunks that record a still's resolution (pHYs), sRGB, and the
 fully resolved scene it was drawn from, so the picture can be re-rendered from the file
-alone (`images.write_png` writes them).
+alone (`images.write_png` writes them). The keys of that record are written
+(`provenance`) and read (`read_provenance`) here and nowhere else.
 
 cairo writes the pixels; the few extra chunks are spliced in here (a PNG chunk is length,
 type, data, CRC-32).
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+import hashlib
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +69,44 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
             text[key.decode("latin-1")] = value.decode("latin-1")
         pos += 12 + length
     return dpi, text
+
+
+# The text keys of a still's record, after "boids-render:" (besides "Software").
+_PREFIX = "boids-render:"
+RECORDED = ("version", "seed", "time", "scene-sha256")
+
+
+def provenance(scene_toml: str, seed: int, time: Fraction, version: str) -> dict[str, str]:
+    """The text chunks recording a still: the resolved scene (`scene_toml`, its own TOML),
+    its seed, the time (exact seconds) and the boids-render version that drew it."""
+    return {
+        "Software": f"boids-render {version}",
+        f"{_PREFIX}scene": scene_toml,
+        f"{_PREFIX}scene-sha256": hashlib.sha256(scene_toml.encode()).hexdigest(),
+        f"{_PREFIX}seed": str(seed),
+        f"{_PREFIX}time": str(time),
+        f"{_PREFIX}version": version,
+    }
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a still records: its scene's TOML, its time (exact seconds, 0 when not
+    recorded), its dpi (None: none), and each of RECORDED as text ("?" when missing)."""
+
+    scene_toml: str
+    time: Fraction
+    dpi: float | None
+    fields: dict[str, str]
+
+
+def read_provenance(path: str | Path) -> Provenance:
+    """The record of the still at `path`; UsageError when it records no scene."""
+    dpi, text = read_chunks(path)
+    if f"{_PREFIX}scene" not in text:
+        raise UsageError(f"{path}: no boids-render scene recorded in this PNG")
+    return Provenance(text[f"{_PREFIX}scene"], Fraction(text.get(f"{_PREFIX}time", "0")),
+                      dpi, {key: text.get(_PREFIX + key, "?") for key in RECORDED})
 
 
 def png16(rgb: np.ndarray) -> bytes:

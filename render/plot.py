@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..errors import UsageError
+from .errors import UsageError
 
 
 def plot(rows: list[dict], path: str | Path, title: str = "") -> None:

@@ -1,27 +1,18 @@
-"""Scene files: typed, immutable settings read from TOML and validated before anything runs.
+"""The scene schema: every section a frozen dataclass whose fields carry their own
+documentation (unit, range, choices), and the resolved `Scene` that holds them.
 
-Every section is a frozen dataclass whose fields carry their own documentation (unit, range,
-choices). One generic validator reads that metadata, so a new section (steering field,
-containment, hawk, camera) is one more dataclass in `SECTIONS`. Precedence is one rule:
-built-in defaults < scene file < command line (`--set` and explicit flags).
-
-This module imports no numpy, numba or cairo.
+The validator (values.py, load.py) and the generated reference (docs/scenes.md) both read
+that metadata, so a new section (steering field, containment, hawk, camera) is one more
+dataclass in `SECTIONS`. Imports no numpy, numba or cairo.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
-import math
-import re
-import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
-
-from .errors import SceneError
 
 
 # Every number in a scene lies within ±MAX_MAGNITUDE: products of a few of them (drift ·
@@ -48,6 +39,8 @@ def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, 
 
 @dataclass(frozen=True)
 class SceneSettings:
+    """The clip as a whole: its name, seed, length and simulation step."""
+
     name: str = setting("untitled", "Name shown in --check and metadata.", kind="str")
     seed: int = setting(0, "Seed of every random draw (numpy PCG64).", kind="int", lo=0)
     duration: float = setting(10.0, "Length of the clip.", unit="s", lo=0, lo_open=True)
@@ -58,6 +51,8 @@ class SceneSettings:
 
 @dataclass(frozen=True)
 class WorldSettings:
+    """The world rectangle the birds fly in (world y points up) and what its edges do."""
+
     # Bounded below so that pixels per world unit stay in what cairo can invert.
     width: float = setting(80.0, "Width of the world rectangle.", unit="world units",
                            lo=MIN_WORLD)
@@ -74,6 +69,8 @@ class WorldSettings:
 
 @dataclass(frozen=True)
 class FlockSettings:
+    """How many birds, their speed limits and where they start."""
+
     count: int | None = setting(None, "Number of birds (give count or spacing).",
                                 kind="int", lo=1, optional=True)
     spacing: float | None = setting(None, "Mean spacing: count = world area / spacing².",
@@ -103,6 +100,8 @@ def bird_estimate(flock: FlockSettings, world: WorldSettings) -> float:
 
 @dataclass(frozen=True)
 class RulesSettings:
+    """The three flocking rules: separation, alignment and cohesion among neighbours."""
+
     perception_radius: float = setting(2.15, "Neighbours: every other bird closer than this.",
                                        unit="world units", lo=0, lo_open=True)
     separation_radius: float = setting(0.82, "Neighbours closer than this push (≤ perception).",
@@ -124,6 +123,8 @@ class RulesSettings:
 
 @dataclass(frozen=True)
 class AttractorSettings:
+    """A pull toward a fixed point or a keyframed path."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     position: tuple[float, float] | None = setting(
         None, "Fixed point [x, y]; default the world's centre.", kind="point",
@@ -138,6 +139,8 @@ class AttractorSettings:
 
 @dataclass(frozen=True)
 class FieldSettings:
+    """A drifting steering field that turns every bird's velocity."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     turn_rate: float = setting(0.55, "θ_max: each step turns every bird's new velocity by "
                                "turn_rate·φ·dt, φ ∈ [−1, 1] the field.", unit="rad/s", lo=0)
@@ -155,6 +158,8 @@ class FieldSettings:
 
 @dataclass(frozen=True)
 class ContainmentSettings:
+    """A soft ellipse that brings birds back; zero force inside it."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     semi_axes: float = setting(0.385, "Semi-axes of the centred ellipse as a fraction of the "
                                "world's width and height.", lo=0, hi=0.5, lo_open=True)
@@ -164,6 +169,8 @@ class ContainmentSettings:
 
 @dataclass(frozen=True)
 class HawkSettings:
+    """A repulsor flying straight chords through the flock, one pass per period."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     period: float = setting(10.33, "Time between the starts of two passes.", unit="s",
                             lo=0, lo_open=True)
@@ -184,6 +191,8 @@ class HawkSettings:
 
 @dataclass(frozen=True)
 class CameraSettings:
+    """The view: centre, zoom and rotation, keyframed or following the flock."""
+
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     centre: tuple[float, float] | None = setting(
         None, "Point at the frame's centre [x, y]; default the world's centre.", kind="point",
@@ -208,6 +217,8 @@ class CameraSettings:
 
 @dataclass(frozen=True)
 class PaletteSettings:
+    """The colours: a built-in theme, each colour overridable."""
+
     theme: str = setting("light", "Built-in colours.", kind="choice", choices=("light", "dark"))
     background: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
     ink: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
@@ -222,6 +233,8 @@ THEMES = {
 
 @dataclass(frozen=True)
 class RenderSettings:
+    """How each bird is drawn: a streak whose width and opacity follow local density."""
+
     tail: float = setting(3.6, "Streak starts at p − tail·v·dt_ref (dt_ref = 1/60 s).", lo=0)
     head: float = setting(0.8, "Streak ends at p + head·v·dt_ref.", lo=0)
     width_min: float = setting(0.06, "Streak width of the sparsest birds.", unit="world units",
@@ -246,6 +259,8 @@ class RenderSettings:
 
 @dataclass(frozen=True)
 class OutputSettings:
+    """Frame size, rate and length, loops, transparency and encoder quality."""
+
     size: tuple[int, int] = setting(
         (1920, 1080), "Frame size \"WxH\"; video needs even sizes; past 32767 px a side "
         "only a PNG still (in tiles).", kind="size", unit="px")
@@ -360,352 +375,3 @@ def _plain(value):
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     return value
-
-
-# ---------------------------------------------------------------------------------------
-# Loading and validation
-
-
-def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> Scene:
-    """Read a scene file and apply overrides, then validate everything at once.
-
-    `overrides` are (dotted key, raw value, source label) with the raw value in TOML syntax
-    (a bare word is taken as a string). Raises SceneError listing every problem found.
-    """
-    path = str(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise SceneError([f"{path}: no such scene file"]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SceneError([f"{path}: TOML syntax error: {exc}"]) from None
-    except UnicodeDecodeError as exc:
-        raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
-                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}"]) from None
-    except OSError as exc:
-        raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
-    return build_scene(raw, path, overrides)
-
-
-def parse_override(text: str) -> tuple[str, str]:
-    """Split "section.key=value" (the --set syntax)."""
-    key, sep, value = text.partition("=")
-    if not sep or "." not in key:
-        raise SceneError([f"--set {text}: expected section.key=value"])
-    return key.strip(), value.strip()
-
-
-def _toml_value(raw: str):
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw
-
-
-def build_scene(raw: dict, path: str = "<scene>",
-                overrides: list[tuple[str, str, str]] = ()) -> Scene:
-    problems: list[str] = []
-    sources: dict[str, str] = {}
-    merged: dict[str, dict] = {}
-    rejected: set[str] = set()  # "section.key" or "section" whose value was already reported
-
-    for name, body in raw.items():
-        if name not in SECTIONS:
-            problems.append(f"{path}: [{name}]: unknown section{_suggest(name, SECTIONS)}")
-            continue
-        if not isinstance(body, dict):
-            problems.append(f"{path}: {name}: expected a [{name}] table, got {_show(body)}")
-            rejected.add(name)
-            continue
-        merged[name] = dict(body)
-        for key in body:
-            sources[f"{name}.{key}"] = "scene file"
-
-    for dotted, value, label in overrides:
-        section, _, key = dotted.partition(".")
-        if section not in SECTIONS:
-            problems.append(f"{label} {dotted}: unknown section{_suggest(section, SECTIONS)}")
-            continue
-        merged.setdefault(section, {})[key] = _toml_value(value) if isinstance(value, str) \
-            else value
-        sources[dotted] = label
-        # count and spacing are alternatives: setting one replaces the file's other.
-        other = {"flock.count": "spacing", "flock.spacing": "count"}.get(dotted)
-        if other and sources.get(f"flock.{other}") == "scene file":
-            merged["flock"].pop(other, None)
-            sources.pop(f"flock.{other}")
-
-    values: dict[str, Any] = {}
-    for name, cls in SECTIONS.items():
-        if name in OPTIONAL_SECTIONS and name not in merged:
-            values[name] = None
-            continue
-        values[name] = _build_section(cls, name, merged.get(name, {}), path, sources,
-                                      problems, rejected)
-        if name in OPTIONAL_SECTIONS and not values[name].enabled:
-            values[name] = None
-
-    # Relations run even when other settings were rejected, so one run reports every
-    # problem; those involving a rejected setting are skipped (it is reported already).
-    _check_relations(values, path, sources, rejected, problems)
-    if problems:
-        raise SceneError(problems)
-
-    all_sources = {}
-    for name, section in values.items():
-        if section is None:
-            continue
-        for f in dataclasses.fields(section):
-            key = f"{name}.{f.name}"
-            all_sources[key] = sources.get(key, "default")
-    return Scene(**values, path=path, sources=tuple(sorted(all_sources.items())))
-
-
-def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
-    """Message prefix naming where a setting came from: the file, or the flag that set it."""
-    label = sources.get(dotted, "scene file")
-    return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
-
-
-def _build_section(cls, name, body, path, sources, problems, rejected):
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs = {}
-    for key, value in body.items():
-        prefix = _where(f"{name}.{key}", path, sources)
-        if key not in fields:
-            problems.append(f"{prefix}: unknown key{_suggest(key, fields)}; "
-                            f"valid keys: {', '.join(fields)}")
-            continue
-        try:
-            kwargs[key] = _convert(value, fields[key].metadata)
-        except ValueError as exc:
-            problems.append(f"{prefix}: {exc}")
-            rejected.add(f"{name}.{key}")
-    return cls(**kwargs)
-
-
-def _suggest(word: str, options) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def _show(value) -> str:
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "a table"
-    return str(value)
-
-
-def _number(value, meta, want_int: bool):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected {'an integer' if want_int else 'a number'}, "
-                         f"got {_show(value)}")
-    if want_int and not isinstance(value, int):
-        if not (isinstance(value, float) and value.is_integer()):
-            raise ValueError(f"expected an integer, got {_show(value)}")
-        value = int(value)
-    if not want_int:
-        value = float(value)
-        if not math.isfinite(value):
-            raise ValueError(f"expected a finite number, got {_show(value)}")
-    lo, hi = meta["lo"], meta["hi"]
-    if lo is not None and (value < lo or (meta["lo_open"] and value == lo)):
-        bound = f"> {lo}" if meta["lo_open"] else f"≥ {lo}"
-        raise ValueError(f"expected a value {bound}{_unit(meta)}, got {_show(value)}")
-    if hi is not None and value > hi:
-        raise ValueError(f"expected a value ≤ {hi}{_unit(meta)}, got {_show(value)}")
-    if not want_int and meta["lo_open"] and lo == 0 and value < MIN_POSITIVE:
-        raise ValueError(f"expected a value ≥ 1e-9{_unit(meta)}, got {_show(value)}")
-    if not want_int and abs(value) > MAX_MAGNITUDE:
-        raise ValueError(f"expected a value between -1e9 and 1e9{_unit(meta)}, "
-                         f"got {_show(value)}")
-    return value
-
-
-def _unit(meta) -> str:
-    return f" {meta['unit']}" if meta["unit"] and meta["unit"] != "px" else ""
-
-
-# A million pixels a side is 85 m at 300 dpi: anything larger is a typo. What each output
-# can draw is checked where it is drawn (budget.py): clips, PNG sequences and stills drawn
-# whole are cairo surfaces of at most 32767 px a side; a PNG still is drawn in tiles.
-MAX_SIDE = 1_000_000
-_SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
-_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
-
-
-def parse_size(value) -> tuple[int, int]:
-    if isinstance(value, (list, tuple)) and len(value) == 2 \
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        w, h = value
-    elif isinstance(value, str) and _SIZE.match(value):
-        w, h = map(int, _SIZE.match(value).groups())
-    else:
-        raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
-                         f"got {_show(value)}")
-    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
-        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}")
-    return (w, h)
-
-
-def parse_fps(value) -> Fraction:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        if isinstance(value, str):
-            fps = Fraction(value.strip())
-        elif isinstance(value, (int, float)) and math.isfinite(value):
-            fps = Fraction(value).limit_denominator(1001)
-        else:
-            raise ValueError
-    except (ValueError, ZeroDivisionError):
-        raise ValueError(f"expected a frame rate such as 60, 29.97 or \"24000/1001\", "
-                         f"got {_show(value)}") from None
-    if not (0 < fps <= 1000):
-        raise ValueError(f"expected a frame rate in (0, 1000], got {_show(value)}")
-    return fps
-
-
-def _convert(value, meta):
-    kind = meta["kind"]
-    if kind == "float":
-        return _number(value, meta, want_int=False)
-    if kind == "int":
-        return _number(value, meta, want_int=True)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {_show(value)}")
-        return value
-    if kind == "str":
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {_show(value)}")
-        return value
-    if kind == "choice":
-        if value not in meta["choices"]:
-            options = " | ".join(meta["choices"])
-            hint = _suggest(str(value), meta["choices"]) if isinstance(value, str) else ""
-            raise ValueError(f"expected one of {options}, got {_show(value)}{hint}")
-        return value
-    if kind == "color":
-        if not (isinstance(value, str) and _COLOR.match(value)):
-            raise ValueError(f"expected a colour \"#RRGGBB\", got {_show(value)}")
-        return value.upper()
-    if kind == "size":
-        return parse_size(value)
-    if kind == "fps":
-        return parse_fps(value)
-    if kind == "point":
-        if not (isinstance(value, list) and len(value) == 2):
-            raise ValueError(f"expected a point [x, y], got {_show(value)}")
-        return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
-    if kind == "path5":
-        if not (isinstance(value, list) and value
-                and all(isinstance(k, list) and len(k) == 5 for k in value)):
-            raise ValueError(f"expected keyframes [[t, x, y, width, rotation], …], "
-                             f"got {_show(value)}")
-        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
-                     for k in value)
-        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])) or any(k[3] <= 0 for k in keys):
-            raise ValueError("expected keyframe times in increasing order and widths > 0")
-        return keys
-    if kind == "path":
-        if not (isinstance(value, list) and value
-                and all(isinstance(k, list) and len(k) == 3 for k in value)):
-            raise ValueError(f"expected keyframes [[t, x, y], …], got {_show(value)}")
-        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
-                     for k in value)
-        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
-            times = ", ".join(_show(k[0]) for k in keys)
-            raise ValueError(f"expected keyframe times in increasing order, got {times}")
-        return keys
-    raise AssertionError(f"unknown setting kind {kind}")
-
-
-# Settings that must not exceed another: (lower, upper).
-_ORDERED = (("flock.min_speed", "flock.max_speed"),
-            ("rules.separation_radius", "rules.perception_radius"),
-            ("render.width_min", "render.width_max"),
-            ("hawk.duration", "hawk.period"))
-_PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
-
-
-def _check_relations(values, path, sources, rejected, problems):
-    """Problems between settings, each reported at the setting given last in precedence
-    (the one the user most likely just changed), with the file or flag it came from."""
-
-    def get(dotted):
-        section, _, key = dotted.partition(".")
-        return None if values[section] is None else getattr(values[section], key)
-
-    def usable(*keys):
-        return not any(k in rejected or k.partition(".")[0] in rejected for k in keys)
-
-    def rank(dotted):
-        return _PRECEDENCE.get(sources.get(dotted, "default"), 2)
-
-    def where(dotted):
-        return _where(dotted, path, sources)
-
-    for low, high in _ORDERED:
-        lo, hi = get(low), get(high)
-        if lo is None or hi is None or lo <= hi or not usable(low, high):
-            continue
-        if rank(high) > rank(low):
-            problems.append(f"{where(high)}: expected ≥ {low} ({_show(lo)}), got {_show(hi)}")
-        else:
-            problems.append(f"{where(low)}: expected ≤ {high} ({_show(hi)}), got {_show(lo)}")
-
-    flock, world = values["flock"], values["world"]
-    output = values["output"]
-    if output.loop and usable("output.loop", "output.crossfade", "output.fps",
-                              "output.frames", "scene.duration"):
-        count = output.frames if output.frames is not None else \
-            max(1, round(Fraction(values["scene"].duration) * output.fps))
-        crossfade = max(1, round(output.crossfade * output.fps))
-        if crossfade >= count:
-            problems.append(f"{where('output.crossfade')}: expected a crossfade shorter than "
-                            f"the clip ({count} frames), got {_show(output.crossfade)} s "
-                            f"({crossfade} frames)")
-        if values["render"].motion_blur > 1 and usable("render.motion_blur"):
-            problems.append(f"{where('render.motion_blur')}: a loop's crossfade is drawn "
-                            f"without motion blur: expected 1 with output.loop, got "
-                            f"{values['render'].motion_blur}")
-    camera = values["camera"]
-    if camera is not None and camera.follow == "centroid" and world.boundary == "wrap" \
-            and usable("camera.follow", "world.boundary"):
-        problems.append(f"{where('camera.follow')}: a torus has no single centroid to "
-                        f"follow; expected follow = \"none\" or world.boundary walls | none")
-    if flock.count is not None and flock.spacing is not None \
-            and usable("flock.count", "flock.spacing"):
-        key = "flock.spacing" if rank("flock.spacing") > rank("flock.count") else "flock.count"
-        problems.append(f"{where(key)}: give count or spacing, not both "
-                        f"(got count {flock.count} and spacing {_show(flock.spacing)})")
-    elif usable("flock.count", "flock.spacing", "world.width", "world.height"):
-        birds = bird_estimate(flock, world)
-        if birds > MAX_BIRDS:
-            if flock.count is not None:
-                problems.append(f"{where('flock.count')}: expected at most {MAX_BIRDS:,} birds, "
-                                f"got {flock.count:,}")
-            else:
-                least = math.sqrt(world.width * world.height / MAX_BIRDS)
-                shown = f"{birds:,.0f}" if birds < 1e15 else f"{birds:.3g}"
-                problems.append(f"{where('flock.spacing')}: expected a spacing ≥ {least:.4g} "
-                                f"(at most {MAX_BIRDS:,} birds in this world), got "
-                                f"{_show(flock.spacing or 1.0)} ({shown} birds)")
-
-
-def describe(scene: Scene) -> str:
-    """The resolved settings, one per line, with where each value came from (--check)."""
-    sources = dict(scene.sources)
-    lines = [f"# {scene.path}: {scene.count} birds, {scene.frame_count} frames"]
-    for name, body in scene.to_dict().items():
-        lines.append(f"[{name}]")
-        for key, value in body.items():
-            text = f'"{value}"' if isinstance(value, str) else str(value).lower() \
-                if isinstance(value, bool) else str(value)
-            lines.append(f"{key} = {text:<24} # {sources.get(f'{name}.{key}', 'default')}")
-    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""The contact sheet: a grid of a clip's frames, drawn small, each labelled with its time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import budget
+from .draw.surface import Canvas
+from .encode.images import write_png
+from .errors import UsageError
+from .scene import Scene
+from .sim.simulate import Simulation, frames
+from .states import FrameState, exposure, require_finite
+
+GAP_PX, LABEL_PX = 8, 22  # between thumbnails; the label's band under each
+
+
+def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
+                         rows: int = 3, thumb_width: int = 480) -> None:
+    """A grid of thumbnails spread evenly across the clip, each labelled with its time:
+    the look of a clip without playing it. Thumbnails are the clip's own frames, drawn
+    smaller (the same picture: widths are in world units)."""
+    count = columns * rows
+    total = scene.frame_count
+    picks = sorted({round(i * (total - 1) / max(count - 1, 1)) for i in range(count)})
+    width, height = scene.output.size
+    thumb = (thumb_width, max(1, round(thumb_width * height / width)))
+    gap, label = GAP_PX, LABEL_PX
+    sheet_size = (columns * (thumb[0] + gap) + gap, rows * (thumb[1] + gap + label) + gap)
+    if max(sheet_size) > budget.IMAGE_MAX_SIDE:
+        tallest = ((budget.IMAGE_MAX_SIDE - gap) // rows - gap - label) / thumb_width
+        raise UsageError(f"{output}: output.size: expected a frame at most {tallest:.1f} "
+                         f"times as tall as wide for a contact sheet (its {thumb_width}-px "
+                         f"wide thumbnails are drawn on one cairo surface, at most "
+                         f"{budget.IMAGE_MAX_SIDE} px a side), got {width}x{height}")
+    sheet = Canvas(sheet_size)
+    ctx = sheet.context()
+    ctx.set_source_rgb(*scene.colours()["background"])
+    ctx.paint()
+    canvas = Canvas(thumb)
+    sim = Simulation(scene)
+    wanted = iter(picks)
+    target = next(wanted)
+    slot = 0
+    for frame in frames(sim, scene.output.fps, picks[-1] + 1, **exposure(scene)):
+        if frame.index != target:
+            continue
+        require_finite(frame)
+        pixels = FrameState.of(frame, sim.accent, scene).draw(canvas, scene)
+        x = gap + (slot % columns) * (thumb[0] + gap)
+        y = gap + (slot // columns) * (thumb[1] + gap + label)
+        sheet.pixels[y:y + thumb[1], x:x + thumb[0]] = pixels
+        sheet.surface.mark_dirty()
+        ctx.set_source_rgb(*scene.colours()["ink"])
+        ctx.select_font_face("sans-serif")
+        ctx.set_font_size(14)
+        ctx.move_to(x, y + thumb[1] + 16)
+        ctx.show_text(f"{float(frame.time):.2f} s · frame {frame.index}")
+        slot += 1
+        target = next(wanted, None)
+        if target is None:
+            break
+    if not write_png(sheet.flush(), output):
+        raise UsageError(f"{output}: exists (--no-overwrite)")

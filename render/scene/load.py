@@ -1,0 +1,226 @@
+"""Scene files: TOML read, overrides applied, every setting validated before anything runs.
+
+Precedence is one rule: built-in defaults < scene file < command line (`--set` and explicit
+flags). Every problem is collected and raised at once as one SceneError. Imports no numpy,
+numba or cairo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ..errors import SceneError
+from .schema import MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, Scene, bird_estimate
+from .values import convert, show, suggest
+
+
+def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> Scene:
+    """Read a scene file and apply overrides, then validate everything at once.
+
+    `overrides` are (dotted key, raw value, source label) with the raw value in TOML syntax
+    (a bare word is taken as a string). Raises SceneError listing every problem found.
+    """
+    path = str(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise SceneError([f"{path}: no such scene file"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError([f"{path}: TOML syntax error: {exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}"]) from None
+    except OSError as exc:
+        raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
+    return build_scene(raw, path, overrides)
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """Split "section.key=value" (the --set syntax)."""
+    key, sep, value = text.partition("=")
+    if not sep or "." not in key:
+        raise SceneError([f"--set {text}: expected section.key=value"])
+    return key.strip(), value.strip()
+
+
+def _toml_value(raw: str):
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def build_scene(raw: dict, path: str = "<scene>",
+                overrides: list[tuple[str, str, str]] = ()) -> Scene:
+    problems: list[str] = []
+    sources: dict[str, str] = {}
+    merged: dict[str, dict] = {}
+    rejected: set[str] = set()  # "section.key" or "section" whose value was already reported
+
+    for name, body in raw.items():
+        if name not in SECTIONS:
+            problems.append(f"{path}: [{name}]: unknown section{suggest(name, SECTIONS)}")
+            continue
+        if not isinstance(body, dict):
+            problems.append(f"{path}: {name}: expected a [{name}] table, got {show(body)}")
+            rejected.add(name)
+            continue
+        merged[name] = dict(body)
+        for key in body:
+            sources[f"{name}.{key}"] = "scene file"
+
+    for dotted, value, label in overrides:
+        section, _, key = dotted.partition(".")
+        if section not in SECTIONS:
+            problems.append(f"{label} {dotted}: unknown section{suggest(section, SECTIONS)}")
+            continue
+        merged.setdefault(section, {})[key] = _toml_value(value) if isinstance(value, str) \
+            else value
+        sources[dotted] = label
+        # count and spacing are alternatives: setting one replaces the file's other.
+        other = {"flock.count": "spacing", "flock.spacing": "count"}.get(dotted)
+        if other and sources.get(f"flock.{other}") == "scene file":
+            merged["flock"].pop(other, None)
+            sources.pop(f"flock.{other}")
+
+    values: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        if name in OPTIONAL_SECTIONS and name not in merged:
+            values[name] = None
+            continue
+        values[name] = _build_section(cls, name, merged.get(name, {}), path, sources,
+                                      problems, rejected)
+        if name in OPTIONAL_SECTIONS and not values[name].enabled:
+            values[name] = None
+
+    # Relations run even when other settings were rejected, so one run reports every
+    # problem; those involving a rejected setting are skipped (it is reported already).
+    _check_relations(values, path, sources, rejected, problems)
+    if problems:
+        raise SceneError(problems)
+
+    all_sources = {}
+    for name, section in values.items():
+        if section is None:
+            continue
+        for f in dataclasses.fields(section):
+            key = f"{name}.{f.name}"
+            all_sources[key] = sources.get(key, "default")
+    return Scene(**values, path=path, sources=tuple(sorted(all_sources.items())))
+
+
+def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
+    """Message prefix naming where a setting came from: the file, or the flag that set it."""
+    label = sources.get(dotted, "scene file")
+    return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
+
+
+def _build_section(cls, name, body, path, sources, problems, rejected):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in body.items():
+        prefix = _where(f"{name}.{key}", path, sources)
+        if key not in fields:
+            problems.append(f"{prefix}: unknown key{suggest(key, fields)}; "
+                            f"valid keys: {', '.join(fields)}")
+            continue
+        try:
+            kwargs[key] = convert(value, fields[key].metadata)
+        except ValueError as exc:
+            problems.append(f"{prefix}: {exc}")
+            rejected.add(f"{name}.{key}")
+    return cls(**kwargs)
+
+
+
+
+# Settings that must not exceed another: (lower, upper).
+_ORDERED = (("flock.min_speed", "flock.max_speed"),
+            ("rules.separation_radius", "rules.perception_radius"),
+            ("render.width_min", "render.width_max"),
+            ("hawk.duration", "hawk.period"))
+_PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
+
+
+def _check_relations(values, path, sources, rejected, problems):
+    """Problems between settings, each reported at the setting given last in precedence
+    (the one the user most likely just changed), with the file or flag it came from."""
+
+    def get(dotted):
+        section, _, key = dotted.partition(".")
+        return None if values[section] is None else getattr(values[section], key)
+
+    def usable(*keys):
+        return not any(k in rejected or k.partition(".")[0] in rejected for k in keys)
+
+    def rank(dotted):
+        return _PRECEDENCE.get(sources.get(dotted, "default"), 2)
+
+    def where(dotted):
+        return _where(dotted, path, sources)
+
+    for low, high in _ORDERED:
+        lo, hi = get(low), get(high)
+        if lo is None or hi is None or lo <= hi or not usable(low, high):
+            continue
+        if rank(high) > rank(low):
+            problems.append(f"{where(high)}: expected ≥ {low} ({show(lo)}), got {show(hi)}")
+        else:
+            problems.append(f"{where(low)}: expected ≤ {high} ({show(hi)}), got {show(lo)}")
+
+    flock, world = values["flock"], values["world"]
+    output = values["output"]
+    if output.loop and usable("output.loop", "output.crossfade", "output.fps",
+                              "output.frames", "scene.duration"):
+        count = output.frames if output.frames is not None else \
+            max(1, round(Fraction(values["scene"].duration) * output.fps))
+        crossfade = max(1, round(output.crossfade * output.fps))
+        if crossfade >= count:
+            problems.append(f"{where('output.crossfade')}: expected a crossfade shorter than "
+                            f"the clip ({count} frames), got {show(output.crossfade)} s "
+                            f"({crossfade} frames)")
+        if values["render"].motion_blur > 1 and usable("render.motion_blur"):
+            problems.append(f"{where('render.motion_blur')}: a loop's crossfade is drawn "
+                            f"without motion blur: expected 1 with output.loop, got "
+                            f"{values['render'].motion_blur}")
+    camera = values["camera"]
+    if camera is not None and camera.follow == "centroid" and world.boundary == "wrap" \
+            and usable("camera.follow", "world.boundary"):
+        problems.append(f"{where('camera.follow')}: a torus has no single centroid to "
+                        f"follow; expected follow = \"none\" or world.boundary walls | none")
+    if flock.count is not None and flock.spacing is not None \
+            and usable("flock.count", "flock.spacing"):
+        key = "flock.spacing" if rank("flock.spacing") > rank("flock.count") else "flock.count"
+        problems.append(f"{where(key)}: give count or spacing, not both "
+                        f"(got count {flock.count} and spacing {show(flock.spacing)})")
+    elif usable("flock.count", "flock.spacing", "world.width", "world.height"):
+        birds = bird_estimate(flock, world)
+        if birds > MAX_BIRDS:
+            if flock.count is not None:
+                problems.append(f"{where('flock.count')}: expected at most {MAX_BIRDS:,} birds, "
+                                f"got {flock.count:,}")
+            else:
+                least = math.sqrt(world.width * world.height / MAX_BIRDS)
+                shown = f"{birds:,.0f}" if birds < 1e15 else f"{birds:.3g}"
+                problems.append(f"{where('flock.spacing')}: expected a spacing ≥ {least:.4g} "
+                                f"(at most {MAX_BIRDS:,} birds in this world), got "
+                                f"{show(flock.spacing or 1.0)} ({shown} birds)")
+
+
+def describe(scene: Scene) -> str:
+    """The resolved settings, one per line, with where each value came from (--check)."""
+    sources = dict(scene.sources)
+    lines = [f"# {scene.path}: {scene.count} birds, {scene.frame_count} frames"]
+    for name, body in scene.to_dict().items():
+        lines.append(f"[{name}]")
+        for key, value in body.items():
+            text = f'"{value}"' if isinstance(value, str) else str(value).lower() \
+                if isinstance(value, bool) else str(value)
+            lines.append(f"{key} = {text:<24} # {sources.get(f'{name}.{key}', 'default')}")
+    return "\n".join(lines)

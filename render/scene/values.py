@@ -1,0 +1,157 @@
+"""One setting's raw TOML value → its typed value, checked against the field's metadata.
+
+Imports no numpy, numba or cairo.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from fractions import Fraction
+
+from .schema import MAX_MAGNITUDE, MIN_POSITIVE
+
+
+def suggest(word: str, options) -> str:
+    """" (did you mean 'x'?)" for the closest of `options`, or "" when none is close."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def show(value) -> str:
+    """A raw value as a message shows it: TOML spelling for booleans, quotes for strings."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    return str(value)
+
+
+def _number(value, meta, want_int: bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected {'an integer' if want_int else 'a number'}, "
+                         f"got {show(value)}")
+    if want_int and not isinstance(value, int):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise ValueError(f"expected an integer, got {show(value)}")
+        value = int(value)
+    if not want_int:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {show(value)}")
+    lo, hi = meta["lo"], meta["hi"]
+    if lo is not None and (value < lo or (meta["lo_open"] and value == lo)):
+        bound = f"> {lo}" if meta["lo_open"] else f"≥ {lo}"
+        raise ValueError(f"expected a value {bound}{_unit(meta)}, got {show(value)}")
+    if hi is not None and value > hi:
+        raise ValueError(f"expected a value ≤ {hi}{_unit(meta)}, got {show(value)}")
+    if not want_int and meta["lo_open"] and lo == 0 and value < MIN_POSITIVE:
+        raise ValueError(f"expected a value ≥ 1e-9{_unit(meta)}, got {show(value)}")
+    if not want_int and abs(value) > MAX_MAGNITUDE:
+        raise ValueError(f"expected a value between -1e9 and 1e9{_unit(meta)}, "
+                         f"got {show(value)}")
+    return value
+
+
+def _unit(meta) -> str:
+    return f" {meta['unit']}" if meta["unit"] and meta["unit"] != "px" else ""
+
+
+# A million pixels a side is 85 m at 300 dpi: anything larger is a typo. What each output
+# can draw is checked where it is drawn (budget.py): clips, PNG sequences and stills drawn
+# whole are cairo surfaces of at most 32767 px a side; a PNG still is drawn in tiles.
+MAX_SIDE = 1_000_000
+_SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
+_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
+
+
+def parse_size(value) -> tuple[int, int]:
+    if isinstance(value, (list, tuple)) and len(value) == 2 \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        w, h = value
+    elif isinstance(value, str) and _SIZE.match(value):
+        w, h = map(int, _SIZE.match(value).groups())
+    else:
+        raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
+                         f"got {show(value)}")
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}")
+    return (w, h)
+
+
+def parse_fps(value) -> Fraction:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, str):
+            fps = Fraction(value.strip())
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            fps = Fraction(value).limit_denominator(1001)
+        else:
+            raise ValueError
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"expected a frame rate such as 60, 29.97 or \"24000/1001\", "
+                         f"got {show(value)}") from None
+    if not (0 < fps <= 1000):
+        raise ValueError(f"expected a frame rate in (0, 1000], got {show(value)}")
+    return fps
+
+
+def convert(value, meta):
+    """`value` as the type its field's `setting()` metadata names; ValueError if it is not one."""
+    kind = meta["kind"]
+    if kind == "float":
+        return _number(value, meta, want_int=False)
+    if kind == "int":
+        return _number(value, meta, want_int=True)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {show(value)}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {show(value)}")
+        return value
+    if kind == "choice":
+        if value not in meta["choices"]:
+            options = " | ".join(meta["choices"])
+            hint = suggest(str(value), meta["choices"]) if isinstance(value, str) else ""
+            raise ValueError(f"expected one of {options}, got {show(value)}{hint}")
+        return value
+    if kind == "color":
+        if not (isinstance(value, str) and _COLOR.match(value)):
+            raise ValueError(f"expected a colour \"#RRGGBB\", got {show(value)}")
+        return value.upper()
+    if kind == "size":
+        return parse_size(value)
+    if kind == "fps":
+        return parse_fps(value)
+    if kind == "point":
+        if not (isinstance(value, list) and len(value) == 2):
+            raise ValueError(f"expected a point [x, y], got {show(value)}")
+        return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "path5":
+        if not (isinstance(value, list) and value
+                and all(isinstance(k, list) and len(k) == 5 for k in value)):
+            raise ValueError(f"expected keyframes [[t, x, y, width, rotation], …], "
+                             f"got {show(value)}")
+        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
+                     for k in value)
+        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])) or any(k[3] <= 0 for k in keys):
+            raise ValueError("expected keyframe times in increasing order and widths > 0")
+        return keys
+    if kind == "path":
+        if not (isinstance(value, list) and value
+                and all(isinstance(k, list) and len(k) == 3 for k in value)):
+            raise ValueError(f"expected keyframes [[t, x, y], …], got {show(value)}")
+        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
+                     for k in value)
+        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
+            times = ", ".join(show(k[0]) for k in keys)
+            raise ValueError(f"expected keyframe times in increasing order, got {times}")
+        return keys
+    raise AssertionError(f"unknown setting kind {kind}")
+

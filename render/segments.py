@@ -1,0 +1,126 @@
+"""What a cluster's worker runs: one task draws one segment of frames from the states
+the driver shipped (`Shipment`) and returns them encoded, as a clip
+(`render_clip_segment`) or as PNG files (`render_png_segment`). The driver is cluster.py.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .drawing import draw_range
+from .encode.images import encode_png
+from .errors import UsageError
+from .scene import Scene
+from .states import FrameState
+
+# Progress events: (render token, segment, frames drawn so far in that segment).
+TOPIC = "boids-render-progress"
+INSTALL = "pip install 'boids-render[distributed]'"
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """A segment's states as its task receives them: inside the task (`states`), or the
+    path of their pickle in the shared cache (`path`)."""
+
+    states: tuple[FrameState, ...] = ()
+    path: str | None = None
+
+    def load(self) -> list[FrameState]:
+        if self.path is None:
+            return list(self.states)
+        with open(self.path, "rb") as f:
+            return pickle.load(f)
+
+
+def render_png_segment(scene: Scene, shipment: Shipment, token: str, segment: int,
+                       driver_version: str) -> list[tuple[int, bytes]]:
+    """A cluster task: draw the shipped states and return each frame's (index, PNG file
+    bytes). `driver_version`: the driver's boids-render, which this worker must run (one
+    may join mid-render)."""
+    states = _unpacked(shipment, driver_version)
+    report = _reporter(token, segment)
+    sink = _EncodedFrames()
+    for done, _ in enumerate(draw_range(scene, states, sink, workers=1), 1):
+        report(done)
+    return sink.files
+
+
+def render_clip_segment(suffix: str, scene: Scene, shipment: Shipment, token: str,
+                        segment: int, driver_version: str) -> bytes:
+    """A cluster task: draw the shipped states and return them as one clip of `suffix`
+    (.mp4, .webm, .mov: the file's bytes), joinable with the other segments.
+    `driver_version`: as for `render_png_segment`."""
+    from .encode.video import VideoWriter
+
+    states = _unpacked(shipment, driver_version)
+    report = _reporter(token, segment)
+    # In the worker's own scratch space, which Dask clears when a killed worker restarts.
+    with tempfile.TemporaryDirectory(prefix="boids-render-segment-",
+                                     dir=_scratch()) as folder:
+        path = Path(folder) / f"segment{suffix}"
+        out = scene.output
+        with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf, frames=len(states),
+                         first=states[0].index, transparent=out.transparent) as writer:
+            for done, _ in enumerate(draw_range(scene, states, writer, workers=1), 1):
+                report(done)
+        return path.read_bytes()
+
+
+def _unpacked(shipment: Shipment, driver_version: str) -> list[FrameState]:
+    if driver_version != version():
+        raise UsageError(f"a worker has boids-render {version()}, the driver "
+                         f"{driver_version}; "
+                         f"install the same version on every worker ({INSTALL})")
+    return shipment.load()
+
+
+def version() -> str:
+    """The boids-render this process runs."""
+    from . import __version__
+
+    return __version__
+
+
+def _worker():
+    """The Dask worker running this task; None outside one."""
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
+
+
+def _scratch() -> str | None:
+    worker = _worker()
+    return worker.local_directory if worker else None
+
+
+def _reporter(token: str, segment: int):
+    worker = _worker()
+    if worker is None:
+        return lambda done: None
+    return lambda done: worker.log_event(TOPIC, (token, segment, done))
+
+
+class _EncodedFrames:
+    """A FrameWriter that keeps each frame as PNG bytes."""
+
+    def __init__(self):
+        self.files: list[tuple[int, bytes]] = []
+
+    def __enter__(self) -> _EncodedFrames:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def wants(self, index: int) -> bool:
+        return True
+
+    def write(self, index: int, pixels) -> None:
+        self.files.append((index, encode_png(pixels)))

@@ -1,0 +1,106 @@
+"""The sim→draw boundary: what drawing a frame needs (`FrameState`), detached from the
+simulator, and the stream of them a render draws (`simulated`).
+
+A state is plain arrays that can wait in a queue or travel to another machine, whatever
+the world's dimension: positions and velocities are (n, d) with d = 2 or 3. Drawing is
+top-down orthographic, from the (x, y) columns (`FrameState.draw`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .draw.camera import View, view_at
+from .draw.streaks import draw_exposure, draw_frame
+from .draw.surface import Canvas
+from .loop import crossfade_frames
+from .scene import Scene
+from .sim import diagnostics
+from .sim.loop import looped
+from .sim.simulate import Simulation, frames
+
+
+@dataclass(frozen=True)
+class FrameState:
+    """What drawing frame `index` needs. positions, velocities: (n, d) float64, world
+    units; neighbours: (n,); accent: the accent birds' mask (n,); exposure: the sub-frame
+    (positions, velocities) pairs of motion blur, else (); view: the camera's (None: the
+    whole world)."""
+
+    index: int
+    positions: np.ndarray
+    velocities: np.ndarray
+    neighbours: np.ndarray
+    accent: np.ndarray
+    exposure: tuple = ()
+    view: View | None = None
+
+    @classmethod
+    def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
+        """The state of a simulated `frame` (copies: the simulator reuses its arrays for the
+        next step) with the scene's camera at its time."""
+        return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
+                   frame.snapshot.neighbours.copy(), accent, frame.exposure,
+                   view_at(scene, float(frame.time), frame.followed))
+
+    def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
+        """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
+        if self.exposure:
+            exposure = tuple((top_down(p), top_down(v)) for p, v in self.exposure)
+            return draw_exposure(canvas, scene, exposure, self.neighbours, self.accent,
+                                 view=self.view)
+        return draw_frame(canvas, scene, *self.drawn(), view=self.view)
+
+    def drawn(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(positions, velocities, neighbours, accent) as the drawing takes them: the
+        positions and velocities seen from above, (n, 2)."""
+        return (top_down(self.positions), top_down(self.velocities), self.neighbours,
+                self.accent)
+
+
+def top_down(vectors: np.ndarray) -> np.ndarray:
+    """(n, d) vectors seen from above: their (x, y) columns, (n, 2) C-contiguous (the
+    same array when d = 2)."""
+    return vectors if vectors.shape[1] == 2 else np.ascontiguousarray(vectors[:, :2])
+
+
+def simulated(scene: Scene, first: int, count: int,
+              rows: list[dict] | None = None) -> Iterator[FrameState]:
+    """The states of frames first .. first+count−1, simulated from the start (a loop's
+    head morphing from its tail); each frame's diagnostics are appended to `rows` when
+    given."""
+    sim = Simulation(scene)
+    stream = frames(sim, scene.output.fps, count, first=first, **exposure(scene))
+    crossfade = crossfade_frames(scene, first)
+    if crossfade:
+        stream = looped(scene, stream, count, crossfade)
+    yield from detached(scene, stream, sim.accent, rows)
+
+
+def detached(scene: Scene, stream: Iterable, accent: np.ndarray,
+             rows: list[dict] | None = None) -> Iterator[FrameState]:
+    """The state of each frame of `stream` (see `frames`), checked finite; its
+    diagnostics appended to `rows` when given."""
+    for frame in stream:
+        require_finite(frame)
+        if rows is not None:
+            rows.append({"frame": frame.index, "time_s": float(frame.time),
+                         **diagnostics.measure(frame.snapshot, scene)})
+        yield FrameState.of(frame, accent, scene)
+
+
+def exposure(scene: Scene) -> dict:
+    """How frames sample the simulation for motion blur (see `frames`)."""
+    return dict(subframes=scene.render.motion_blur,
+                shutter=Fraction(scene.render.shutter_angle).limit_denominator(3600) / 360)
+
+
+def require_finite(frame) -> None:
+    """A NaN would draw nothing and poison every later step: stop at the first one."""
+    if not (np.isfinite(frame.positions).all() and np.isfinite(frame.velocities).all()):
+        raise FloatingPointError(f"the simulation produced a non-finite position or "
+                                 f"velocity at frame {frame.index}")

@@ -1,0 +1,118 @@
+"""Stills for print: one frame as a PNG (drawn whole, supersampled to 16 bits, or in
+tiles streamed into the file) or a PDF/SVG page, recording the scene it was drawn from."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from . import budget
+from .draw.surface import Canvas
+from .encode.files import write_atomically
+from .encode.images import write_png
+from .encode.still import provenance
+from .errors import UsageError
+from .scene import Scene
+from .sim.simulate import Simulation, frames
+from .states import FrameState, exposure, require_finite
+
+
+def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
+                 overwrite: bool = True, bit_depth: int = 8,
+                 tile_size: int | None = None) -> None:
+    """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
+    or as a vector PDF/SVG page of the same picture.
+
+    It is the frame a PNG sequence of the same scene and size shows at that time, pixel for
+    pixel: the same sampling of the simulation and the same drawing. A PNG still larger
+    than cairo can draw at once, or than memory holds, is drawn in tiles (the same pixels).
+    """
+    from . import __version__
+
+    output = Path(output)
+    # Everything that can refuse the still does so before the flock is simulated.
+    tile_size = budget.still_cost(scene, output, time, dpi=dpi, bit_depth=bit_depth,
+                                  tile_size=tile_size).tile
+    if not overwrite and output.exists():
+        raise UsageError(f"{output}: exists (--no-overwrite)")
+    still = _state_at(scene, time)
+    text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
+    if output.suffix.lower() in (".pdf", ".svg"):
+        from .draw.vector import write_vector
+
+        title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
+        written = write_atomically(output, lambda tmp: write_vector(
+            tmp, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
+            title=title), overwrite=overwrite)
+    elif tile_size is not None:
+        written = write_atomically(output, lambda tmp: _tiled_still(
+            scene, still, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
+    else:
+        pixels = _supersampled(scene, still) if bit_depth == 16 else \
+            still.draw(Canvas(scene.output.size), scene)
+        written = write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite)
+    if not written:
+        raise UsageError(f"{output}: exists (--no-overwrite)")
+
+
+def _state_at(scene: Scene, time: Fraction) -> FrameState:
+    """The flock at `time` s, sampled as a clip's frame at that time would be."""
+    sim = Simulation(scene)
+    # Frame 1 at 1/time frames per second is sampled at exactly `time`.
+    fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
+    # The shutter opens at `time` for the same span of the scene's frame interval.
+    blur = exposure(scene)
+    blur["shutter"] *= fps / scene.output.fps
+    frame = next(frames(sim, fps, 1, first=index, **blur))
+    require_finite(frame)
+    return FrameState.of(frame, sim.accent, scene)
+
+
+def _tiled_still(scene: Scene, still: FrameState, tile: int, path: Path, *, dpi: float,
+                 text: dict[str, str]) -> None:
+    """Draw the still tile by tile and stream it into the PNG at `path` a band of rows at a
+    time: memory holds one band, whatever the poster's size. Tiles are whole-pixel windows
+    onto the same outlines, so the result equals the untiled drawing (tested); each tile
+    gets only the streaks that reach it, so a tile costs what it shows."""
+    from .draw.streaks import crop_paths, fill_frame, frame_paths
+    from .encode.still import PngStream
+
+    width, height = scene.output.size
+    paths = frame_paths(scene, (width, height), *still.drawn(), view=still.view)
+    png = PngStream(path, width, height, dpi=dpi, text=text)
+    # cairo rasterises a streak cut by the surface's border a shade differently from one
+    # that runs on: each tile gets an apron, cropped away.
+    a = budget.TILE_APRON
+    for y0 in range(0, height, tile):
+        rows = min(tile, height - y0)
+        band = np.empty((rows, width, 3), np.uint8)
+        in_band = crop_paths(paths, y=(y0 - a, y0 + rows + a))
+        for x0 in range(0, width, tile):
+            cols = min(tile, width - x0)
+            in_tile = crop_paths(in_band, x=(x0 - a, x0 + cols + a))
+            pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), in_tile,
+                                origin=(x0 - a, y0 - a))
+            band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]
+        png.write_rows(band)
+    png.close()
+
+
+def _supersampled(scene: Scene, still: FrameState) -> np.ndarray:
+    """The still drawn `budget.supersample_factor` times larger (the same picture: widths
+    are in world units) and averaged down in floating point: (h, w, 3) uint16 RGB, or RGBA
+    with straight alpha for a transparent still, with levels between the 256 of one 8-bit
+    drawing."""
+    width, height = scene.output.size
+    k = budget.supersample_factor(scene.output.size)  # ≥ 2: still_cost checked the size
+    big = Canvas((width * k, height * k))
+    pixels = still.draw(big, scene)
+    # cairo's colour is premultiplied by alpha: average it as it is, then divide.
+    bgra = pixels.reshape(height, k, width, k, 4).mean(axis=(1, 3), dtype=np.float64)
+    rgb = bgra[:, :, 2::-1]
+    if scene.output.transparent:
+        alpha = bgra[:, :, 3:]
+        rgb = np.divide(rgb * 255.0, alpha, out=np.zeros_like(rgb), where=alpha > 0)
+        rgb = np.concatenate([np.minimum(rgb, 255.0), alpha], axis=2)
+    return np.rint(rgb * 257.0).astype(np.uint16)
