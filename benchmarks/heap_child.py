@@ -6,7 +6,6 @@ With the tuning glibc keeps freed heap blocks (up to 32 MiB) for the next step i
 returning them to the OS: every step allocates its results afresh, and without it the next
 step takes a page fault per 4 KiB to get them back.
 """
-import ctypes
 import resource
 import statistics
 import sys
@@ -17,9 +16,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 birds, steps, tuned = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 if tuned:
-    mallopt = ctypes.CDLL(None).mallopt
-    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-    mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+    from render.cli import tune_process  # the console script's own tuning
+
+    tune_process()
 import sim_bench  # noqa: E402
 from render.sim.simulate import Simulation  # noqa: E402
 
