@@ -24,7 +24,8 @@ from render.sim.simulate import Simulation  # noqa: E402
 
 scale = (birds / sim_bench.BIRDS) ** 0.5
 sim = Simulation(sim_bench.load_scene(sim_bench.SCENE, [
-    ("world.width", repr(80.0 * scale), "bench"), ("world.height", repr(45.0 * scale), "bench"),
+    ("world.width", repr(80.0 * scale), "bench"),
+    ("world.height", repr(45.0 * scale), "bench"),
     ("scene.settle_steps", "5", "bench")]))
 with sim_bench.numba_threads(2):
     sim.advance()

@@ -113,5 +113,6 @@ def kernel_sums(pos, vel, *, width, height, wrap, radius, sep_radius, falloff):
     pos = np.ascontiguousarray(pos, dtype=np.float64)
     vel = np.ascontiguousarray(vel, dtype=np.float64)
     shape = grid_shape(pos, radius, width, height, wrap)
-    rules = Flocking(radius, sep_radius, FALLOFF_POWER[falloff], 1.0, 1.0, 1.0, False, math.inf)
+    rules = Flocking(radius, sep_radius, FALLOFF_POWER[falloff], 1.0, 1.0, 1.0, False,
+                     math.inf)
     return neighbour_sums(pos, vel, shape, World(wrap, width, height), rules)

@@ -166,7 +166,8 @@ def test_containment_kernel_matches_reference(around):
     # (1 − 1/√2) of its distance past the rim, pulled back by that much (strength 1).
     unit = containment.Containment(True, 0.0, 0.0, 30.0, 10.0, 1.0)
     ax, ay, is_inside = containment.accel(unit, 30.0, 10.0)
-    assert (ax, ay) == pytest.approx((-(1 - 1 / math.sqrt(2)) * 30, -(1 - 1 / math.sqrt(2)) * 10))
+    past = 1 - 1 / math.sqrt(2)
+    assert (ax, ay) == pytest.approx((-past * 30, -past * 10))
     assert not is_inside and containment.accel(unit, 29.0, 0.0) == (0.0, 0.0, True)
 
 

@@ -11,6 +11,8 @@ recompile. Parallel kernels use `prange` over birds and write only their own row
 thread count gives bit-identical results.
 """
 
+from types import MappingProxyType
+
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core.errors import NumbaTypeError
@@ -18,7 +20,7 @@ from numba.extending import intrinsic
 
 __all__ = ["FLAGS", "inline", "parallel", "prange", "serial", "trailing_zeros", "vectorised"]
 
-FLAGS = dict(fastmath=False, error_model="numpy", cache=True)
+FLAGS = MappingProxyType(dict(fastmath=False, error_model="numpy", cache=True))
 
 serial = njit(**FLAGS)
 # Inlined into each caller in numba's IR: a caller that passes a constant (a flag) gets a

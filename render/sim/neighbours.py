@@ -22,6 +22,7 @@ squared distances, and the square roots for those alone.
 """
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 from numba import uint64
@@ -29,7 +30,7 @@ from numba import uint64
 from .grid import counting_sort
 from .jit import inline, parallel, prange, serial, trailing_zeros, vectorised
 
-FALLOFF_POWER = {"unit": 0, "inverse": 1, "inverse_square": 2}
+FALLOFF_POWER = MappingProxyType({"unit": 0, "inverse": 1, "inverse_square": 2})
 
 # Sorted birds per parallel work item. Small enough to balance two threads on a few
 # thousand birds, large enough that each item's scratch allocation is noise. Results do not
@@ -226,8 +227,8 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                   sep_power, sums):
     """Per-bird sums over the metric neighbours found in the 3x3 block of cells.
 
-    birds: (n, 4) float64 in grid (sorted) order, columns X, Y, VX, VY; cell_start (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per
-    sorted slot:
+    birds: (n, 4) float64 in grid (sorted) order, columns X, Y, VX, VY; cell_start
+    (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per sorted slot:
       COUNT                 neighbours within `radius`
       CANDIDATES            other birds tested (the 3x3 block)
       SEP_X, SEP_Y          Σ (p_i − p_j)/d · d^−sep_power over d < sep_radius, d > 0
@@ -297,7 +298,8 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
             c += 1
 
 
-def neighbour_sums(pos: np.ndarray, vel: np.ndarray, grid, world, rules) -> dict[str, np.ndarray]:
+def neighbour_sums(pos: np.ndarray, vel: np.ndarray, grid, world,
+                   rules) -> dict[str, np.ndarray]:
     """`neighbourhood`'s sums for the birds pos, vel (n, 2) on the grid `grid` (a
     grid.GridShape), world (motion.World) and flocking rules (forces.Flocking), by bird
     identity, by name (see `split_sums`)."""

@@ -51,7 +51,8 @@ def at_time(forces: Forces, scene: Scene, time_s: float) -> Forces:
 @inline
 def pushes(x, y, w, a, c, h):
     """The pushes on one bird at (x, y), given the parameters of walls, attractor,
-    containment and hawk (in the order they add up): (ax, ay) summed, and whether it is inside the containment (True without it)."""
+    containment and hawk (in the order they add up): (ax, ay) summed, and whether it is
+    inside the containment (True without it)."""
     ex = ey = 0.0
     if w.active:
         ex, ey = _plus(ex, ey, walls.accel(w, x, y))
