@@ -10,7 +10,10 @@ medians over several repeats: the machine is small and shared. Nothing runs on i
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +22,13 @@ import numpy as np
 
 from figures import result
 
-ROOT = Path(__file__).resolve().parents[1]
+# GNU OpenMP busy-waits between parallel regions: when anything else wants the cores every
+# kernel launch then costs tens of ms. libgomp reads this when numba first loads it; the
+# command line sets it for a render the same way.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 SCENE = ROOT / "scenes" / "murmuration.toml"
 BIRDS = 3600  # the scene's own flock: 80 x 45 at spacing 1
 # "Settled": 2 s after the scene's settling steps, as the drawing figures use; by then the
@@ -31,11 +40,15 @@ SETTLED_STEPS = 120
 # Flocks
 
 
+def load_scene(path, overrides):
+    from render.scene import load_scene
+
+    return load_scene(path, overrides)
+
+
 def scene_for(birds: int = BIRDS):
     """The murmuration with its world scaled so that `birds` keep spacing 1 (same density,
     same aspect; every other length stays in spacings)."""
-    from render.scene import load_scene
-
     scale = math.sqrt(birds / BIRDS)
     return load_scene(SCENE, [("world.width", repr(80.0 * scale), "bench"),
                               ("world.height", repr(45.0 * scale), "bench")])
@@ -74,8 +87,6 @@ def all_pairs_step(sim):
     difference alignment, cohesion, each clamped), its containment, hawk and steering
     field, semi-implicit Euler. Returns the new (positions, velocities); `sim` is not
     advanced."""
-    from render.sim import forces
-
     scene, rules, flock = sim.scene, sim.scene.rules, sim.scene.flock
     pos, vel = sim.positions, sim.velocities
     x, y = pos[:, 0], pos[:, 1]
@@ -99,17 +110,30 @@ def all_pairs_step(sim):
     acc = (clamp(rules.separation_weight * sep) + clamp(rules.alignment_weight * ali)
            + clamp(rules.cohesion_weight * coh))
     acc[count == 0] = 0.0
-    acc += forces.containment(pos, sim.centre, sim.semi_axes, scene.containment.strength)
+    acc += _containment(pos, sim.forces.containment)
     hawk = sim.hawk_position()
     if hawk is not None:
-        acc += forces.hawk(pos, hawk, scene.hawk.radius, scene.hawk.strength)
+        offset = pos - np.asarray(hawk)
+        dist = np.sqrt((offset ** 2).sum(axis=1, keepdims=True))
+        fade = np.clip(1.0 - dist / scene.hawk.radius, 0.0, None)
+        acc += offset / np.maximum(dist, 1e-300) * scene.hawk.strength * fade ** 2
     v = vel + acc * sim.dt
     speed = np.sqrt((v ** 2).sum(axis=1, keepdims=True))
     v *= np.clip(speed, flock.min_speed, flock.max_speed) / speed
-    turn = sim._turn()
+    turn = sim.turns()
     c, s = np.cos(turn)[:, None], np.sin(turn)[:, None]
     v = np.hstack([c * v[:, :1] - s * v[:, 1:], s * v[:, :1] + c * v[:, 1:]])
     return pos + v * sim.dt, v
+
+
+def _containment(pos, c):
+    """The containment's pull in numpy: strength·d toward the centre at distance d past the
+    ellipse (along the ray from the centre), zero inside."""
+    offset = pos - np.array([c.cx, c.cy])
+    rho = np.hypot(offset[:, 0] / c.a, offset[:, 1] / c.b)[:, None]
+    dist = np.sqrt((offset ** 2).sum(axis=1, keepdims=True))
+    past = np.where(rho > 1.0, dist * (1.0 - 1.0 / np.maximum(rho, 1.0)), 0.0)
+    return -offset / np.maximum(dist, 1e-300) * c.strength * past
 
 
 def all_pairs_error(sim) -> float:
@@ -154,14 +178,14 @@ def neighbour_search(quick: bool = False) -> list[dict]:
     candidate tested (1 thread), beside what the hardware needs to merely test a candidate
     (a vectorised distance count over the same candidates, no sums)."""
     from render.sim.grid import counting_sort
-    from render.sim.kernels import (CANDIDATES, COUNT, N_COLUMNS, N_SUMS, neighbourhood,
-                                     sort_birds)
+    from render.sim.neighbours import (CANDIDATES, COUNT, N_COLUMNS, N_SUMS, neighbourhood,
+                                       sort_birds)
 
     birds = 900 if quick else BIRDS
     sim = settled(birds, extra_steps=10 if quick else SETTLED_STEPS)
     pos, vel = sim.positions, sim.velocities
-    shape = sim._grid(pos)
-    rules, world = sim._rules, sim._world
+    shape = sim.grid(pos)
+    rules, world = sim.forces.flocking, sim.world
     order, cell_start, _ = counting_sort(pos, shape.x0, shape.y0, shape.cw, shape.ch,
                                          shape.nx, shape.ny)
     rows = np.empty((len(pos), N_COLUMNS))
@@ -203,17 +227,18 @@ def step_phases(quick: bool = False) -> list[dict]:
     otherwise read as Python overhead."""
     from render.sim import step
     from render.sim.grid import counting_sort
-    from render.sim.kernels import N_COLUMNS, N_SUMS, neighbourhood, sort_birds
+    from render.sim.neighbours import N_COLUMNS, N_SUMS, neighbourhood, sort_birds
 
     birds = 900 if quick else BIRDS
     sim = settled(birds, extra_steps=10 if quick else SETTLED_STEPS)
     pos, vel = sim.positions, sim.velocities
-    shape = sim._grid(pos)
-    rules, world = sim._rules, sim._world
-    extras = sim._step_extras(sim.hawk_position())
-    grid = (shape.x0, shape.y0, shape.cw, shape.ch, shape.nx, shape.ny)
-    order, cell_start, _ = counting_sort(pos, *grid)
+    shape = sim.grid(pos)
+    world, now = sim.world, sim.forces_now()
+    rules = now.flocking
+    no_field = now._replace(field=now.field._replace(active=False))
+    order, cell_start, _ = counting_sort(pos, *shape)
     rows, sums = np.empty((len(pos), N_COLUMNS)), np.empty((len(pos), N_SUMS))
+    work = step.workspace(len(pos))
     step_index = sim.step_index
 
     def advance_from_state():
@@ -221,15 +246,14 @@ def step_phases(quick: bool = False) -> list[dict]:
         sim.advance()
 
     calls = {
-        "sort": lambda: counting_sort(pos, *grid),
+        "sort": lambda: counting_sort(pos, *shape),
         "gather": lambda: sort_birds(pos, vel, order, rows),
         "search": lambda: neighbourhood(rows, cell_start, shape.nx, shape.ny, world.wrap,
                                         world.width, world.height, rules.radius,
                                         rules.sep_radius, rules.sep_power, sums),
-        "kernel": lambda: step.advance_flock(pos, vel, *grid, world, rules, sim._motion,
-                                             extras, sim._work),
-        "no field": lambda: step.advance_flock(pos, vel, *grid, world, rules, sim._motion,
-                                               extras._replace(field=False), sim._work),
+        "kernel": lambda: step.advance_flock(pos, vel, shape, world, sim.motion, now, work),
+        "no field": lambda: step.advance_flock(pos, vel, shape, world, sim.motion, no_field,
+                                               work),
         "advance": advance_from_state,
     }
     rounds, n = (3, 5) if quick else (15, 20)
@@ -303,10 +327,38 @@ def parallel_calibration(quick: bool = False) -> list[dict]:
                    target="≈ 2 when both cores are free")]
 
 
+def heap_tuning(quick: bool = False) -> list[dict]:
+    """One step at 100,000 birds (two threads) in a process of its own (heap_child.py),
+    with and without the malloc tuning the command line applies, in turns: the time and the
+    page faults it saves a step. (glibc only: elsewhere no rows.)"""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return []
+    birds, steps, rounds = (20_000, 5, 1) if quick else (100_000, 20, 3)
+    runs = {"1": [], "0": []}
+    for _ in range(rounds):
+        for tuned in runs:
+            out = subprocess.run([sys.executable, str(HERE / "heap_child.py"), str(birds),
+                                  str(steps), tuned],
+                                 capture_output=True, text=True, check=True).stdout.split()
+            runs[tuned].append((float(out[0]), float(out[1])))
+    (kept, kept_faults), (plain, plain_faults) = (
+        (statistics.median(t for t, _ in r), statistics.median(f for _, f in r))
+        for r in runs.values())
+    label = f"{birds:,} birds, one step, 2 threads"
+    return [
+        result(f"{label}, freed heap kept (mallopt) vs returned to the OS", kept, "ms", plain,
+               plain / kept),
+        result(f"page faults a step at {birds:,} birds, heap kept vs returned", kept_faults,
+               "", plain_faults),
+    ]
+
+
 def run(quick: bool = False) -> list[dict]:
     """Every simulation figure of issue 4."""
     return (murmuration_step(quick) + step_phases(quick) + neighbour_search(quick)
-            + parallel_calibration(quick) + large_flocks(quick))
+            + parallel_calibration(quick) + large_flocks(quick) + heap_tuning(quick))
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
+from render.sim.cache import use_numba_cache
 
-import numba
-import pytest
+use_numba_cache()  # before numba is first imported: it reads NUMBA_CACHE_DIR only then
 
-from render.cli import main
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numba  # noqa: E402
+import pytest  # noqa: E402
+
+from render.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = ROOT / "scenes"

@@ -15,7 +15,9 @@ Conventions (the same ones the kernels promise):
   a bird with no neighbours gets no flocking acceleration;
 - integration: v' = v + a·dt, speed clamped to [min_speed, max_speed] (a bird left with
   exactly zero speed takes velocity (min_speed, 0)), p' = p + v'·dt, wrapped into
-  [0, W) × [0, H) on a torus.
+  [0, W) × [0, H) on a torus;
+- the extra forces (walls, attractor, steering field, containment, hawk) as SPEC §3 and
+  the scene's documentation state them, one function each.
 
 Shapes: positions and velocities (n, 2) float64; counts (n,) int64.
 """
@@ -210,3 +212,63 @@ def naive_step(pos, vel, *, dt, min_speed, max_speed, **model):
     return naive_integrate(pos, vel, acc, dt=dt, min_speed=min_speed, max_speed=max_speed,
                            width=model["width"], height=model["height"],
                            boundary=model["boundary"])
+
+
+def naive_field(pos, *, time_s, wavelengths, drifts, phases):
+    """φ (n,) of SPEC §3's steering field: the mean of three sinusoids drifting along x,
+    y and the diagonal (x + y)/√2, each sin(2π·(coordinate − drift·t)/wavelength + phase).
+    wavelengths, drifts, phases: 3 values each, in that order (x, y, diagonal)."""
+    pos = np.asarray(pos, dtype=np.float64)
+    along = (pos[:, 0], pos[:, 1], (pos[:, 0] + pos[:, 1]) / np.sqrt(2.0))
+    waves = [np.sin(2 * np.pi * (c - d * time_s) / w + p)
+             for c, w, d, p in zip(along, wavelengths, drifts, phases)]
+    return sum(waves) / 3.0
+
+
+def naive_containment(pos, *, centre, semi_axes, strength):
+    """SPEC §3's elliptical containment: (acceleration (n, 2), inside (n,) bool).
+
+    Inside the ellipse (on the rim included) the force is exactly zero. Outside, the ray
+    from the centre through the bird crosses the rim at q; the bird is pulled toward the
+    centre with strength times its distance |p − q| past the rim."""
+    pos = np.asarray(pos, dtype=np.float64)
+    offset = pos - np.asarray(centre, dtype=np.float64)
+    rho = np.sqrt((offset[:, 0] / semi_axes[0]) ** 2 + (offset[:, 1] / semi_axes[1]) ** 2)
+    inside = rho <= 1.0
+    acc = np.zeros_like(pos)
+    out = ~inside
+    rim = offset[out] / rho[out, None]  # q − centre
+    past = np.sqrt(((offset[out] - rim) ** 2).sum(axis=1))
+    toward_centre = -offset[out] / np.sqrt((offset[out] ** 2).sum(axis=1))[:, None]
+    acc[out] = strength * past[:, None] * toward_centre
+    return acc, inside
+
+
+def naive_hawk(pos, *, where, radius, strength):
+    """The hawk's repulsion (n, 2): length strength·(1 − d/radius)² straight away from the
+    hawk for a bird at distance 0 < d < radius; zero elsewhere (and on the hawk itself,
+    where there is no direction away)."""
+    pos = np.asarray(pos, dtype=np.float64)
+    away = pos - np.asarray(where, dtype=np.float64)
+    d = np.sqrt(away[:, 0] ** 2 + away[:, 1] ** 2)
+    acc = np.zeros_like(pos)
+    near = (d > 0) & (d < radius)
+    length = strength * (1.0 - d[near] / radius) ** 2
+    acc[near] = away[near] / d[near, None] * length[:, None]
+    return acc
+
+
+def naive_hawk_position(time_s, *, start, period, duration, bearing, speed, centre):
+    """Where the hawk is at time_s, or None while it is away (SPEC §3): pass k flies from
+    start + k·period for `duration` seconds along a chord through `centre` at `speed`,
+    centred on it mid-pass, its bearing (degrees for pass 0) turning by the golden angle
+    π(3 − √5) each pass."""
+    if time_s < start:
+        return None
+    k = np.floor((time_s - start) / period)
+    into_pass = time_s - start - k * period
+    if into_pass >= duration:
+        return None
+    heading = np.deg2rad(bearing) + k * np.pi * (3.0 - np.sqrt(5.0))
+    travelled = speed * (into_pass - duration / 2)
+    return (centre[0] + travelled * np.cos(heading), centre[1] + travelled * np.sin(heading))

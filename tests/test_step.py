@@ -2,7 +2,7 @@
 
 `Simulation.advance` does everything in one numba call. Here the same step is composed
 from the separate pieces, as readable numpy: `Simulation.measure` (the neighbourhood and
-steering kernels), the numpy forces of render.sim.forces, the field's turn and the
+steering kernels), the numpy forces of tests/numpy_forces.py, the field's turn and the
 `integrate` kernel. Every state and every measure must be identical, not merely close:
 the flock is chaotic, so one ulp anywhere becomes a different flock within a few hundred
 steps, and the murmuration's tuned targets (test_murmuration.py) would move with it.
@@ -17,9 +17,10 @@ import numba
 import numpy as np
 import pytest
 
+import numpy_forces
 from render.scene import build_scene, load_scene
-from render.sim import forces
-from render.sim.kernels import integrate
+from render.sim.forces import attractor, containment, field, hawk, walls
+from render.sim.motion import integrate
 from render.sim.simulate import Simulation
 
 SCENES = Path(__file__).resolve().parents[1] / "scenes"
@@ -31,15 +32,18 @@ def composed_extra_forces(sim, snap):
     acc = np.zeros_like(pos)
     world = scene.world
     if world.boundary == "walls":
-        acc += forces.walls(pos, world.width, world.height, world.wall_margin,
-                            world.wall_strength)
+        acc += numpy_forces.walls(pos, world.width, world.height, world.wall_margin,
+                                  world.wall_strength)
     if scene.attractor is not None:
-        acc += forces.attractor(pos, sim.attractor_point(), scene.attractor.strength,
-                                scene.attractor.radius)
+        now = sim.forces_now().attractor
+        acc += numpy_forces.attractor(pos, (now.x, now.y), scene.attractor.strength,
+                                      scene.attractor.radius)
     if scene.containment is not None:
-        acc += forces.containment(pos, sim.centre, sim.semi_axes, scene.containment.strength)
+        c = sim.forces.containment
+        acc += numpy_forces.containment(pos, (c.cx, c.cy), (c.a, c.b),
+                                        scene.containment.strength)
     if snap.hawk is not None:
-        acc += forces.hawk(pos, snap.hawk, scene.hawk.radius, scene.hawk.strength)
+        acc += numpy_forces.hawk(pos, snap.hawk, scene.hawk.radius, scene.hawk.strength)
     return acc
 
 
@@ -48,10 +52,8 @@ def composed_step(sim):
     scene = sim.scene
     snap, acc = sim.measure()
     acc = acc + composed_extra_forces(sim, snap)
-    sim.positions, sim.velocities = integrate(
-        sim.positions, sim.velocities, acc, sim._turn(), sim.dt, scene.flock.min_speed,
-        scene.flock.max_speed, scene.world.boundary == "wrap", scene.world.width,
-        scene.world.height)
+    sim.positions, sim.velocities = integrate(sim.positions, sim.velocities, acc, sim.turns(),
+                                              sim.world, sim.motion)
     sim.step_index += 1
     return snap
 
@@ -120,8 +122,8 @@ def test_fused_step_matches_with_far_stragglers_and_a_crowded_cell():
 # Each force per bird (numba) against its numpy statement
 
 
-def bird_by_bird(force_at, pos, *args):
-    return np.array([force_at(x, y, *args)[:2] for x, y in pos])
+def bird_by_bird(accel, params, pos):
+    return np.array([accel(params, x, y)[:2] for x, y in pos])
 
 
 @pytest.fixture
@@ -134,16 +136,16 @@ def scatter():
 
 
 def test_walls_per_bird_equal_numpy(scatter):
-    want = forces.walls(scatter, 80.0, 45.0, 5.0, 50.0)
-    got = np.array([[forces.wall_at(x, 80.0, 5.0, 50.0), forces.wall_at(y, 45.0, 5.0, 50.0)]
-                    for x, y in scatter])
+    want = numpy_forces.walls(scatter, 80.0, 45.0, 5.0, 50.0)
+    got = bird_by_bird(walls.accel, walls.Walls(True, 80.0, 45.0, 5.0, 50.0), scatter)
     np.testing.assert_array_equal(got, want)
 
 
 def test_attractor_per_bird_equals_numpy(scatter):
-    want = forces.attractor(scatter, (30.0, 22.5), 10.0, 5.0)
+    want = numpy_forces.attractor(scatter, (30.0, 22.5), 10.0, 5.0)
     np.testing.assert_array_equal(
-        bird_by_bird(forces.attractor_at, scatter, 30.0, 22.5, 10.0, 5.0), want)
+        bird_by_bird(attractor.accel, attractor.Attractor(True, 10.0, 5.0, 30.0, 22.5),
+                     scatter), want)
 
 
 def test_containment_per_bird_equals_numpy_at_and_near_the_rim(scatter):
@@ -153,11 +155,13 @@ def test_containment_per_bird_equals_numpy_at_and_near_the_rim(scatter):
                                            22.5 + f * 17.325 * np.sin(angle)])
                           for f in (0.995, 1.0, 1.0 + 1e-12, 1.05)])
     pos = np.vstack([scatter, rim])
-    want = forces.containment(pos, centre, axes, 40.0)
-    got = np.array([forces.containment_at(x, y, *centre, *axes, 40.0) for x, y in pos])
+    want = numpy_forces.containment(pos, centre, axes, 40.0)
+    params = containment.Containment(True, *centre, *axes, 40.0)
+    got = np.array([containment.accel(params, x, y) for x, y in pos])
     np.testing.assert_array_equal(got[:, :2], want)
-    inside = forces.ellipse_outside(pos, centre, axes)[0] == 0.0
+    inside = numpy_forces.ellipse_outside(pos, centre, axes)[0] == 0.0
     np.testing.assert_array_equal(got[:, 2].astype(bool), inside)
+    np.testing.assert_array_equal(containment.inside(pos, params), inside)
     assert inside.any() and not inside.all()
 
 
@@ -166,15 +170,16 @@ def test_hawk_per_bird_equals_numpy_at_and_near_its_radius(scatter):
     ring = np.concatenate([np.column_stack([30.0 + r * np.cos(angle), 20.0 + r * np.sin(angle)])
                            for r in (0.0, 13.3 * (1 - 1e-12), 13.3, 13.3 * 1.004)])
     pos = np.vstack([scatter, ring])
-    want = forces.hawk(pos, (30.0, 20.0), 13.3, 160.0)
-    np.testing.assert_array_equal(bird_by_bird(forces.hawk_at, pos, 30.0, 20.0, 13.3, 160.0),
-                                  want)
+    want = numpy_forces.hawk(pos, (30.0, 20.0), 13.3, 160.0)
+    params = hawk.Hawk(True, 13.3, 160.0, 0.0, 0.0, 30.0, 20.0)
+    np.testing.assert_array_equal(bird_by_bird(hawk.accel, params, pos), want)
 
 
 def test_field_per_bird_equals_numpy(scatter):
     waves, drifts, phases = (38.9, 35.1, 23.7), (3.29, 0.40, 1.22), (0.3, 5.9, 2.0)
-    want = forces.field(scatter, 7.25, waves, drifts, np.array(phases))
-    got = np.array([forces.field_at(x, y, 7.25, waves, drifts, phases) for x, y in scatter])
+    want = numpy_forces.field(scatter, 7.25, waves, drifts, np.array(phases))
+    params = field.Field(True, *waves, *drifts, *phases, turn=1.0, time_s=7.25)
+    got = field.turns(scatter, params)
     np.testing.assert_array_equal(got, want)
     assert math.isclose(np.abs(got).max(), 1.0, abs_tol=0.2)
 

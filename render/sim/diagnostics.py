@@ -10,7 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from ..scene import Scene
-from .simulate import Snapshot, local_headings, unit_headings
+from . import motion
+from .forces import flocking
+from .grid import grid_shape
+from .neighbours import neighbour_sums
+from .simulate import Snapshot
 
 COLUMNS = ("frame", "time_s", "global_polarisation", "local_polarisation",
            "neighbours_mean", "neighbours_p10", "neighbours_p50", "neighbours_p90",
@@ -26,6 +30,37 @@ HOLE_STRAGGLERS = 4
 def spacing(scene: Scene) -> float:
     """sqrt(world area / count): the mean distance between birds, the diagnostics' unit."""
     return math.sqrt(scene.world.width * scene.world.height / scene.count)
+
+
+def unit_headings(vel: np.ndarray) -> np.ndarray:
+    """v/|v| per row of vel (n, d); zero for birds with zero speed."""
+    speed = np.sqrt((vel * vel).sum(axis=1))
+    out = np.zeros_like(vel)
+    moving = speed > 0
+    out[moving] = vel[moving] / speed[moving, None]
+    return out
+
+
+def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
+    """(n, 2) mean unit heading over each bird's neighbours and itself, birds at rest
+    skipped, by bird (its length is SPEC §7's local polarisation); zero where all of them
+    are at rest. A neighbourhood pass of its own, over the unit headings in place of the
+    velocities: only the diagnostics read it, so the step does not carry two more sums
+    through its candidate loop."""
+    world, rules = motion.world(scene), flocking.flocking(scene)
+    pos = snap.positions
+    unit = unit_headings(snap.velocities)
+    grid = grid_shape(pos, rules.radius, world.width, world.height, world.wrap)
+    sums = neighbour_sums(pos, unit, grid, world, rules)
+    moving = np.any(unit != 0.0, axis=1)
+    if moving.all():
+        members = sums["count"] + 1.0
+    else:
+        # Birds at rest are rare (only with min_speed 0): the moving members are counted
+        # by a second pass, over 1 for a moving bird in place of its heading's x.
+        flags = np.column_stack([moving, np.zeros(len(pos))]).astype(np.float64)
+        members = neighbour_sums(pos, flags, grid, world, rules)["vsum"][:, 0] + moving
+    return (sums["vsum"] + unit) / np.maximum(members, 1.0)[:, None]
 
 
 def measure(snap: Snapshot, scene: Scene) -> dict[str, float]:

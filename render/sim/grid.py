@@ -8,7 +8,7 @@ the thread count.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,9 +27,9 @@ def max_cells(birds: int) -> int:
     return 4 * birds + 4096
 
 
-@dataclass(frozen=True)
-class GridShape:
-    """Cell layout for one step: origin (x0, y0), cell sides (cw, ch), counts (nx, ny)."""
+class GridShape(NamedTuple):
+    """Cell layout for one step: origin (x0, y0), cell sides (cw, ch), counts (nx, ny).
+    (A NamedTuple: the numba step reads it as it is.)"""
 
     x0: float
     y0: float

@@ -1,4 +1,5 @@
-"""Numba kernels of one simulation step. They take only arrays and scalars.
+"""The neighbour search: per bird, sums over the metric neighbours found in the 3x3
+block of grid cells around it. Numba kernels; they take only arrays and scalars.
 
 `tests/naive.py` holds the all-pairs numpy reference these are tested against.
 
@@ -21,14 +22,15 @@ squared distances, and the square roots for those alone.
 """
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 from numba import uint64
-from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .jit import inline, parallel, prange, serial, vectorised
+from .grid import counting_sort
+from .jit import inline, parallel, prange, serial, trailing_zeros, vectorised
 
-FALLOFF_POWER = {"unit": 0, "inverse": 1, "inverse_square": 2}
+FALLOFF_POWER = MappingProxyType({"unit": 0, "inverse": 1, "inverse_square": 2})
 
 # Sorted birds per parallel work item. Small enough to balance two threads on a few
 # thousand birds, large enough that each item's scratch allocation is noise. Results do not
@@ -225,8 +227,8 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
                   sep_power, sums):
     """Per-bird sums over the metric neighbours found in the 3x3 block of cells.
 
-    birds: (n, 4) float64 in grid (sorted) order, columns X, Y, VX, VY; cell_start (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per
-    sorted slot:
+    birds: (n, 4) float64 in grid (sorted) order, columns X, Y, VX, VY; cell_start
+    (nx·ny + 1,) from `counting_sort`. Fills sums (n, N_SUMS), per sorted slot:
       COUNT                 neighbours within `radius`
       CANDIDATES            other birds tested (the 3x3 block)
       SEP_X, SEP_Y          Σ (p_i − p_j)/d · d^−sep_power over d < sep_radius, d > 0
@@ -296,6 +298,23 @@ def neighbourhood(birds, cell_start, nx, ny, wrap, width, height, radius, sep_ra
             c += 1
 
 
+def neighbour_sums(pos: np.ndarray, vel: np.ndarray, grid, world,
+                   rules) -> dict[str, np.ndarray]:
+    """`neighbourhood`'s sums for the birds pos, vel (n, 2) on the grid `grid` (a
+    grid.GridShape), world (motion.World) and flocking rules (forces.Flocking), by bird
+    identity, by name (see `split_sums`)."""
+    order, cell_start, _ = counting_sort(pos, grid.x0, grid.y0, grid.cw, grid.ch, grid.nx,
+                                         grid.ny)
+    birds = np.empty((len(pos), N_COLUMNS))
+    sums = np.empty((len(pos), N_SUMS))
+    sort_birds(pos, vel, order, birds)
+    neighbourhood(birds, cell_start, grid.nx, grid.ny, world.wrap, world.width,
+                  world.height, rules.radius, rules.sep_radius, rules.sep_power, sums)
+    mine = np.empty_like(sums)
+    mine[order] = sums
+    return split_sums(mine)
+
+
 def split_sums(sums: np.ndarray) -> dict[str, np.ndarray]:
     """`neighbourhood`'s columns by name: count, cand (int64), sep, vsum, offsum (n, 2),
     nn (n,)."""
@@ -315,111 +334,3 @@ def sort_birds(pos, vel, order, birds):
         birds[k, Y] = pos[b, 1]
         birds[k, VX] = vel[b, 0]
         birds[k, VY] = vel[b, 1]
-
-
-@serial
-def _clamp(x, y, limit):
-    """(x, y) scaled down to length `limit` when longer. A select, not a branch (which
-    half the birds would mispredict); ×1.0 leaves the others' bits as they were."""
-    length = math.sqrt(x * x + y * y)
-    shrink = limit / length
-    s = shrink if length > limit else 1.0
-    return x * s, y * s
-
-
-@serial
-def steer_bird(k, sep_x, sep_y, vsum_x, vsum_y, off_x, off_y, vx, vy, w_sep, w_ali, w_coh,
-               align_difference, max_force):
-    """One bird's flocking acceleration from its `k` neighbours' sums (see `steer`)."""
-    if k == 0:
-        return 0.0, 0.0
-    ax, ay = _clamp(w_sep * sep_x, w_sep * sep_y, max_force)
-    mvx = vsum_x / k
-    mvy = vsum_y / k
-    if align_difference:
-        mvx -= vx
-        mvy -= vy
-    bx, by = _clamp(w_ali * mvx, w_ali * mvy, max_force)
-    cx, cy = _clamp(w_coh * off_x / k, w_coh * off_y / k, max_force)
-    return ax + bx + cx, ay + by + cy
-
-
-@parallel
-def steer(count, sep, vsum, offsum, vel, w_sep, w_ali, w_coh, align_difference, max_force):
-    """Flocking acceleration a = w_s·sep + w_a·ali + w_c·coh, each weighted rule clamped
-    to max_force (inf: no clamp). Birds without neighbours get zero. Shapes (n, 2)."""
-    n = vel.shape[0]
-    acc = np.zeros((n, 2))
-    for i in prange(n):
-        acc[i, 0], acc[i, 1] = steer_bird(
-            count[i], sep[i, 0], sep[i, 1], vsum[i, 0], vsum[i, 1], offsum[i, 0],
-            offsum[i, 1], vel[i, 0], vel[i, 1], w_sep, w_ali, w_coh, align_difference,
-            max_force)
-    return acc
-
-
-@serial
-def integrate_bird(x, y, vx, vy, ax, ay, turn, dt, min_speed, max_speed, wrap, width,
-                   height):
-    """One bird's step (see `integrate`); returns the new (x, y, vx, vy)."""
-    vx = vx + ax * dt
-    vy = vy + ay * dt
-    speed = math.sqrt(vx * vx + vy * vy)
-    if speed == 0.0:
-        vx = min_speed
-        vy = 0.0
-    else:
-        # Selects, not branches (birds sit at either speed limit unpredictably); ×1.0
-        # leaves a bird within the limits as it was.
-        limit = max_speed if speed > max_speed else min_speed
-        clamp = limit / speed
-        s = clamp if (speed > max_speed) | (speed < min_speed) else 1.0
-        vx *= s
-        vy *= s
-    if turn != 0.0:
-        c, s = _cos_sin(turn)
-        vx, vy = c * vx - s * vy, s * vx + c * vy
-    x = x + vx * dt
-    y = y + vy * dt
-    if wrap:
-        x -= width * math.floor(x / width)
-        y -= height * math.floor(y / height)
-        if x >= width:
-            x = 0.0
-        if y >= height:
-            y = 0.0
-    return x, y, vx, vy
-
-
-# Below this angle (radians) `_cos_sin` uses Taylor polynomials: the first terms left out,
-# t⁹/9! and t¹⁰/10!, are below 6e-18 there. (The murmuration turns at most 0.0092 rad a step.)
-_SMALL_TURN = 0.05
-
-
-@serial
-def _cos_sin(t):
-    """(cos t, sin t); polynomials for small |t| (a fifth of the cost of libm's pair)."""
-    if abs(t) > _SMALL_TURN:
-        return math.cos(t), math.sin(t)
-    t2 = t * t
-    c = 1.0 - t2 * (0.5 - t2 * (1.0 / 24 - t2 * (1.0 / 720 - t2 * (1.0 / 40320))))
-    s = t * (1.0 - t2 * (1.0 / 6 - t2 * (1.0 / 120 - t2 * (1.0 / 5040))))
-    return c, s
-
-
-@parallel
-def integrate(pos, vel, acc, turn, dt, min_speed, max_speed, wrap, width, height):
-    """Semi-implicit Euler: v' = clamp_speed(v + a·dt) turned by `turn` radians,
-    p' = p + v'·dt (wrapped onto the torus when `wrap`). Returns new (pos, vel), (n, 2).
-
-    A bird with zero speed and min_speed > 0 takes heading +x: it has no direction of its
-    own, and a fixed choice keeps the step deterministic and free of NaN.
-    """
-    n = pos.shape[0]
-    new_pos = np.empty_like(pos)
-    new_vel = np.empty_like(vel)
-    for i in prange(n):
-        new_pos[i, 0], new_pos[i, 1], new_vel[i, 0], new_vel[i, 1] = integrate_bird(
-            pos[i, 0], pos[i, 1], vel[i, 0], vel[i, 1], acc[i, 0], acc[i, 1], turn[i], dt,
-            min_speed, max_speed, wrap, width, height)
-    return new_pos, new_vel

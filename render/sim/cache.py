@@ -1,0 +1,43 @@
+"""Where numba keeps the simulator's compiled kernels. Imports no numba.
+
+numba invalidates a cached kernel when the file defining it changes, but a kernel is
+compiled together with the kernels it calls from other files (step.py inlines neighbours.py,
+motion.py and every force): after an edit there, the old machine code would still load. So
+the cache folder is named after the sources of the whole simulator, and any edit to any of
+them starts a fresh folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+_SIM = Path(__file__).resolve().parent
+
+
+def sources_digest() -> str:
+    """16 hex digits of the sha256 over every render/sim source file (names and bytes)."""
+    digest = hashlib.sha256()
+    for path in sorted(_SIM.rglob("*.py")):
+        digest.update(path.relative_to(_SIM).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def user_cache_dir() -> Path:
+    """The platform's per-user cache folder (XDG on Linux, Library/Caches on macOS,
+    LOCALAPPDATA on Windows)."""
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def use_numba_cache() -> None:
+    """Point NUMBA_CACHE_DIR at <user cache>/boids-render/numba-<sources digest>, unless it
+    is set already. numba reads it once, on its first import: call this before that."""
+    folder = user_cache_dir() / "boids-render" / f"numba-{sources_digest()}"
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
