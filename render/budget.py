@@ -4,7 +4,7 @@ cannot work (SPEC: refuse a 10⁹-bird flock or a giant frame instead of crashin
 The model is deliberately rough: a few per-bird and per-pixel constants measured on a
 2-core machine (numba on both cores, libx264 preset medium, 1080p and 4K, 10⁴–2·10⁶
 birds), rounded up. It only has to tell "fits" from "cannot work", and to say what would.
-Like scene.py, this module imports no numpy, numba or cairo.
+Like the scene package, this module imports no numpy, numba or cairo.
 """
 
 from __future__ import annotations

@@ -236,6 +236,9 @@ def tune_process() -> None:
     waiting policy is passive, set before libgomp loads (numba loads it at the first
     parallel launch), unless the environment says otherwise.
 
+    numba's compiled kernels are cached in a folder named after the simulator's sources
+    (see `sim.cache`), so an edit to any of them compiles afresh.
+
     glibc keeps freed heap memory for the next step instead of handing it back to the OS.
     Every step allocates its results afresh (a Snapshot's arrays are never overwritten),
     megabytes for a large flock. glibc returns such blocks to the OS on free, so the next
@@ -247,8 +250,10 @@ def tune_process() -> None:
     import ctypes
     import platform
 
+    from .sim.cache import use_numba_cache
+
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    # NUMBA_CACHE_DIR: set here, before numba loads.
+    use_numba_cache()  # before numba loads: compiled kernels kept per version of the sources
     if platform.libc_ver()[0] != "glibc":
         return
     try:

@@ -17,7 +17,7 @@ def crossfade_frames(scene: Scene, first: int) -> int:
     if first:
         raise UsageError("--frames A:B: a loop is rendered whole (its first frames depend on "
                          "its last)")
-    return max(1, round(out.crossfade * out.fps))  # shorter than the clip: scene.py checks
+    return max(1, round(out.crossfade * out.fps))  # shorter than the clip: the scene checks it
 
 
 class SeamMeter:

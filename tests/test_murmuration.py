@@ -15,6 +15,9 @@ from render.scene import load_scene
 from render.sim.diagnostics import measure
 from render.sim.simulate import Simulation, frames
 
+# Five seeds of the default scene, hundreds of frames each: the full suite runs them.
+pytestmark = pytest.mark.slow
+
 SCENE = Path(__file__).resolve().parents[1] / "scenes" / "murmuration.toml"
 FRAMES = 400
 
