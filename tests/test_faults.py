@@ -88,6 +88,7 @@ def render_subprocess(argv, **kwargs) -> subprocess.Popen:
 # Ctrl-C and SIGTERM
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PROC.is_dir(), reason="needs /proc to find ffmpeg")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_stops_a_render_fast_kills_ffmpeg_and_leaves_nothing(

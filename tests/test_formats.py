@@ -39,6 +39,7 @@ def test_clip_format_reads_back_as_asked(cli, small_scene, tmp_path, suffix):
     assert not list(tmp_path.glob(".*partial*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", list(FORMATS))
 def test_frames_counted_without_decoding_agree_with_a_decoder(cli, small_scene, tmp_path,
                                                               suffix):
@@ -77,6 +78,7 @@ def test_gif_takes_odd_sizes_and_webm_does_not(cli, small_scene, tmp_path):
     assert r.code == 2 and "even" in r.err
 
 
+@pytest.mark.slow
 def test_a_frame_range_renders_the_same_frames_as_the_full_clip(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/all/", "--frames", "9", "--quiet").code == 0
     r = cli(small_scene, "-o", f"{tmp_path}/part/", "--frames", "6:9", "--quiet")

@@ -24,9 +24,6 @@ from hypothesis import strategies as st
 from render.cli import main
 from render.scene import SECTIONS
 
-# Hypothesis renders dozens of scenes: the full suite runs them, the inner loop does not.
-pytestmark = pytest.mark.slow
-
 FIELDS = {name: {f.name: f.metadata for f in dataclasses.fields(cls)}
           for name, cls in SECTIONS.items()}
 DOTTED = [f"{section}.{key}" for section, keys in FIELDS.items() for key in keys]
@@ -65,7 +62,8 @@ JUNK = st.one_of(
 )
 # Every generated scene starts from this cheap one; generated keys replace its values.
 BASE = {"scene": {"settle_steps": 2}, "flock": {"count": 30}, "output": {"size": "32x18"}}
-pytestmark = pytest.mark.usefixtures("one_numba_thread")
+# Hypothesis renders dozens of scenes: the full suite runs them, the inner loop does not.
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_numba_thread")]
 
 
 def valid(dotted: str):

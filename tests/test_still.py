@@ -205,6 +205,7 @@ size = "640x360"
     assert blurred.max() <= sharp.max()
 
 
+@pytest.mark.slow
 def test_contact_sheet_holds_the_clips_own_frames(cli, small_scene, tmp_path):
     sheet_path = tmp_path / "sheet.png"
     r = cli(small_scene, "--contact-sheet", sheet_path, "--size", "320x180")
@@ -244,6 +245,7 @@ def read_png16(path, channels: int = 3) -> np.ndarray:
         .astype(np.uint16)
 
 
+@pytest.mark.slow
 def test_a_16_bit_still_holds_more_than_256_levels_of_the_same_picture(cli, small_scene,
                                                                           tmp_path):
     deep, flat = tmp_path / "deep.png", tmp_path / "flat.png"
@@ -260,6 +262,7 @@ def test_a_16_bit_still_holds_more_than_256_levels_of_the_same_picture(cli, smal
     assert dpi == pytest.approx(72, abs=0.01) and "boids-render:scene" in text
 
 
+@pytest.mark.slow
 def test_a_transparent_16_bit_still_keeps_its_alpha(cli, small_scene, tmp_path):
     deep, flat = tmp_path / "deep.png", tmp_path / "flat.png"
     fat = ("--set", "render.width_min=0.4", "--set", "render.width_max=0.8",
@@ -290,6 +293,7 @@ def test_16_bit_and_tiles_apply_to_png_stills_only(cli, small_scene, tmp_path, a
     assert [p for p in tmp_path.iterdir() if p != small_scene] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tile", ["64", "100", "1000"])
 def test_a_tiled_still_equals_the_untiled_one(cli, small_scene, tmp_path, tile):
     whole, tiled = tmp_path / "whole.png", tmp_path / f"tiled{tile}.png"
@@ -327,6 +331,7 @@ size = "33000x80"
 """
 
 
+@pytest.mark.slow
 def test_a_still_wider_than_cairo_draws_is_tiled_into_the_same_picture_as_its_halves(
         cli, write_scene, tmp_path):
     scene = write_scene(WIDE_SCENE)
