@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import numba
@@ -101,3 +103,12 @@ def one_numba_thread():
     numba.set_num_threads(1)
     yield
     numba.set_num_threads(before)
+
+
+def wait_until_writing(proc: subprocess.Popen, folder: Path, timeout_s: float = 60) -> None:
+    """Return once the render `proc` has written bytes into a temporary in `folder`."""
+    deadline = time.monotonic() + timeout_s
+    while not any(p.stat().st_size > 0 for p in folder.iterdir() if "partial" in p.name):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the render never started writing"
+        time.sleep(0.02)
