@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from .encode import VIDEO_SUFFIXES
+from .encode import VIDEO_SUFFIXES, is_state_output
 from .errors import UsageError
 from .scene import Scene
 
@@ -43,6 +44,16 @@ TILE_APRON = 32
 DEFAULT_TILE = 2048
 # 16-bit stills are drawn this many times larger a side, then averaged down.
 SUPERSAMPLE = 4
+# Trajectories (.npz, .usd): bytes per bird and frame. An .npz holds positions, velocities
+# (d float64 each) and the bank angle (float64), streamed to disk; USD holds points and
+# velocities (3 float32 each) in memory until the file is written (about twice that, in
+# the layer and while it is written), then on disk as crate, or as text in .usda (about
+# 38 characters a vector, measured).
+USD_BYTES_PER_BIRD_FRAME = 48
+USDC_BYTES_PER_BIRD_FRAME = 24
+USDA_BYTES_PER_BIRD_FRAME = 80
+# .usda is for reading by eye: past this its text is slow to write and to load anywhere.
+USDA_MAX_BYTES = 2e9
 # cairo's PDF and SVG surfaces hold coordinates as 24.8 fixed point, which wraps around
 # past 2²³ pt; half of that leaves room for the streaks that run past the page's edge.
 VECTOR_MAX_PT = 2 ** 22
@@ -50,7 +61,8 @@ VECTOR_MAX_PT = 2 ** 22
 
 @dataclass(frozen=True)
 class Estimate:
-    """Peak memory (bytes) and wall time (s) of one render, both rough."""
+    """Peak memory (bytes) and wall time (s) of one render, both rough, and what its
+    output takes on disk where that can be known before it is written (trajectories)."""
 
     bytes: float
     seconds: float
@@ -59,9 +71,11 @@ class Estimate:
     per_pixel: float  # bytes per pixel held (what the frame size costs)
     per_bird: float
     tile: int | None = None  # a still drawn in tiles of this many px a side
+    disk: float = 0.0  # bytes of the output file (0: not estimated)
 
     def __str__(self) -> str:
-        return f"about {_bytes(self.bytes)} of memory and {_duration(self.seconds)}"
+        disk = f", {_bytes(self.disk)} on disk" if self.disk else ""
+        return f"about {_bytes(self.bytes)} of memory{disk} and {_duration(self.seconds)}"
 
 
 def estimate(scene: Scene, output: str | None) -> Estimate:
@@ -74,6 +88,8 @@ def estimate(scene: Scene, output: str | None) -> Estimate:
     per_pixel = 0.0
     seconds = steps * birds * SIM_S_PER_BIRD_STEP
     pixels = 0
+    if output is not None and is_state_output(output):
+        return trajectory_estimate(scene, output, seconds)
     if output is not None:
         video = Path(output).suffix.lower() in VIDEO_SUFFIXES
         width, height = scene.output.size
@@ -84,6 +100,25 @@ def estimate(scene: Scene, output: str | None) -> Estimate:
                              + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX))
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
                     pixels, per_pixel, per_bird)
+
+
+def trajectory_estimate(scene: Scene, output: str, seconds: float) -> Estimate:
+    """Cost of writing `scene`'s trajectories to `output` (.npz, .usd, .usda, .usdc) on
+    top of simulating it (`seconds`): nothing is drawn."""
+    birds, frames = scene.count, scene.frame_count
+    per_bird = SIM_BYTES_PER_BIRD
+    # [world] dimensions arrives with the 3D flock; until then every world is 2D.
+    d = getattr(scene.world, "dimensions", 2)
+    suffix = Path(output).suffix.lower()
+    if suffix == ".npz":
+        disk = frames * (birds * (2 * d + 1) * 8 + 8 + (d * 8 if scene.hawk else 0)) \
+            + birds * 9
+    else:
+        per_bird += frames * USD_BYTES_PER_BIRD_FRAME
+        per = USDA_BYTES_PER_BIRD_FRAME if suffix == ".usda" else USDC_BYTES_PER_BIRD_FRAME
+        disk = frames * birds * per
+    return Estimate(BASE_BYTES + birds * per_bird, seconds, birds, 0, 0.0, per_bird,
+                    disk=float(disk))
 
 
 def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
@@ -186,13 +221,15 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Est
     sequence, whose frames must also be small enough for cairo), or UsageError (exit 2)
     saying what would fit when it does not."""
     if cost is None:
-        if output is not None:
+        if output is not None and not is_state_output(output):
             require_size(scene, output, IMAGE_MAX_SIDE,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
                          "drawn in tiles")
         cost = estimate(scene, output)
     where = output or scene.path
+    if cost.disk:
+        require_disk(where, cost.disk)
     memory = available_memory()
     if memory is not None and cost.bytes > memory:
         raise UsageError(f"{where}: needs {cost}, but only {_bytes(memory)} of memory is "
@@ -203,6 +240,32 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Est
                          f"(--frames, --duration), fewer birds, a larger scene.dt or fewer "
                          f"scene.settle_steps")
     return cost
+
+
+def require_disk(output: str, size: float) -> None:
+    """UsageError when an output of `size` bytes cannot be written: a .usda past
+    USDA_MAX_BYTES, or more than the free space where it goes."""
+    if Path(output).suffix.lower() == ".usda" and size > USDA_MAX_BYTES:
+        raise UsageError(f"{output}: would be about {_bytes(size)} of text (.usda is "
+                         f"refused above {_bytes(USDA_MAX_BYTES)}): write binary USD, "
+                         f"{Path(output).with_suffix('.usdc')}, or fewer frames or birds")
+    free = available_disk(Path(output).parent)
+    if free is not None and size > free:
+        raise UsageError(f"{output}: needs about {_bytes(size)} on disk, but only "
+                         f"{_bytes(free)} is free there: use fewer frames (--frames, "
+                         f"--duration) or fewer birds, or write it elsewhere")
+
+
+def available_disk(folder: Path) -> float | None:
+    """Bytes free on the file system `folder` is (or will be) on: that of its nearest
+    existing ancestor. None where it cannot be read."""
+    folder = folder.absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return float(shutil.disk_usage(folder).free)
+    except OSError:
+        return None
 
 
 def _what_fits(scene: Scene, cost: Estimate, memory: float) -> str:

@@ -21,6 +21,7 @@ examples:
   boids-render scenes/murmuration.toml -o out/frames/ --resume   (after an interruption)
   boids-render scenes/murmuration.toml -o /shared/frames/ --no-overwrite   (one per machine)
   boids-render scenes/murmuration.toml -o out/m.mp4 --scheduler local --workers 2
+  boids-render scenes/murmuration.toml -o out/flock.npz   (trajectories; or flock.usd)
 
 exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C or SIGTERM),
 1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
@@ -38,7 +39,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output: FILE.mp4|.webm|.mov|.gif, a folder ending in '/' or a "
                         "pattern such as "
-                        "out/f_%%05d.png (PNG sequence), e.g. -o out/murmuration.mp4")
+                        "out/f_%%05d.png (PNG sequence), or the trajectories, nothing "
+                        "drawn: FILE.npz (numpy), FILE.usd|.usdc (binary USD) or FILE.usda "
+                        "(text USD), e.g. -o out/murmuration.mp4")
     p.add_argument("--size", metavar="WxH", help="frame size, e.g. --size 1280x720")
     p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001")
     length = p.add_mutually_exclusive_group()

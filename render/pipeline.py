@@ -3,13 +3,16 @@
 
 `render(scene, target, executor, diagnostics)` takes what the CLI decided once: what to
 write (`encode.Target`), where frames are drawn (`executor.Threads` or `executor.Cluster`)
-and which diagnostics to keep (`Diagnostics`).
+and which diagnostics to keep (`Diagnostics`). Trajectory outputs (.npz, .usd) take the
+states straight from the simulation (`encode.open_state_writer`): nothing is drawn for
+them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +20,8 @@ from tqdm import tqdm
 
 from . import budget
 from .drawing import draw_range
-from .encode import Target, open_writer
+from .encode import StateWriter, Target, open_state_writer, open_writer
+from .errors import UsageError
 from .executor import Cluster, Executor, Threads
 from .loop import SeamMeter, crossfade_frames
 from .scene import Scene
@@ -43,6 +47,10 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     """Render `target`'s frames of `scene` (no paths: simulate only) on `executor` (None:
     `Threads()`), and keep the `diagnostics` asked for; `quiet`: no progress bar. Returns
     the number of frames. A kept frame (see `Target`) is still simulated, not drawn."""
+    if target.state_paths and isinstance(executor, Cluster):
+        raise UsageError(f"{target.state_paths[0]}: trajectories are written here, as the "
+                         f"flock is simulated (sequential, and cheap next to drawing): drop "
+                         f"--scheduler")
     for path in target.paths or (None,):
         budget.check(scene, path)  # before anything large is allocated
     crossfade = crossfade_frames(scene, target.first)
@@ -52,9 +60,11 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     every_s = 0.1 if sys.stderr.isatty() else 10.0
     seam = None
     with tqdm(total=target.count, unit="frame", disable=quiet, desc=label,
-              mininterval=every_s) as bar:
+              mininterval=every_s) as bar, contextlib.ExitStack() as kept:
         states = simulated(scene, target.first, target.count, rows)
-        if not target.paths:
+        if target.state_paths:
+            states = _written(states, kept.enter_context(open_state_writer(target, scene)))
+        if not target.frame_paths:
             for _ in states:
                 bar.update()
         elif isinstance(executor, Cluster):
@@ -68,6 +78,13 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         print(f"boids-render: {seam.report()}", file=sys.stderr)
     _keep(diagnostics, rows, scene)
     return target.count
+
+
+def _written(states: Iterable[FrameState], writer: StateWriter) -> Iterator[FrameState]:
+    """`states`, each handed to `writer` on its way past."""
+    for state in states:
+        writer.write_state(state)
+        yield state
 
 
 def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,

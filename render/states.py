@@ -26,10 +26,12 @@ from .sim.simulate import Simulation, frames
 
 @dataclass(frozen=True)
 class FrameState:
-    """What drawing frame `index` needs. positions, velocities: (n, d) float64, world
-    units; neighbours: (n,); accent: the accent birds' mask (n,); exposure: the sub-frame
-    (positions, velocities) pairs of motion blur, else (); view: the camera's (None: the
-    whole world)."""
+    """What drawing (or a trajectory file) needs of frame `index`. positions, velocities:
+    (n, d) float64, world units, row i always bird i; neighbours: (n,); accent: the accent
+    birds' mask (n,); exposure: the sub-frame (positions, velocities) pairs of motion blur,
+    else (); view: the camera's (None: the whole world); time: the frame's time, s (index /
+    fps); hawk: its position (d floats) at the step the frame samples, None while it is
+    not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank)."""
 
     index: int
     positions: np.ndarray
@@ -38,6 +40,9 @@ class FrameState:
     accent: np.ndarray
     exposure: tuple = ()
     view: View | None = None
+    time: Fraction = Fraction(0)
+    hawk: tuple[float, ...] | None = None
+    bank: np.ndarray | None = None
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -45,7 +50,8 @@ class FrameState:
         next step) with the scene's camera at its time."""
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
-                   view_at(scene, float(frame.time), frame.followed))
+                   view_at(scene, float(frame.time), frame.followed), frame.time,
+                   frame.snapshot.hawk)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""

@@ -6,7 +6,9 @@ from render.sim.cache import use_numba_cache
 
 use_numba_cache()  # before numba is first imported: it reads NUMBA_CACHE_DIR only then
 
+import subprocess  # noqa: E402
 import textwrap  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numba  # noqa: E402
@@ -105,3 +107,12 @@ def one_numba_thread():
     numba.set_num_threads(1)
     yield
     numba.set_num_threads(before)
+
+
+def wait_until_writing(proc: subprocess.Popen, folder: Path, timeout_s: float = 60) -> None:
+    """Return once the render `proc` has written bytes into a temporary in `folder`."""
+    deadline = time.monotonic() + timeout_s
+    while not any(p.stat().st_size > 0 for p in folder.iterdir() if "partial" in p.name):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the render never started writing"
+        time.sleep(0.02)

@@ -27,6 +27,8 @@ import render.states as states
 import render.stills as stills
 from render.cli import main
 
+from conftest import wait_until_writing
+
 PROC = Path("/proc")
 DRAW = states.draw_frame
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
@@ -100,11 +102,7 @@ def test_signal_stops_a_render_fast_kills_ffmpeg_and_leaves_nothing(
     proc = render_subprocess([small_scene, "-o", target, "--frames", "20000",
                               "--size", "640x360", "-q"])
     try:
-        deadline = time.monotonic() + 60
-        while not any(p.stat().st_size > 0 for p in out.iterdir() if "partial" in p.name):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the render never started writing"
-            time.sleep(0.02)
+        wait_until_writing(proc, out)
         encoders = children(proc.pid)
         assert encoders, "ffmpeg should be running"
         sent = time.monotonic()

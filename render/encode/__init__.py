@@ -1,5 +1,6 @@
-"""What a render writes (`Target`), the protocol every writer follows (`FrameWriter`), and
-the output suffix → writer table (`open_writer`). Backends are imported only when chosen."""
+"""What a render writes (`Target`), the protocols writers follow (`FrameWriter` for drawn
+frames, `StateWriter` for the flock's states), and the output suffix → writer tables
+(`open_writer`, `open_state_writer`). Backends are imported only when chosen."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ if TYPE_CHECKING:  # budget.py reads VIDEO_SUFFIXES and imports no numpy
     import numpy as np
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".gif")
+# Trajectories: the states themselves, nothing drawn (npz.py, usd.py).
+STATE_SUFFIXES = (".npz", ".usd", ".usda", ".usdc")
+
+
+def is_state_output(path: str | Path) -> bool:
+    """Whether `path` takes the flock's states (trajectories) rather than drawn frames."""
+    return Path(path).suffix.lower() in STATE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,16 @@ class Target:
         """Frames in the range."""
         return self.end - self.first
 
+    @property
+    def frame_paths(self) -> tuple[str, ...]:
+        """The paths that take drawn frames (see `open_writer`)."""
+        return tuple(p for p in self.paths if not is_state_output(p))
+
+    @property
+    def state_paths(self) -> tuple[str, ...]:
+        """The paths that take states, nothing drawn (see `open_state_writer`)."""
+        return tuple(p for p in self.paths if is_state_output(p))
+
 
 class FrameWriter(Protocol):
     """A context manager taking the frames of a range in order: the block's end commits
@@ -61,12 +79,46 @@ class FrameWriter(Protocol):
         """Frame `index`, (h, w, 4) uint8 BGRA as cairo draws it."""
 
 
+class StateWriter(Protocol):
+    """A context manager taking the states of a range in order, as FrameWriter takes
+    frames: the block's end commits the output."""
+
+    def __enter__(self) -> StateWriter: ...
+
+    def __exit__(self, exc_type, exc, tb) -> None: ...
+
+    def write_state(self, state) -> None:
+        """The next frame's `states.FrameState`."""
+
+
 def open_writer(target: Target, scene: Scene) -> FrameWriter:
-    """The writer for `target`'s paths: a PNG sequence (a %0Nd pattern or a trailing "/")
-    or a video chosen by suffix for each; several are written as one. Refuses (UsageError)
-    what cannot be written before anything is opened."""
-    writers = [_writer(path, target, scene) for path in target.paths]
+    """The writer for `target`'s frame paths: a PNG sequence (a %0Nd pattern or a trailing
+    "/") or a video chosen by suffix for each; several are written as one. Refuses
+    (UsageError) what cannot be written before anything is opened."""
+    writers = [_writer(path, target, scene) for path in target.frame_paths]
     return writers[0] if len(writers) == 1 else _Together(writers)
+
+
+def open_state_writer(target: Target, scene: Scene) -> StateWriter:
+    """The writer for `target`'s state paths (.npz; .usd, .usda, .usdc), several written
+    as one."""
+    writers = [_state_writer(path, target, scene) for path in target.state_paths]
+    return writers[0] if len(writers) == 1 else _Together(writers)
+
+
+def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
+    if target.resume:
+        raise UsageError(f"{output}: --resume applies to PNG sequences; trajectories are "
+                         f"always written whole")
+    options = dict(fps=scene.output.fps, frames=target.count, first=target.first,
+                   overwrite=target.overwrite)
+    if Path(output).suffix.lower() == ".npz":
+        from .npz import NpzWriter
+
+        return NpzWriter(output, hawk=scene.hawk is not None, **options)
+    from .usd import UsdWriter
+
+    return UsdWriter(output, width=scene.render.width_max, **options)
 
 
 def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
@@ -87,11 +139,13 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
                            transparent=scene.output.transparent,
                            overwrite=target.overwrite)
     raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
-                     f"ending in '/' or a pattern such as out/frame_%05d.png")
+                     f"ending in '/', a pattern such as out/frame_%05d.png, or .npz, .usd, "
+                     f".usda, .usdc (trajectories)")
 
 
 class _Together:
-    """Several writers fed the same frames: a frame is drawn when any of them wants it.
+    """Several writers fed the same frames (or states): a frame is drawn when any of them
+    wants it.
     Closed last-opened first; a failure (or an interruption) while one closes reaches the
     ones still open, which then discard their work."""
 
@@ -113,6 +167,10 @@ class _Together:
         for writer in self.writers:
             if writer.wants(index):
                 writer.write(index, pixels)
+
+    def write_state(self, state) -> None:
+        for writer in self.writers:
+            writer.write_state(state)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.stack.__exit__(exc_type, exc, tb)

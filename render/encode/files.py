@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import EncodeError
+from ..errors import EncodeError, UsageError
 
 
 def temp_beside(path: Path, suffix: str) -> Path:
@@ -61,3 +61,18 @@ def write_atomically(path: Path, write: Callable[[Path], None], *,
         raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def refuse_existing(path: Path, overwrite: bool) -> None:
+    """UsageError when `overwrite` is off and `path` exists: checked before any work."""
+    if not overwrite and path.exists():
+        raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
+                         f"or drop --no-overwrite to replace it")
+
+
+def place_finished(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """`place` a finished output; UsageError when another render put `path` there
+    meanwhile and --no-overwrite keeps it."""
+    if not place(tmp, path, overwrite=overwrite):
+        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
+                         f"the new render was discarded")

@@ -1,0 +1,132 @@
+"""Trajectories as OpenUSD (`UsdWriter`): one `UsdGeom.Points` prim whose points and
+velocities are sampled at every frame, for instancing bird geometry in Houdini, Blender
+or Maya. Needs usd-core (the [usd] extra), imported only when a USD output is chosen.
+
+The stage: up axis Z, metersPerUnit 1 (3D worlds are in metres; a 2D world's units are
+written as metres too, at z = 0), timeCodesPerSecond = framesPerSecond = the output's
+fps, time code k = frame k (start/endTimeCode: the range written). USD builds the whole
+layer in memory before it writes it (budget.py counts it); the file is written beside
+its target under a temporary name with the same suffix, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EncodeError, UsageError
+from .files import place_finished, refuse_existing, temp_beside
+
+PRIM = "/flock/birds"  # the Points prim, under the default prim /flock
+# What each suffix is written as: .usd is always crate (binary), whatever
+# USD_DEFAULT_FILE_FORMAT says.
+FORMATS = {".usd": "usdc", ".usda": "usda", ".usdc": "usdc"}
+INSTALL = "pip install 'boids-render[usd]'"
+
+
+def _pxr():
+    try:
+        from pxr import Sdf, Usd, UsdGeom, Vt
+    except ImportError:
+        return None
+    return Sdf, Usd, UsdGeom, Vt
+
+
+class UsdWriter:
+    """A StateWriter: `frames` states (frames first, first+1, … in order) into `path`
+    (.usd and .usdc: crate; .usda: text). points and velocities: point3f[] and
+    vector3f[] (float32, world units and world units/s) time-sampled; extent sampled
+    with them; ids int64[] (the bird's index), widths float[] (`width`, world units) and
+    primvars:accent int[] (1: an accent bird) constant over the clip."""
+
+    def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
+                 width: float, overwrite: bool = True):
+        self.modules = _pxr()
+        if self.modules is None:
+            raise UsageError(f"{path}: writing USD needs the usd-core package: "
+                             f"{INSTALL}")
+        self.path = Path(path)
+        self.format = FORMATS[self.path.suffix.lower()]
+        self.fps, self.frames, self.first = fps, frames, first
+        self.width, self.overwrite = width, overwrite
+        self.written = 0
+        self.stage = self.points = None
+
+    def __enter__(self) -> UsdWriter:
+        refuse_existing(self.path, self.overwrite)
+        _, Usd, UsdGeom, _ = self.modules
+        stage = Usd.Stage.CreateInMemory()
+        UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+        UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+        stage.SetTimeCodesPerSecond(float(self.fps))
+        stage.SetFramesPerSecond(float(self.fps))
+        stage.SetStartTimeCode(self.first)
+        stage.SetEndTimeCode(self.first + self.frames - 1)
+        stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, "/flock").GetPrim())
+        self.stage, self.points = stage, UsdGeom.Points.Define(stage, PRIM)
+        return self
+
+    def write_state(self, state) -> None:
+        """The next frame's state (a FrameState), at time code = its index."""
+        Sdf, _, UsdGeom, Vt = self.modules
+        index = self.first + self.written
+        if state.index != index:
+            raise ValueError(f"frame {state.index} given, frame {index} expected")
+        points, velocities = (Vt.Vec3fArray.FromNumpy(in_3d(v))
+                              for v in (state.positions, state.velocities))
+        if self.written == 0:
+            n = len(state.positions)
+            self.widths = Vt.FloatArray.FromNumpy(np.full(n, self.width, np.float32))
+            self.points.CreateIdsAttr(Vt.Int64Array.FromNumpy(np.arange(n, dtype=np.int64)))
+            self.points.CreateWidthsAttr(self.widths)
+            self.points.SetWidthsInterpolation(UsdGeom.Tokens.vertex)
+            accent = UsdGeom.PrimvarsAPI(self.points).CreatePrimvar(
+                "accent", Sdf.ValueTypeNames.IntArray, UsdGeom.Tokens.vertex)
+            accent.Set(Vt.IntArray.FromNumpy(np.asarray(state.accent, dtype=np.int32)))
+        self.points.GetPointsAttr().Set(points, index)
+        self.points.GetVelocitiesAttr().Set(velocities, index)
+        self.points.GetExtentAttr().Set(UsdGeom.Points.ComputeExtent(points, self.widths),
+                                        index)
+        self.written += 1
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            return  # nothing was written: the stage lives in memory until here
+        if self.written != self.frames:
+            raise EncodeError(f"{self.path}: {self.written} of {self.frames} frames were "
+                              f"given")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_beside(self.path, self.path.suffix)
+        try:
+            try:
+                exported = self.stage.GetRootLayer().Export(str(tmp),
+                                                            args={"format": self.format})
+            except RuntimeError as err:  # pxr.Tf.ErrorException: a full disk, permissions
+                raise EncodeError(f"cannot write {self.path}: {first_error(err)}") from None
+            if not exported:
+                raise EncodeError(f"cannot write {self.path}: USD could not export it")
+            place_finished(tmp, self.path, overwrite=self.overwrite)
+        except OSError as err:
+            raise EncodeError(f"cannot write {self.path}: {err.strerror or err}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def first_error(err: BaseException) -> str:
+    """The first message of a pxr error, without the C++ function and source line each
+    of its lines starts with ("Error in '…' at line 78 in file … : 'the message'")."""
+    for line in str(err).splitlines():
+        found = re.search(r" : '(.*)'$", line.strip())
+        if found:
+            return found.group(1)
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def in_3d(vectors: np.ndarray) -> np.ndarray:
+    """(n, d) vectors as (n, 3) float32: a 2D world's at z = 0."""
+    out = np.zeros((len(vectors), 3), np.float32)
+    out[:, :vectors.shape[1]] = vectors
+    return out

@@ -1,0 +1,127 @@
+"""Trajectories as USD (`-o FILE.usd|.usda|.usdc`), read back with pxr: a Points prim
+whose samples equal the .npz export's within float32 precision, the stage's metadata, a
+2D scene at z = 0, the format each suffix names, the missing extra, atomicity and the
+.usda budget."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import render.budget as budget
+from render.scene import load_scene
+
+pxr = pytest.importorskip("pxr", reason="usd-core is in the [test] extra")
+from pxr import Sdf, Usd, UsdGeom  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+ARGS = ("--frames", "3:15", "--fps", "24000/1001", "-q")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, small_scene_text):
+    """The small scene's frames 3..14 at 24000/1001 fps as .npz and as each USD suffix."""
+    from render.cli import main
+
+    folder = tmp_path_factory.mktemp("usd")
+    scene = folder / "small.toml"
+    scene.write_text(small_scene_text)
+    for name in ("f.npz", "f.usd", "f.usda", "f.usdc"):
+        assert main([str(scene), "-o", str(folder / name), *ARGS]) == 0
+    return folder
+
+
+def birds(stage):
+    return UsdGeom.Points(stage.GetPrimAtPath("/flock/birds"))
+
+
+@pytest.mark.parametrize("name", ["f.usd", "f.usda", "f.usdc"])
+def test_points_equal_the_npz_within_float32_at_every_time_code(exported, name):
+    flock = np.load(exported / "f.npz")
+    stage = Usd.Stage.Open(str(exported / name))
+    points = birds(stage)
+    assert points, "no Points prim at /flock/birds"
+    assert stage.GetDefaultPrim().GetPath() == Sdf.Path("/flock")
+    assert points.GetPointsAttr().GetTimeSamples() == list(range(3, 15))
+    for k, code in enumerate((3, 4, 9, 14)):
+        row = code - 3
+        pos = np.asarray(points.GetPointsAttr().Get(code))
+        vel = np.asarray(points.GetVelocitiesAttr().Get(code))
+        assert pos.dtype == np.float32 and pos.shape == (200, 3)
+        np.testing.assert_allclose(pos[:, :2], flock["positions"][row], rtol=1e-6,
+                                   atol=1e-5)
+        np.testing.assert_allclose(vel[:, :2], flock["velocities"][row], rtol=1e-6,
+                                   atol=1e-5)
+        assert (pos[:, 2] == 0).all() and (vel[:, 2] == 0).all()  # a 2D scene at z = 0
+        low, high = np.asarray(points.GetExtentAttr().Get(code))
+        assert (low[:2] <= pos[:, :2].min(axis=0)).all()
+        assert (high[:2] >= pos[:, :2].max(axis=0)).all()
+    assert (np.asarray(points.GetIdsAttr().Get(7)) == flock["ids"]).all()
+    widths = np.asarray(points.GetWidthsAttr().Get(7))
+    assert widths == pytest.approx(np.full(200, 0.13))
+    accent = UsdGeom.PrimvarsAPI(points).GetPrimvar("accent").Get()
+    assert (np.asarray(accent) == flock["accent"]).all()
+
+
+@pytest.mark.parametrize("name", ["f.usd", "f.usda", "f.usdc"])
+def test_stage_has_z_up_metres_and_the_frame_rate(exported, name):
+    stage = Usd.Stage.Open(str(exported / name))
+    assert UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.z
+    assert UsdGeom.GetStageMetersPerUnit(stage) == 1.0
+    assert stage.GetTimeCodesPerSecond() == pytest.approx(24000 / 1001, rel=1e-12)
+    assert stage.GetFramesPerSecond() == pytest.approx(24000 / 1001, rel=1e-12)
+    assert (stage.GetStartTimeCode(), stage.GetEndTimeCode()) == (3, 14)
+    # Time code k is frame k: its time in seconds is the .npz's.
+    times = np.load(exported / "f.npz")["time"]
+    assert times[0] == pytest.approx(3 / stage.GetTimeCodesPerSecond(), rel=1e-12)
+
+
+@pytest.mark.parametrize("name, magic", [("f.usd", b"PXR-USDC"), ("f.usdc", b"PXR-USDC"),
+                                         ("f.usda", b"#usda 1.0")])
+def test_each_suffix_writes_its_format(exported, name, magic):
+    assert (exported / name).read_bytes()[:len(magic)] == magic
+    assert not list(exported.glob(".*partial*"))
+
+
+def test_usd_defaults_to_crate_whatever_the_environment_says(small_scene, tmp_path):
+    # USD_DEFAULT_FILE_FORMAT is read when USD loads: run a fresh interpreter.
+    out = tmp_path / "f.usd"
+    env = {**os.environ, "USD_DEFAULT_FILE_FORMAT": "usda"}
+    proc = subprocess.run([sys.executable, "-m", "render", str(small_scene), "-o", str(out),
+                           "--frames", "2", "-q"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"PXR-USDC"
+
+
+def test_missing_usd_core_names_the_extra(cli, small_scene, tmp_path, monkeypatch):
+    real = builtins.__import__
+
+    def without_pxr(name, *args, **kwargs):
+        if name == "pxr" or name.startswith("pxr."):
+            raise ModuleNotFoundError("No module named 'pxr'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_pxr)
+    r = cli(small_scene, "-o", tmp_path / "f.usd", "-q")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert "needs the usd-core package: pip install 'boids-render[usd]'" in r.err
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
+def test_usda_is_refused_above_2_gb_suggesting_usdc(cli, small_scene, tmp_path):
+    argv = ("--set", "flock.count=20000", "--frames", "3600", "-q")
+    r = cli(small_scene, "-o", tmp_path / "f.usda", *argv)
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert "(.usda is refused above 2 GB): write binary USD" in r.err
+    assert str(tmp_path / "f.usdc") in r.err
+    scene = load_scene(small_scene, [("flock.count", "20000", "--set"),
+                                     ("output.frames", "3600", "--frames")])
+    usdc = budget.estimate(scene, "f.usdc")
+    assert usdc.disk < budget.USDA_MAX_BYTES < budget.estimate(scene, "f.usda").disk
+    # The layer is built in memory: the estimate counts it.
+    assert usdc.bytes > budget.estimate(scene, "f.npz").bytes + 3e9
