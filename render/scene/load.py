@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SceneError
-from .schema import MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, Scene, bird_estimate
+from .schema import (MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D, SECTIONS_3D, Scene,
+                     bird_estimate)
 from .values import convert, show, suggest
 
 
@@ -89,6 +90,10 @@ def build_scene(raw: dict, path: str = "<scene>",
             merged["flock"].pop(other, None)
             sources.pop(f"flock.{other}")
 
+    world = merged.get("world", {})
+    if world.get("dimensions") == 3 and "boundary" not in world:
+        world["boundary"] = "none"  # the sky is open: a 3D world's only boundary
+
     values: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         if name in OPTIONAL_SECTIONS and name not in merged:
@@ -101,7 +106,7 @@ def build_scene(raw: dict, path: str = "<scene>",
 
     # Relations run even when other settings were rejected, so one run reports every
     # problem; those involving a rejected setting are skipped (it is reported already).
-    _check_relations(values, path, sources, rejected, problems)
+    _check_relations(values, merged, path, sources, rejected, problems)
     if problems:
         raise SceneError(problems)
 
@@ -148,7 +153,7 @@ _ORDERED = (("flock.min_speed", "flock.max_speed"),
 _PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
 
 
-def _check_relations(values, path, sources, rejected, problems):
+def _check_relations(values, merged, path, sources, rejected, problems):
     """Problems between settings, each reported at the setting given last in precedence
     (the one the user most likely just changed), with the file or flag it came from."""
 
@@ -175,6 +180,7 @@ def _check_relations(values, path, sources, rejected, problems):
             problems.append(f"{where(low)}: expected ≤ {high} ({show(hi)}), got {show(lo)}")
 
     flock, world = values["flock"], values["world"]
+    _check_dimensions(values, merged, where, usable, problems)
     output = values["output"]
     if output.loop and usable("output.loop", "output.crossfade", "output.fps",
                               "output.frames", "scene.duration"):
@@ -211,6 +217,34 @@ def _check_relations(values, path, sources, rejected, problems):
                 problems.append(f"{where('flock.spacing')}: expected a spacing ≥ {least:.4g} "
                                 f"(at most {MAX_BIRDS:,} birds in this world), got "
                                 f"{show(flock.spacing or 1.0)} ({shown} birds)")
+
+
+def _check_dimensions(values, merged, where, usable, problems):
+    """Sections and settings that exist in one dimension only; topological k below the
+    flock size; the blind cone's aperture below a full turn."""
+    world, rules = values["world"], values["rules"]
+    if not usable("world.dimensions"):
+        return
+    three = world.dimensions == 3
+    for name in SECTIONS_3D if not three else SECTIONS_2D:
+        if name in merged:
+            kind = "3D-only" if not three else "2D-only"
+            problems.append(f"{where(name)}: [{name}] is {kind}: expected world.dimensions = "
+                            f"{3 if not three else 2}, got {world.dimensions}")
+    if three and world.boundary != "none" and usable("world.boundary"):
+        problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
+                        f"\"none\", got {show(world.boundary)}")
+    if rules.blind_angle >= 360.0 and usable("rules.blind_angle"):
+        problems.append(f"{where('rules.blind_angle')}: expected an aperture below 360 "
+                        f"degrees (a bird must see something), got {show(rules.blind_angle)}")
+    flock = values["flock"]
+    if rules.neighbours == "topological" and usable(
+            "rules.topological_count", "rules.neighbours", "flock.count", "flock.spacing",
+            "world.width", "world.height"):
+        birds = bird_estimate(flock, world)
+        if rules.topological_count >= birds:
+            problems.append(f"{where('rules.topological_count')}: expected k below the "
+                            f"flock size ({birds:,.0f} birds), got {rules.topological_count}")
 
 
 def describe(scene: Scene) -> str:

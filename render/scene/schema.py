@@ -65,6 +65,9 @@ class WorldSettings:
     wall_strength: float = setting(50.0, "Walls: acceleration scale; the push is "
                                    "strength·(margin/d − 1), d the distance to the edge.",
                                    unit="world units/s²", lo=0)
+    dimensions: int = setting(2, "2: the plane; 3: metres, z up, open sky (boundary "
+                              "\"none\") over the ground z = 0, drawn from above (x, y) "
+                              "inside width × height.", kind="int", lo=2, hi=3)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,67 @@ class RulesSettings:
     max_force: float | None = setting(None, "Clamp on each weighted rule's vector (separation, "
                                       "alignment, cohesion separately); unset = no clamp.",
                                       unit="world units/s²", lo=0, lo_open=True, optional=True)
+    neighbours: str = setting("metric", "metric: every bird within perception_radius; "
+                              "topological: the topological_count nearest visible birds.",
+                              kind="choice", choices=("metric", "topological"))
+    topological_count: int = setting(7, "k, the neighbours of a topological bird (≥ 1, "
+                                     "below the flock size).", kind="int", lo=1)
+    max_range: float | None = setting(None, "Topological: only birds closer than this "
+                                      "count; unset = any distance.", unit="world units",
+                                      lo=0, lo_open=True, optional=True)
+    blind_angle: float = setting(0.0, "Full aperture of the cone straight behind a bird in "
+                                 "which it sees no one (90: half-angle 45°; 0: none).",
+                                 unit="degrees", lo=0, hi=360)
+    separation_sigma: float = setting(1.37, "3D: separation's reach σ, g(d) = "
+                                      "exp(−((d − hard_core)/σ)²) beyond the hard core.",
+                                      unit="m", lo=0, lo_open=True)
+    hard_core: float = setting(0.2, "3D: within this distance separation is at full "
+                               "strength, g = 1.", unit="m", lo=0)
+
+
+@dataclass(frozen=True)
+class FlightSettings:
+    """3D only: banked flight (SPEC §9). Speed relaxes to cruise; the steering's lateral
+    part is flown by banking; lift along the banked up vector balances gravity."""
+
+    enabled: bool = setting(True, "Set false to switch the section off (plain 3D boids: "
+                            "the steering moves the velocity directly).", kind="bool")
+    cruise_speed: float = setting(10.0, "v₀, the speed a bird relaxes toward.", unit="m/s",
+                                  lo=0, lo_open=True)
+    speed_time: float = setting(0.5, "τ, the speed's relaxation time toward v₀.", unit="s",
+                                lo=0, lo_open=True)
+    roll_in: float = setting(10.0, "Rate at which the bank angle relaxes toward atan(a_lat/g) "
+                             "rolling into a turn (a target of the other sign counts as "
+                             "into).", unit="1/s", lo=0, lo_open=True)
+    roll_out: float = setting(1.0, "The same rate rolling out of a turn.", unit="1/s",
+                              lo=0, lo_open=True)
+    gravity: float = setting(9.81, "g.", unit="m/s²", lo=0, lo_open=True)
+    noise: float = setting(0.125, "Standard deviation of each component of the per-step "
+                           "random steering (StarDisplay's 0.01 N on 0.08 kg).",
+                           unit="m/s²", lo=0)
+
+
+@dataclass(frozen=True)
+class RoostSettings:
+    """3D only: the roost on the ground that holds the flock over it (SPEC §9)."""
+
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    position: tuple[float, float] | None = setting(
+        None, "The roost on the ground [x, y]; default the world's centre.", kind="point",
+        unit="m", optional=True)
+    altitude: float = setting(50.0, "Preferred altitude above the ground.", unit="m", lo=0)
+    vertical_strength: float = setting(0.1, "Vertical spring toward the preferred altitude, "
+                                       "per metre off it (StarDisplay's 0.008 N/m on "
+                                       "0.08 kg).", unit="1/s²", lo=0)
+    radius: float = setting(150.0, "When the flock's centroid is farther than this from "
+                            "the roost (horizontally), the birds turn back.", unit="m",
+                            lo=0, lo_open=True)
+    hysteresis: float = setting(0.3, "They keep turning back until the centroid is within "
+                                "radius·(1 − hysteresis).", lo=0, hi=0.99)
+    return_strength: float = setting(0.125, "Sideways steering per metre beyond the inner "
+                                     "radius (StarDisplay's 0.01 N/m on 0.08 kg).",
+                                     unit="1/s²", lo=0)
+    return_cap: float = setting(1.5, "Cap on that sideways steering.", unit="m/s²", lo=0)
 
 
 @dataclass(frozen=True)
@@ -284,6 +348,8 @@ SECTIONS: dict[str, type] = {
     "world": WorldSettings,
     "flock": FlockSettings,
     "rules": RulesSettings,
+    "flight": FlightSettings,
+    "roost": RoostSettings,
     "attractor": AttractorSettings,
     "field": FieldSettings,
     "containment": ContainmentSettings,
@@ -294,7 +360,10 @@ SECTIONS: dict[str, type] = {
     "output": OutputSettings,
 }
 # Forces that are on when their section is present (and `enabled` is not false).
-OPTIONAL_SECTIONS = {"attractor", "field", "containment", "hawk", "camera"}
+OPTIONAL_SECTIONS = {"flight", "roost", "attractor", "field", "containment", "hawk", "camera"}
+# Sections only a 3D world reads, and the 2D forces a 3D world does not have (yet).
+SECTIONS_3D = ("flight", "roost")
+SECTIONS_2D = ("attractor", "field", "containment", "hawk")
 
 
 @dataclass(frozen=True)
@@ -305,6 +374,8 @@ class Scene:
     world: WorldSettings
     flock: FlockSettings
     rules: RulesSettings
+    flight: FlightSettings | None
+    roost: RoostSettings | None
     attractor: AttractorSettings | None
     field: FieldSettings | None
     containment: ContainmentSettings | None
@@ -315,6 +386,10 @@ class Scene:
     output: OutputSettings
     path: str = "<scene>"
     sources: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def dimensions(self) -> int:
+        return self.world.dimensions
 
     @property
     def count(self) -> int:

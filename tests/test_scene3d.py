@@ -1,0 +1,57 @@
+"""The 3D scene settings: every new key validated, sections named by their dimension."""
+
+from __future__ import annotations
+
+import pytest
+
+from render.errors import SceneError
+from render.scene.load import build_scene
+
+BASE = {"world": {"dimensions": 3}, "flock": {"count": 100},
+        "rules": {"neighbours": "topological", "blind_angle": 90.0},
+        "flight": {}, "roost": {}}
+
+
+def problems(raw) -> str:
+    with pytest.raises(SceneError) as err:
+        build_scene(raw, "s.toml")
+    return str(err.value)
+
+
+def with_(section, **keys):
+    raw = {k: dict(v) for k, v in BASE.items()}
+    raw.setdefault(section, {}).update(keys)
+    return raw
+
+
+def test_a_3d_world_is_open_sky_with_flight_and_roost():
+    scene = build_scene(BASE, "s.toml")
+    assert scene.dimensions == 3 and scene.world.boundary == "none"
+    assert scene.flight.cruise_speed == 10.0 and scene.roost.altitude == 50.0
+    assert scene.rules.topological_count == 7
+
+
+def test_flight_and_roost_are_named_3d_only_in_a_2d_scene():
+    text = problems(with_("world", dimensions=2))
+    assert "[flight] is 3D-only" in text and "[roost] is 3D-only" in text
+
+
+def test_2d_forces_are_refused_in_3d():
+    assert "[containment] is 2D-only" in problems(with_("containment"))
+
+
+@pytest.mark.parametrize("section, key, value, message", [
+    ("world", "dimensions", 4, "≤ 3"),
+    ("world", "dimensions", 1, "≥ 2"),
+    ("world", "boundary", "wrap", "open sky"),
+    ("rules", "topological_count", 0, "≥ 1"),
+    ("rules", "topological_count", 100, "below the flock size"),
+    ("rules", "blind_angle", 360.0, "below 360"),
+    ("rules", "blind_angle", -1.0, "≥ 0"),
+    ("rules", "neighbours", "nearest", "metric | topological"),
+    ("roost", "altitude", -5.0, "≥ 0"),
+    ("flight", "cruise_speed", 0.0, "> 0"),
+])
+def test_bad_3d_settings_are_refused(section, key, value, message):
+    text = problems(with_(section, **{key: value}))
+    assert f"{section}.{key}" in text and message in text
