@@ -61,7 +61,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     seam = None
     with tqdm(total=target.count, unit="frame", disable=quiet, desc=label,
               mininterval=every_s) as bar, contextlib.ExitStack() as kept:
-        states = simulated(scene, target.first, target.count, rows)
+        states = simulated(scene, target.first, target.count, rows, progress=not quiet)
         if target.state_paths:
             states = _written(states, kept.enter_context(open_state_writer(target, scene)))
         if not target.frame_paths:

@@ -51,7 +51,8 @@ class FrameState:
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
                    view_at(scene, float(frame.time), frame.followed), frame.time,
-                   frame.snapshot.hawk)
+                   frame.snapshot.hawk,
+                   None if frame.snapshot.bank is None else frame.snapshot.bank.copy())
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
@@ -74,12 +75,12 @@ def top_down(vectors: np.ndarray) -> np.ndarray:
     return vectors if vectors.shape[1] == 2 else np.ascontiguousarray(vectors[:, :2])
 
 
-def simulated(scene: Scene, first: int, count: int,
-              rows: list[dict] | None = None) -> Iterator[FrameState]:
+def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = None, *,
+              progress: bool = False) -> Iterator[FrameState]:
     """The states of frames first .. first+count−1, simulated from the start (a loop's
     head morphing from its tail); each frame's diagnostics are appended to `rows` when
-    given."""
-    sim = Simulation(scene)
+    given. progress: a bar on stderr while a 3D flock settles."""
+    sim = Simulation(scene, progress=progress)
     stream = frames(sim, scene.output.fps, count, first=first, **exposure(scene))
     crossfade = crossfade_frames(scene, first)
     if crossfade:

@@ -64,7 +64,11 @@ def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
 
 
 def measure(snap: Snapshot, scene: Scene) -> dict[str, float]:
-    """Diagnostics of one state of this scene's flock."""
+    """Diagnostics of one state of this scene's flock (3D: diagnostics3d.measure3)."""
+    if scene.dimensions == 3:
+        from .diagnostics3d import measure3
+
+        return measure3(snap)
     s = spacing(scene)
     unit = unit_headings(snap.velocities)
     moving = np.any(unit != 0.0, axis=1)

@@ -33,7 +33,7 @@ class Snapshot:
     when none within the perception radius). inside: (n,) bool, inside the containment ellipse
     (None without containment). hawk: the hawk's (x, y) while it is out, else None.
     followed: the flock's centroid (d floats) smoothed by the camera's critically damped
-    follow (None unless the camera follows it).
+    follow (None unless the camera follows it). bank: (n,) radians, None in 2D.
     """
 
     step: int
@@ -45,6 +45,7 @@ class Snapshot:
     inside: np.ndarray | None = None
     hawk: tuple[float, float] | None = None
     followed: tuple[float, ...] | None = None
+    bank: np.ndarray | None = None
 
 
 class Simulation:
@@ -56,7 +57,15 @@ class Simulation:
     every force's parameters, built once from the scene (see `forces_now` for a step's).
     """
 
-    def __init__(self, scene: Scene):
+    def __new__(cls, scene: Scene, **options):
+        if cls is Simulation and scene.dimensions == 3:
+            from .simulate3d import Simulation3D
+
+            return super().__new__(Simulation3D)
+        return super().__new__(cls)
+
+    def __init__(self, scene: Scene, **options):
+        """options: what only the 3D simulator takes (progress, cache)."""
         self.scene = scene
         init = seed_flock(scene)
         self.accent = init.accent

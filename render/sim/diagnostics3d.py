@@ -1,0 +1,62 @@
+"""Per-frame diagnostics of a 3D flock (SPEC §9), beside the 2D ones of diagnostics.py.
+
+Semi-extents are those of the uniform ellipsoid with the flock's covariance: along each
+principal axis sqrt(5·λ), λ the variance along it (a uniform ellipsoid of semi-axis a has
+variance a²/5), largest first; the thinnest axis's angle to the vertical is in degrees
+(0: a horizontal sheet).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .nearest import k_nearest_visible
+
+COLUMNS3 = ("frame", "time_s", "global_polarisation", "nearest_median_m",
+            "extent_major_m", "extent_middle_m", "extent_minor_m", "minor_axis_vertical_deg",
+            "speed_p10", "speed_p50", "speed_p90", "bank_p10_deg", "bank_p50_deg",
+            "bank_p90_deg", "altitude_p10", "altitude_p50", "altitude_p90",
+            "neighbours_mean", "candidates_mean")
+
+
+def nearest_distances(pos: np.ndarray) -> np.ndarray:
+    """(n,) distance to each bird's nearest other bird (no blind cone), m."""
+    fwd = np.zeros_like(pos)
+    radius = max(1e-3, (np.ptp(pos, axis=0).prod() / max(len(pos), 1)) ** (1 / 3))
+    _, d2, _ = k_nearest_visible(pos, fwd, 1, radius=radius)
+    return np.sqrt(d2[:, 0])
+
+
+def shape(pos: np.ndarray) -> tuple[float, float, float, float]:
+    """(major, middle, minor semi-extents in m, the minor axis's angle to vertical in
+    degrees)."""
+    centred = pos - pos.mean(axis=0)
+    lam, vec = np.linalg.eigh(centred.T @ centred / max(len(pos), 1))
+    semi = np.sqrt(5.0 * np.maximum(lam, 0.0))
+    angle = math.degrees(math.acos(min(1.0, abs(float(vec[2, 0])))))
+    return float(semi[2]), float(semi[1]), float(semi[0]), angle
+
+
+def measure3(snap) -> dict[str, float]:
+    """Diagnostics of one 3D state (a Snapshot with its bank)."""
+    pos, vel = snap.positions, snap.velocities
+    speed = np.linalg.norm(vel, axis=1)
+    unit = vel[speed > 0] / speed[speed > 0, None]
+    pol = float(np.linalg.norm(unit.mean(axis=0))) if len(unit) else 0.0
+    major, middle, minor, angle = shape(pos)
+    out = {"global_polarisation": pol,
+           "nearest_median_m": float(np.median(nearest_distances(pos))) if len(pos) > 1
+           else math.nan,
+           "extent_major_m": major, "extent_middle_m": middle, "extent_minor_m": minor,
+           "minor_axis_vertical_deg": angle}
+    bank = np.degrees(snap.bank) if snap.bank is not None else np.zeros(len(pos))
+    for name, values in (("speed", speed), ("bank", bank), ("altitude", pos[:, 2])):
+        p = np.percentile(values, [10, 50, 90])
+        suffix = "_deg" if name == "bank" else ""
+        for q, v in zip((10, 50, 90), p):
+            out[f"{name}_p{q}{suffix}"] = float(v)
+    out["neighbours_mean"] = float(snap.neighbours.mean())
+    out["candidates_mean"] = float(snap.candidates.mean())
+    return out

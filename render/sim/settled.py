@@ -1,0 +1,62 @@
+"""The settled state of a 3D scene, kept on disk: a 3D flock settles for tens of seconds
+of flight before frame 0, and a still after a render, a second still or a resume should
+not pay for that again.
+
+The file is <user cache>/boids-render/settled/<key>.npz, the key a sha256 over every
+setting that decides the settled state (the seed, dt, settle_steps, the world, the flock,
+the rules, flight and roost) and the simulator's sources; written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..scene import Scene
+from .cache import sources_digest, user_cache_dir
+
+_SECTIONS = ("world", "flock", "rules", "flight", "roost")
+FIELDS = ("positions", "velocities", "bank", "radius", "homing")
+
+
+def key(scene: Scene) -> str:
+    """The hex sha256 naming this scene's settled state."""
+    body = scene.to_dict()
+    what = {name: body.get(name) for name in _SECTIONS}
+    what["scene"] = {k: body["scene"][k] for k in ("seed", "dt", "settle_steps")}
+    what["accent_every"] = scene.render.accent_every
+    text = json.dumps(what, sort_keys=True) + sources_digest()
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def path(scene: Scene) -> Path:
+    return user_cache_dir() / "boids-render" / "settled" / f"{key(scene)}.npz"
+
+
+def load(scene: Scene) -> dict[str, np.ndarray] | None:
+    """The arrays FIELDS of this scene's settled state, or None when not kept (or the file
+    is unreadable: then it is settled again and rewritten)."""
+    try:
+        with np.load(path(scene)) as data:
+            return {name: data[name] for name in FIELDS}
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def save(scene: Scene, arrays: dict[str, np.ndarray]) -> None:
+    """Keep the settled state; a folder that cannot be written is skipped silently (the
+    cache only saves time)."""
+    target = path(scene)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, target)
+    except OSError:
+        return

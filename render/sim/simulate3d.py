@@ -1,0 +1,147 @@
+"""The 3D simulator (SPEC §9): seeding over the roost, settling (kept on disk, see
+settled.py) and the fixed step of step3d.py, behind the interface `frames` samples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from tqdm import tqdm
+
+from ..scene import Scene
+from . import flight, settled, step3d
+from .forces import flocking3d, roost
+from .simulate import Simulation, Snapshot
+from .state import streams
+
+# Volume per bird of the seeded blob (SPEC §9: compact, ~2.5 m³ a bird) and the spread
+# of the headings around the flock's (degrees, full width).
+BLOB_M3 = 2.5
+HEADING_SPREAD = 30.0
+
+
+class World3(tuple):
+    """The open sky: no wrap (what `frames` asks of a world)."""
+
+    wrap = False
+
+    @property
+    def extent(self):
+        return (math.inf, math.inf, math.inf)
+
+
+def seed_flock3(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions (n, 3) m, velocities (n, 3) m/s, accent (n,) bool): a ball of
+    n·BLOB_M3 m³ at the preferred altitude over the roost, headings within HEADING_SPREAD°
+    of one seeded bearing, level, at the cruise speed (the flock's mean speed without
+    flight)."""
+    rng, rng_accent, _ = streams(scene.scene.seed)
+    n = scene.count
+    home = roost.roost(scene)
+    cx, cy = (home.x, home.y) if home.active else (scene.world.width / 2,
+                                                    scene.world.height / 2)
+    cz = home.altitude if home.active else 50.0
+    radius = (3.0 * n * BLOB_M3 / (4.0 * math.pi)) ** (1.0 / 3.0)
+    direction = rng.normal(size=(n, 3))
+    direction /= np.maximum(np.linalg.norm(direction, axis=1), 1e-300)[:, None]
+    pos = direction * (radius * rng.random(n) ** (1.0 / 3.0))[:, None] + (cx, cy, cz)
+    pos[:, 2] = np.maximum(pos[:, 2], 0.0)
+    bearing = rng.uniform(0.0, 2.0 * math.pi)
+    yaw = bearing + np.radians(rng.uniform(-0.5, 0.5, n) * HEADING_SPREAD)
+    fl = flight.flight(scene)
+    speed = fl.cruise if fl.active else 0.5 * (fl.min_speed + fl.max_speed)
+    vel = np.column_stack([speed * np.cos(yaw), speed * np.sin(yaw), np.zeros(n)])
+    accent = np.zeros(n, bool)
+    every = scene.render.accent_every
+    if every > 0:
+        accent[rng_accent.choice(n, size=n // every, replace=False)] = True
+    return pos, vel, accent
+
+
+class Simulation3D(Simulation):
+    """The 3D flock of one scene (see `Simulation`): `positions`, `velocities` (n, 3) and
+    `bank` (n,) radians, by bird identity. After construction the flock is settled, from
+    the disk cache when it was settled before (`progress`: a bar on stderr meanwhile)."""
+
+    def __init__(self, scene: Scene, *, progress: bool = False, cache: bool = True):
+        self.scene = scene
+        self.positions, self.velocities, self.accent = seed_flock3(scene)
+        n = len(self.positions)
+        self.bank = np.zeros(n)
+        self.dt = scene.scene.dt
+        self.world = World3()
+        self.flight = flight.flight(scene)
+        self.rules = flocking3d.flocking3(scene)
+        self.roost = roost.roost(scene)
+        self.homing, self.side = False, 1.0  # the roost's return: on?, which way
+        r = scene.rules
+        self.how = step3d.Neighbours3(r.neighbours == "topological", r.topological_count,
+                                      r.max_range if r.max_range is not None else math.inf)
+        k = r.topological_count if self.how.topological else 1
+        self._work = step3d.workspace3(n, k, 1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
+        self.noise = scene.flight.noise if scene.flight is not None else 0.0
+        self._follow = None
+        cam = scene.camera
+        if cam is not None and cam.follow == "centroid":
+            centroid = self.positions[:, :2].mean(axis=0)
+            self._follow = (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
+        self.step_index = -scene.scene.settle_steps
+        kept = settled.load(scene) if cache and self.step_index < 0 else None
+        if kept is not None and kept["positions"].shape == self.positions.shape:
+            self._restore(kept)
+            return
+        with tqdm(total=-self.step_index, unit="step", desc="settling", leave=False,
+                  disable=not progress or self.step_index >= 0) as bar:
+            while self.step_index < 0:
+                self.advance()
+                bar.update()
+        if cache and scene.scene.settle_steps > 0:
+            settled.save(scene, self._kept())
+
+    def _kept(self) -> dict[str, np.ndarray]:
+        return dict(positions=self.positions, velocities=self.velocities, bank=self.bank,
+                    radius=self._work.radius, homing=np.array([float(self.homing), self.side]))
+
+    def _restore(self, kept) -> None:
+        """The settled state read back; the followed camera (if any) starts where it
+        would have started: from the seeded flock, stepped through settling."""
+        self.positions, self.velocities = kept["positions"], kept["velocities"]
+        self.bank = kept["bank"]
+        np.copyto(self._work.radius, kept["radius"])
+        self.homing, self.side = bool(kept["homing"][0]), float(kept["homing"][1])
+        self.step_index = 0
+
+    def forces_now(self):
+        return None
+
+    def hawk_position(self):
+        return None
+
+    def advance(self) -> Snapshot:
+        """Advance one step; returns the Snapshot of the state that was read (with its
+        bank)."""
+        pos = np.ascontiguousarray(self.positions, dtype=np.float64)
+        vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
+        work = self._work
+        step3d.neighbourhood(pos, vel, self.how, self.rules, work)
+        # Fixed-order means (numpy's pairwise sum over a fixed n): thread-independent.
+        home = roost.at_step(self.roost, pos.mean(axis=0), work.fwd.mean(axis=0),
+                             self.homing, self.side)
+        self.homing, self.side = home.homing, home.side
+        new_pos, new_vel, new_bank = step3d.move3(
+            pos, vel, self.bank, work.fwd, self.how.topological, work.idx, work.count,
+            work.sums, self.rules, home, self.flight, self.noise, self.scene.scene.seed,
+            self.step_index)
+        count = work.sums[:, flocking3d.COUNT].astype(np.int64)
+        snap = Snapshot(self.step_index, pos, vel, count, work.tested.copy(),
+                        work.sums[:, flocking3d.NEAREST].copy(), None, None,
+                        self._follow_step(pos[:, :2]), bank=self.bank)
+        self.positions, self.velocities, self.bank = new_pos, new_vel, new_bank
+        self.step_index += 1
+        return snap
+
+    def measure(self):
+        raise NotImplementedError("measure() is the 2D kernels' composition")
+
+    def grid(self, pos):
+        raise NotImplementedError("the 3D grid is built by step3d.neighbourhood")

@@ -1,0 +1,175 @@
+"""All-pairs numpy reference of the 3D step (SPEC §9), written from the model's
+description in docs/model.md, not from the kernels: nothing is imported from `render`.
+
+`naive_step3(state, model)` advances a `State3` one step: the distance matrix, the blind
+cone, the neighbours (all visible birds within the radius, or the k nearest visible by
+argsort, tests/naive_neighbours.py), the rules, the roost, the noise (splitmix64 of
+(seed, bird, step) in numpy's uint64), banked flight and the ground.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from naive_neighbours import k_nearest_visible, squared_distances, visible
+
+
+@dataclass(frozen=True)
+class State3:
+    pos: np.ndarray
+    vel: np.ndarray
+    bank: np.ndarray
+    step: int
+    homing: bool = False
+    side: float = 1.0
+
+
+def _mix(z):
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def naive_noise(seed: int, n: int, step: int) -> np.ndarray:
+    """(n, 3) standard normals of (seed, bird, step): Box–Muller over four uniforms."""
+    with np.errstate(over="ignore"):
+        birds = np.arange(n, dtype=np.uint64)
+        k = _mix(_mix(_mix(np.uint64(seed)) ^ birds) ^ np.uint64(step % 2**64))
+        u = [((_mix(k + np.uint64(c)) >> np.uint64(11)).astype(np.float64) + 0.5) / 2.0**53
+             for c in range(4)]
+    r1, r2 = np.sqrt(-2 * np.log(u[0])), np.sqrt(-2 * np.log(u[2]))
+    return np.column_stack([r1 * np.cos(2 * np.pi * u[1]), r1 * np.sin(2 * np.pi * u[1]),
+                            r2 * np.cos(2 * np.pi * u[3])])
+
+
+def unit_rows(v):
+    s = np.linalg.norm(v, axis=1)
+    out = np.tile([1.0, 0.0, 0.0], (len(v), 1))
+    out[s > 0] = v[s > 0] / s[s > 0, None]
+    return out, s
+
+
+def neighbour_mask(pos, fwd, m) -> np.ndarray:
+    """(n, n) bool: j is a neighbour of i."""
+    n = len(pos)
+    if m["topological"]:
+        idx, _, count = k_nearest_visible(pos, fwd, m["k"], blind_angle=m["blind_angle"],
+                                          max_range=m["max_range"])
+        mask = np.zeros((n, n), bool)
+        for i in range(n):
+            mask[i, idx[i, :count[i]]] = True
+        return mask
+    return visible(pos, fwd, m["blind_angle"]) & (squared_distances(pos) < m["radius"] ** 2)
+
+
+def naive_rules3(pos, fwd, m) -> np.ndarray:
+    """(n, 3) flocking acceleration: separation in the head frame, alignment, cohesion."""
+    mask = neighbour_mask(pos, fwd, m)
+    off = pos[None, :, :] - pos[:, None, :]
+    d = np.sqrt(squared_distances(pos))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.where(d[..., None] > 0, off / d[..., None], 0.0)
+    g = np.where(d <= m["core"], 1.0, np.exp(-((d - m["core"]) / m["sigma"]) ** 2))
+    w = mask.astype(float)
+    n = w.sum(axis=1)
+    safe = np.maximum(n, 1)[:, None]
+    sep = -m["w_sep"] * np.einsum("ij,ijd->id", w * g, u) / safe
+    sep = sep + np.einsum("id,id->i", sep, fwd)[:, None] * fwd
+    ali = m["w_ali"] * (w @ fwd / safe - fwd)
+    centre = np.einsum("ij,ijd->id", w, u) / safe
+    coh = m["w_coh"] * (centre ** 2).sum(axis=1)[:, None] * \
+        np.einsum("ij,ijd->id", w * (1 - g), u) / safe
+    return np.where(n[:, None] > 0, sep + ali + coh, 0.0)
+
+
+def naive_roost(state: State3, fwd, m):
+    """(n, 3) roost acceleration and the return's new (homing, side)."""
+    if not m["roost"]:
+        return np.zeros_like(state.pos), False, state.side
+    pos = state.pos
+    acc = np.zeros_like(pos)
+    acc[:, 2] = -m["k_vertical"] * (pos[:, 2] - m["altitude"])
+    to = np.array(m["roost_xy"]) - pos.mean(axis=0)[:2]
+    d = np.hypot(*to)
+    homing = d > m["roost_radius"] or (state.homing and d > m["inner"])
+    side = state.side
+    if not homing:
+        return acc, False, side
+    t = to / d
+    heading = fwd.mean(axis=0)
+    if not state.homing:
+        side = 1.0 if heading[0] * t[1] - heading[1] * t[0] >= 0 else -1.0
+    strength = min(m["k_return"] * (d - m["inner"]), m["cap"])
+    h = fwd[:, :2] / np.linalg.norm(fwd[:, :2], axis=1, keepdims=True)
+    toward = h @ t
+    cross = h[:, 0] * t[1] - h[:, 1] * t[0]
+    s = np.where(toward < 0, side, np.where(cross >= 0, 1.0, -1.0))
+    push = strength * 0.5 * (1 - toward) * s
+    acc[:, 0] += -h[:, 1] * push
+    acc[:, 1] += h[:, 0] * push
+    return acc, True, side
+
+
+def naive_fly(vel, bank, acc, m):
+    """New (vel, bank) under steering acc: banked flight, or v + a·dt without it."""
+    fwd, speed = unit_rows(vel)
+    dt = m["dt"]
+    if m["flight"]:
+        right = np.column_stack([fwd[:, 1], -fwd[:, 0], np.zeros(len(vel))])
+        flat = np.linalg.norm(right, axis=1) < 1e-12
+        right[flat] = [0.0, -1.0, 0.0]
+        right /= np.linalg.norm(right, axis=1, keepdims=True)
+        up = np.cross(right, fwd)
+        along = (acc * fwd).sum(1) + (m["cruise"] - speed) / m["tau"]
+        target = np.arctan((acc * right).sum(1) / m["g"])
+        into = (target * bank < 0) | (np.abs(target) > np.abs(bank))
+        rate = np.where(into, m["roll_in"], m["roll_out"])
+        bank = bank + (target - bank) * np.minimum(1.0, rate * dt)
+        lift = np.cos(bank)[:, None] * up + np.sin(bank)[:, None] * right
+        acc = along[:, None] * fwd + (acc * up).sum(1)[:, None] * up + m["g"] * lift
+        acc[:, 2] -= m["g"]
+    vel = vel + acc * dt
+    s = np.linalg.norm(vel, axis=1)
+    k = np.where(s > m["max_speed"], m["max_speed"] / np.where(s > 0, s, 1),
+                 np.where(s < m["min_speed"], m["min_speed"] / np.where(s > 0, s, 1), 1.0))
+    return vel * k[:, None], bank
+
+
+def naive_step3(state: State3, m) -> State3:
+    fwd, _ = unit_rows(state.vel)
+    acc = naive_rules3(state.pos, fwd, m)
+    push, homing, side = naive_roost(state, fwd, m)
+    acc = acc + push + m["noise"] * naive_noise(m["seed"], len(state.pos), state.step)
+    vel, bank = naive_fly(state.vel, state.bank, acc, m)
+    pos = state.pos + vel * m["dt"]
+    below = pos[:, 2] < 0
+    pos[below, 2] = 0.0
+    vel[below, 2] = np.maximum(vel[below, 2], 0.0)
+    return replace(state, pos=pos, vel=vel, bank=bank, step=state.step + 1, homing=homing,
+                   side=side)
+
+
+def model_of(scene) -> dict:
+    """The reference's parameters, read from a scene's settings (plain numbers)."""
+    r, f, ro, w = scene.rules, scene.flight, scene.roost, scene.world
+    m = dict(topological=r.neighbours == "topological", k=r.topological_count,
+             blind_angle=r.blind_angle, radius=r.perception_radius,
+             max_range=r.max_range if r.max_range is not None else math.inf,
+             core=r.hard_core, sigma=r.separation_sigma, w_sep=r.separation_weight,
+             w_ali=r.alignment_weight, w_coh=r.cohesion_weight, dt=scene.scene.dt,
+             min_speed=scene.flock.min_speed, max_speed=scene.flock.max_speed,
+             seed=scene.scene.seed, flight=f is not None, roost=ro is not None,
+             noise=f.noise if f is not None else 0.0)
+    if f is not None:
+        m.update(cruise=f.cruise_speed, tau=f.speed_time, roll_in=f.roll_in,
+                 roll_out=f.roll_out, g=f.gravity)
+    if ro is not None:
+        m.update(roost_xy=ro.position or (w.width / 2, w.height / 2), altitude=ro.altitude,
+                 k_vertical=ro.vertical_strength, roost_radius=ro.radius,
+                 inner=ro.radius * (1 - ro.hysteresis), k_return=ro.return_strength,
+                 cap=ro.return_cap)
+    return m

@@ -1,0 +1,158 @@
+"""The 3D step held to its all-pairs numpy reference (tests/naive3d.py) over 100 steps,
+for every combination: metric/topological × blind cone on/off, banked flight on/off ×
+roost on/off; a wrong kernel fails; the bank angle in a steady turn; threads."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from naive3d import State3, model_of, naive_noise, naive_step3
+from render.scene.load import build_scene
+from render.sim import flight, noise
+from render.sim.simulate import Simulation
+
+STEPS = 100
+
+
+def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, n=60,
+           **rules):
+    raw = {"scene": {"seed": 5, "dt": 0.01, "settle_steps": 0},
+           "world": {"dimensions": 3, "width": 100.0, "height": 60.0},
+           "flock": {"count": n, "min_speed": 2.0, "max_speed": 18.0},
+           "rules": {"neighbours": neighbours, "blind_angle": blind,
+                     "separation_weight": 15.0, "alignment_weight": 6.25,
+                     "cohesion_weight": 25.0, "perception_radius": 2.5, **rules}}
+    if flight_on:
+        raw["flight"] = {}
+    if roost_on:
+        # The return switches on within the test's second: the centroid is near the roost.
+        raw["roost"] = {"radius": 3.0, "hysteresis": 0.5, "return_cap": 3.0,
+                        "position": [48.0, 30.0]}
+    return build_scene(raw, "test.toml")
+
+
+def run_both(scene, steps=STEPS):
+    sim = Simulation(scene, cache=False)
+    ref = State3(sim.positions.copy(), sim.velocities.copy(), sim.bank.copy(), 0)
+    model = model_of(scene)
+    worst = 0.0
+    for _ in range(steps):
+        sim.advance()
+        ref = naive_step3(ref, model)
+        worst = max(worst, np.abs(sim.positions - ref.pos).max(),
+                    np.abs(sim.velocities - ref.vel).max(), np.abs(sim.bank - ref.bank).max())
+    return sim, ref, worst
+
+
+@pytest.mark.parametrize("neighbours", ["metric", "topological"])
+@pytest.mark.parametrize("blind", [0.0, 90.0])
+def test_3d_step_matches_the_all_pairs_reference(neighbours, blind):
+    _, _, worst = run_both(scene3(neighbours, blind))
+    assert worst < 1e-9
+
+
+@pytest.mark.parametrize("flight_on", [False, True])
+@pytest.mark.parametrize("roost_on", [False, True])
+def test_flight_and_roost_match_the_reference(flight_on, roost_on):
+    sim, ref, worst = run_both(scene3(flight_on=flight_on, roost_on=roost_on))
+    assert worst < 1e-9
+    if roost_on:
+        assert sim.homing == ref.homing
+    if not flight_on:
+        assert (sim.bank == 0).all()
+
+
+def test_topological_max_range_matches_the_reference():
+    _, _, worst = run_both(scene3(max_range=1.5), steps=30)
+    assert worst < 1e-9
+
+
+def test_a_wrong_kernel_fails_the_comparison(monkeypatch):
+    """The alignment's sign flipped in the reference: the comparison must notice."""
+    import naive3d
+
+    real = naive3d.naive_rules3
+
+    def wrong(pos, fwd, m):
+        return real(pos, fwd, dict(m, w_ali=-m["w_ali"]))
+
+    monkeypatch.setattr(naive3d, "naive_rules3", wrong)
+    _, _, worst = run_both(scene3(), steps=10)
+    assert worst > 1e-6
+
+
+def test_noise_is_the_hash_of_seed_bird_and_step():
+    got = np.array([noise.normal3(11, i, -40) for i in range(500)])
+    # The same uniforms; libm's and numpy's log/cos may differ in the last bit.
+    np.testing.assert_allclose(got, naive_noise(11, 500, -40), rtol=0, atol=1e-13)
+    assert abs(got.mean()) < 0.1 and abs(got.std() - 1) < 0.05
+
+
+def test_bank_settles_on_atan_of_the_lateral_steering_over_g():
+    """A bird held at a constant 3 m/s² to its right banks to atan(3/g) (16.99°)."""
+    p = flight.Flight(0.01, 1.0, 20.0, True, 10.0, 0.5, 10.0, 1.0, 9.81)
+    bank = 0.0
+    for _ in range(400):
+        x, y, z, vx, vy, vz, bank = flight.fly(p, 0.0, 0.0, 50.0, 10.0, 0.0, 0.0, bank,
+                                               0.0, -3.0, 0.0)
+    assert bank == pytest.approx(math.atan(3.0 / 9.81), rel=1e-9)
+    assert vy < 0  # the lift tilted to its right (−y) turns it right
+
+
+def test_bank_rolls_in_fast_and_out_slowly_and_a_sign_change_is_in():
+    p = flight.Flight(0.01, 1.0, 20.0, True, 10.0, 0.5, 10.0, 1.0, 9.81)
+    assert flight.bank_step(p, 0.0, 0.2) == pytest.approx(0.02)  # into: 10 /s
+    assert flight.bank_step(p, 0.2, 0.0) == pytest.approx(0.198)  # out: 1 /s
+    assert flight.bank_step(p, 0.2, -0.1) == pytest.approx(0.17)  # sign change: into
+
+
+def test_level_flight_at_cruise_holds_its_altitude():
+    p = flight.Flight(0.01, 1.0, 20.0, True, 10.0, 0.5, 10.0, 1.0, 9.81)
+    out = flight.fly(p, 0.0, 0.0, 50.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert out[2] == 50.0 and out[3] == 10.0 and out[5] == 0.0
+
+
+def test_no_bird_goes_below_the_ground():
+    p = flight.Flight(0.01, 1.0, 20.0, False, 10.0, 0.5, 10.0, 1.0, 9.81)
+    out = flight.fly(p, 0.0, 0.0, 0.01, 10.0, 0.0, -5.0, 0.0, 0.0, 0.0, 0.0)
+    assert out[2] == 0.0 and out[5] == 0.0
+
+
+def test_seeding_is_a_compact_blob_that_scales_with_count():
+    small = Simulation(scene3(n=500), cache=False)
+    large = Simulation(scene3(n=4000), cache=False)
+    for sim, n in ((small, 500), (large, 4000)):
+        r = np.linalg.norm(sim.positions - (48.0, 30.0, 50.0), axis=1).max()
+        assert r ** 3 * 4 / 3 * math.pi == pytest.approx(2.5 * n, rel=0.1)
+        heading = np.arctan2(sim.velocities[:, 1], sim.velocities[:, 0])
+        spread = np.degrees(np.ptp(np.unwrap(heading - heading[0])))
+        assert spread <= 30.0
+
+
+_THREADS = """
+import sys, numpy as np
+sys.path.insert(0, "tests")
+from test_step3d import scene3
+from render.sim.simulate import Simulation
+sim = Simulation(scene3(n=400), cache=False)
+for _ in range(40):
+    sim.advance()
+np.save(sys.argv[1], np.concatenate([sim.positions.ravel(), sim.velocities.ravel(), sim.bank]))
+"""
+
+
+def test_any_thread_count_gives_the_same_bits(tmp_path):
+    out = []
+    for threads in (1, 2):
+        path = tmp_path / f"t{threads}.npy"
+        env = dict(os.environ, NUMBA_NUM_THREADS=str(threads))
+        subprocess.run([sys.executable, "-c", _THREADS, str(path)], check=True, env=env,
+                       cwd=os.path.dirname(os.path.dirname(__file__)))
+        out.append(np.load(path))
+    assert np.array_equal(out[0], out[1])
