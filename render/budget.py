@@ -26,6 +26,12 @@ DRAW_BYTES_PER_BIRD = 800    # streak end points and the Python lists cairo's pa
 CANVAS_BYTES_PER_PX = 8      # the BGRA canvas, and a PNG being compressed
 VIDEO_BYTES_PER_PX = 140     # ffmpeg: BGRA→YUV, x264's lookahead and reference frames
 SIM_S_PER_BIRD_STEP = 1.5e-6
+# 3D: positions, velocities, forward vectors, bank and their next values; k neighbour
+# indices and squared distances; the rules' 14 sums; the folded grid (two buckets a bird,
+# the birds' cells and sorted copies); the two snapshots frames interpolate between.
+SIM3_BYTES_PER_BIRD = 700
+SIM3_BYTES_PER_NEIGHBOUR = 16
+SIM3_S_PER_BIRD_STEP = 3e-6  # the kNN search (~1 µs a bird), the rules and the flight
 DRAW_S_PER_BIRD = 4e-6
 DRAW_S_PER_PX = 2e-8         # painting and PNG compression, per frame
 VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
@@ -78,15 +84,23 @@ class Estimate:
         return f"about {_bytes(self.bytes)} of memory{disk} and {_duration(self.seconds)}"
 
 
+def simulation_costs(scene: Scene) -> tuple[float, float]:
+    """(bytes per bird, seconds per bird-step) of simulating this scene's flock."""
+    if scene.dimensions == 3:
+        k = scene.rules.topological_count if scene.rules.neighbours == "topological" else 0
+        return SIM3_BYTES_PER_BIRD + k * SIM3_BYTES_PER_NEIGHBOUR, SIM3_S_PER_BIRD_STEP
+    return SIM_BYTES_PER_BIRD, SIM_S_PER_BIRD_STEP
+
+
 def estimate(scene: Scene, output: str | None) -> Estimate:
     """Cost of rendering `scene` to `output` (None: simulate only, as for --stats)."""
     birds = scene.count
     frames = scene.frame_count
     # Steps: the settling, then up to the last frame's time (float: may be astronomical).
     steps = scene.scene.settle_steps + float(frames / scene.output.fps) / scene.scene.dt + 1
-    per_bird = SIM_BYTES_PER_BIRD
+    per_bird, per_step = simulation_costs(scene)
     per_pixel = 0.0
-    seconds = steps * birds * SIM_S_PER_BIRD_STEP
+    seconds = steps * birds * per_step
     pixels = 0
     if output is not None and is_state_output(output):
         return trajectory_estimate(scene, output, seconds)
@@ -106,9 +120,8 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float) -> Estimate:
     """Cost of writing `scene`'s trajectories to `output` (.npz, .usd, .usda, .usdc) on
     top of simulating it (`seconds`): nothing is drawn."""
     birds, frames = scene.count, scene.frame_count
-    per_bird = SIM_BYTES_PER_BIRD
-    # [world] dimensions arrives with the 3D flock; until then every world is 2D.
-    d = getattr(scene.world, "dimensions", 2)
+    per_bird = simulation_costs(scene)[0]
+    d = scene.dimensions
     suffix = Path(output).suffix.lower()
     if suffix == ".npz":
         disk = frames * (birds * (2 * d + 1) * 8 + 8 + (d * 8 if scene.hawk else 0)) \
@@ -138,9 +151,10 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
         pixels = min(tile, height) * (width + min(tile, width))
     else:
         pixels = drawn
-    seconds = steps * birds * SIM_S_PER_BIRD_STEP + birds * DRAW_S_PER_BIRD + \
+    sim_bytes, per_step = simulation_costs(scene)
+    seconds = steps * birds * per_step + birds * DRAW_S_PER_BIRD + \
         (0 if vector else drawn * DRAW_S_PER_PX)
-    per_bird = SIM_BYTES_PER_BIRD + DRAW_BYTES_PER_BIRD
+    per_bird = sim_bytes + DRAW_BYTES_PER_BIRD
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
                     pixels, per_pixel, per_bird, tile)
 

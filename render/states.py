@@ -48,11 +48,11 @@ class FrameState:
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
         """The state of a simulated `frame` (copies: the simulator reuses its arrays for the
         next step) with the scene's camera at its time."""
+        bank = getattr(frame.snapshot, "bank", None)  # a 2D snapshot may not carry one
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
                    view_at(scene, float(frame.time), frame.followed), frame.time,
-                   frame.snapshot.hawk,
-                   None if frame.snapshot.bank is None else frame.snapshot.bank.copy())
+                   frame.snapshot.hawk, None if bank is None else bank.copy())
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""

@@ -59,8 +59,10 @@ def clamp_length(vectors, limit):
 
 
 def naive_rules(pos, vel, *, width, height, boundary, radius, sep_radius, falloff,
-                alignment):
-    """The three unweighted rule vectors and the neighbour counts, all pairs.
+                alignment, mask=None):
+    """The three unweighted rule vectors and the neighbour counts, all pairs; `mask`
+    (n, n) bool, when given, is the neighbour matrix in place of "within radius"
+    (topological neighbours, a blind cone).
 
     Returns dict with sep, ali, coh (n, 2) (zero for birds without neighbours) and
     count (n,) int64, nearest (n,) (inf when no neighbour).
@@ -69,7 +71,7 @@ def naive_rules(pos, vel, *, width, height, boundary, radius, sep_radius, fallof
     vel = np.asarray(vel, dtype=np.float64)
     offsets = pair_offsets(pos, width, height, boundary)
     distance = np.sqrt(offsets[..., 0] ** 2 + offsets[..., 1] ** 2)
-    nbr = neighbour_matrix(distance, radius)
+    nbr = neighbour_matrix(distance, radius) if mask is None else mask
     count = nbr.sum(axis=1).astype(np.int64)
     has = count > 0
 
@@ -112,11 +114,11 @@ def naive_local_headings(pos, vel, *, width, height, boundary, radius):
 
 
 def naive_accel(pos, vel, *, width, height, boundary, radius, sep_radius, falloff,
-                alignment, w_sep, w_ali, w_coh, max_force=np.inf):
+                alignment, w_sep, w_ali, w_coh, max_force=np.inf, mask=None):
     """Flocking acceleration (n, 2) and neighbour counts (n,): Σ clamp(w·rule)."""
     rules = naive_rules(pos, vel, width=width, height=height, boundary=boundary,
                         radius=radius, sep_radius=sep_radius, falloff=falloff,
-                        alignment=alignment)
+                        alignment=alignment, mask=mask)
     limit = np.inf if max_force is None else max_force
     acc = (clamp_length(w_sep * rules["sep"], limit)
            + clamp_length(w_ali * rules["ali"], limit)
@@ -180,7 +182,7 @@ def naive_integrate(pos, vel, acc, *, dt, min_speed, max_speed, width, height, b
 
 def naive_total_accel(pos, vel, *, width, height, boundary, radius, sep_radius, falloff,
                       alignment, w_sep, w_ali, w_coh, max_force=np.inf, wall_margin=None,
-                      wall_strength=None, attractor=None, extra_acc=None):
+                      wall_strength=None, attractor=None, extra_acc=None, mask=None):
     """Flocking acceleration plus the extra forces, (n, 2), and the neighbour counts (n,).
 
     Walls act when boundary == "walls" (wall_margin and wall_strength required then).
@@ -190,7 +192,7 @@ def naive_total_accel(pos, vel, *, width, height, boundary, radius, sep_radius, 
     acc, count = naive_accel(pos, vel, width=width, height=height, boundary=boundary,
                              radius=radius, sep_radius=sep_radius, falloff=falloff,
                              alignment=alignment, w_sep=w_sep, w_ali=w_ali, w_coh=w_coh,
-                             max_force=max_force)
+                             max_force=max_force, mask=mask)
     if boundary == "walls":
         acc = acc + naive_walls(pos, width=width, height=height, margin=wall_margin,
                                 strength=wall_strength)

@@ -55,3 +55,18 @@ def test_2d_forces_are_refused_in_3d():
 def test_bad_3d_settings_are_refused(section, key, value, message):
     text = problems(with_(section, **{key: value}))
     assert f"{section}.{key}" in text and message in text
+
+
+def test_the_budget_covers_a_3d_flock_of_a_million_birds():
+    from render import budget
+
+    scene = build_scene(with_("flock", count=1_000_000), "s.toml")
+    flat = build_scene({"flock": {"count": 1_000_000}}, "s.toml")
+    sim = budget.estimate(scene, None)
+    assert sim.bytes > budget.estimate(flat, None).bytes
+    assert 0.5e9 < sim.bytes < 3e9 and sim.seconds > 0
+    npz = budget.estimate(scene, "out.npz")
+    # positions, velocities (3 float64) and bank (1) a bird and frame
+    assert npz.disk >= scene.frame_count * 1_000_000 * 7 * 8
+    clip = budget.estimate(scene, "out.mp4")
+    assert clip.bytes > sim.bytes and clip.seconds > sim.seconds

@@ -156,3 +156,38 @@ def test_any_thread_count_gives_the_same_bits(tmp_path):
                        cwd=os.path.dirname(os.path.dirname(__file__)))
         out.append(np.load(path))
     assert np.array_equal(out[0], out[1])
+
+
+def test_the_settled_state_is_kept_and_loaded_with_the_same_bits(tmp_path, monkeypatch):
+    from render.sim import settled
+    from render.sim.simulate3d import Simulation3D
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    scene = build_scene({"scene": {"seed": 2, "dt": 0.01, "settle_steps": 30},
+                         "world": {"dimensions": 3}, "flock": {"count": 80},
+                         "rules": {"neighbours": "topological"}, "flight": {},
+                         "roost": {}}, "test.toml")
+    first = Simulation(scene)
+    assert settled.path(scene).is_file()
+
+    def no_settling(self):
+        raise AssertionError("settled again")
+
+    monkeypatch.setattr(Simulation3D, "advance", no_settling)
+    second = Simulation(scene)
+    assert second.step_index == 0
+    for name in ("positions", "velocities", "bank"):
+        assert np.array_equal(getattr(first, name), getattr(second, name))
+    monkeypatch.undo()
+    a, b = first.advance(), Simulation(scene).advance()
+    assert np.array_equal(a.positions, b.positions)
+
+
+def test_the_settled_key_follows_the_simulation_settings_only():
+    from render.sim import settled
+
+    base = {"world": {"dimensions": 3}, "flock": {"count": 80}, "flight": {}}
+    one = build_scene(base, "a.toml")
+    renamed = build_scene({**base, "scene": {"name": "other", "duration": 3.0}}, "b.toml")
+    faster = build_scene({**base, "flight": {"cruise_speed": 12.0}}, "c.toml")
+    assert settled.key(one) == settled.key(renamed) != settled.key(faster)

@@ -234,6 +234,12 @@ def _check_dimensions(values, merged, where, usable, problems):
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")
+    listed = rules.neighbours == "topological" or rules.blind_angle > 0.0
+    if not three and listed and world.boundary == "wrap" and usable(
+            "world.boundary", "rules.neighbours", "rules.blind_angle"):
+        problems.append(f"{where('rules.neighbours')}: topological neighbours and the blind "
+                        f"cone need an open world: expected world.boundary walls | none, "
+                        f"got \"wrap\"")
     if rules.blind_angle >= 360.0 and usable("rules.blind_angle"):
         problems.append(f"{where('rules.blind_angle')}: expected an aperture below 360 "
                         f"degrees (a bird must see something), got {show(rules.blind_angle)}")

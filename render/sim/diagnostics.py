@@ -14,7 +14,7 @@ from . import motion
 from .forces import flocking
 from .grid import grid_shape
 from .neighbours import neighbour_sums
-from .simulate import Snapshot
+from .snapshot import Snapshot
 
 COLUMNS = ("frame", "time_s", "global_polarisation", "local_polarisation",
            "neighbours_mean", "neighbours_p10", "neighbours_p50", "neighbours_p90",

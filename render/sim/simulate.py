@@ -20,32 +20,11 @@ from . import forces, motion, step
 from .forces import containment, field
 from .forces.flocking import steer
 from .grid import GridShape, grid_shape
+from .listed import listed_neighbours
 from .neighbours import neighbour_sums
+from .simulate3d import Simulation3D
+from .snapshot import Snapshot, follow_start, follow_step
 from .state import seed_flock
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One simulated state and what its neighbourhoods measured, indexed by bird identity.
-
-    step: steps after settling (0 is frame 0's state). positions, velocities: (n, d).
-    neighbours, candidates: (n,) int64; nearest: (n,) nearest-neighbour distance (inf
-    when none within the perception radius). inside: (n,) bool, inside the containment ellipse
-    (None without containment). hawk: the hawk's (x, y) while it is out, else None.
-    followed: the flock's centroid (d floats) smoothed by the camera's critically damped
-    follow (None unless the camera follows it). bank: (n,) radians, None in 2D.
-    """
-
-    step: int
-    positions: np.ndarray
-    velocities: np.ndarray
-    neighbours: np.ndarray
-    candidates: np.ndarray
-    nearest: np.ndarray
-    inside: np.ndarray | None = None
-    hawk: tuple[float, float] | None = None
-    followed: tuple[float, ...] | None = None
-    bank: np.ndarray | None = None
 
 
 class Simulation:
@@ -59,9 +38,7 @@ class Simulation:
 
     def __new__(cls, scene: Scene, **options):
         if cls is Simulation and scene.dimensions == 3:
-            from .simulate3d import Simulation3D
-
-            return super().__new__(Simulation3D)
+            return Simulation3D(scene, **options)  # not a Simulation: __init__ is skipped
         return super().__new__(cls)
 
     def __init__(self, scene: Scene, **options):
@@ -77,26 +54,18 @@ class Simulation:
         self.motion = motion.motion(scene)
         self.forces = forces.build(scene)
         self._work = step.workspace(len(self.positions))
+        self._listed = listed_neighbours(scene)
         cam = scene.camera
         # The follow spring runs at the simulation's step, not the frame rate, so every
         # fps and every still sees the same camera path.
-        self._follow = None
-        if cam is not None and cam.follow == "centroid":
-            centroid = self.positions.mean(axis=0)
-            self._follow = (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
+        self._follow = follow_start(scene, self.positions)
         while self.step_index < 0:
             self.advance()
 
     def _follow_step(self, pos: np.ndarray) -> tuple[float, ...] | None:
-        """The followed point now; then one semi-implicit step of a critically damped
-        spring toward the centroid: x'' = ω²(c − x) − 2ω x'."""
-        if self._follow is None:
-            return None
-        x, v, omega = self._follow
-        centroid = pos.mean(axis=0)
-        v = v + (omega * omega * (centroid - x) - 2.0 * omega * v) * self.dt
-        self._follow = (x + v * self.dt, v, omega)
-        return tuple(float(c) for c in x)
+        """The followed point now (see snapshot.follow_step)."""
+        self._follow, point = follow_step(self._follow, pos, self.dt)
+        return point
 
     @property
     def time_s(self) -> float:
@@ -112,8 +81,13 @@ class Simulation:
         pos = np.ascontiguousarray(self.positions, dtype=np.float64)
         vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
         now = self.forces_now()
-        new_pos, new_vel, neighbours, candidates, nearest, inside = step.advance_flock(
-            pos, vel, self.grid(pos), self.world, self.motion, now, self._work_for(pos))
+        if self._listed is None:
+            new_pos, new_vel, neighbours, candidates, nearest, inside = step.advance_flock(
+                pos, vel, self.grid(pos), self.world, self.motion, now, self._work_for(pos))
+        else:
+            new_pos, new_vel, neighbours, candidates, nearest, inside = step.advance_listed(
+                pos, vel, self._listed.sums(pos, vel, now.flocking), self.world,
+                self.motion, now)
         snap = Snapshot(self.step_index, pos, vel, neighbours, candidates, nearest,
                         inside if now.containment.active else None, _hawk(now.hawk),
                         self._follow_step(pos))

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from ..scene import Scene
 from . import flight, settled, step3d
 from .forces import flocking3d, roost
-from .simulate import Simulation, Snapshot
+from .snapshot import Snapshot, follow_start, follow_step
 from .state import streams
 
 # Volume per bird of the seeded blob (SPEC §9: compact, ~2.5 m³ a bird) and the spread
@@ -58,8 +58,9 @@ def seed_flock3(scene: Scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pos, vel, accent
 
 
-class Simulation3D(Simulation):
-    """The 3D flock of one scene (see `Simulation`): `positions`, `velocities` (n, 3) and
+class Simulation3D:
+    """The 3D flock of one scene (what simulate.Simulation builds for a 3D scene, with its
+    interface): `positions`, `velocities` (n, 3) and
     `bank` (n,) radians, by bird identity. After construction the flock is settled, from
     the disk cache when it was settled before (`progress`: a bar on stderr meanwhile)."""
 
@@ -80,11 +81,7 @@ class Simulation3D(Simulation):
         k = r.topological_count if self.how.topological else 1
         self._work = step3d.workspace3(n, k, 1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
         self.noise = scene.flight.noise if scene.flight is not None else 0.0
-        self._follow = None
-        cam = scene.camera
-        if cam is not None and cam.follow == "centroid":
-            centroid = self.positions[:, :2].mean(axis=0)
-            self._follow = (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
+        self._follow = follow_start(scene, self.positions)
         self.step_index = -scene.scene.settle_steps
         kept = settled.load(scene) if cache and self.step_index < 0 else None
         if kept is not None and kept["positions"].shape == self.positions.shape:
@@ -111,6 +108,10 @@ class Simulation3D(Simulation):
         self.homing, self.side = bool(kept["homing"][0]), float(kept["homing"][1])
         self.step_index = 0
 
+    @property
+    def time_s(self) -> float:
+        return self.step_index * self.dt
+
     def forces_now(self):
         return None
 
@@ -135,10 +136,14 @@ class Simulation3D(Simulation):
         count = work.sums[:, flocking3d.COUNT].astype(np.int64)
         snap = Snapshot(self.step_index, pos, vel, count, work.tested.copy(),
                         work.sums[:, flocking3d.NEAREST].copy(), None, None,
-                        self._follow_step(pos[:, :2]), bank=self.bank)
+                        self._follow_step(pos), bank=self.bank)
         self.positions, self.velocities, self.bank = new_pos, new_vel, new_bank
         self.step_index += 1
         return snap
+
+    def _follow_step(self, pos: np.ndarray) -> tuple[float, ...] | None:
+        self._follow, point = follow_step(self._follow, pos, self.dt)
+        return point
 
     def measure(self):
         raise NotImplementedError("measure() is the 2D kernels' composition")

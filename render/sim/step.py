@@ -69,6 +69,15 @@ def advance_flock(pos, vel, grid, world, motion, forces, work):
                  forces.attractor, forces.containment, forces.hawk)
 
 
+def advance_listed(pos, vel, sums, world, motion, forces):
+    """`advance_flock` from neighbour sums found otherwise (listed.py: topological, or
+    through a blind cone), sums (n, N_SUMS) by bird identity: the same rules, pushes and
+    integration."""
+    turns = field.turns(pos, forces.field)
+    return _move(pos, vel, sums, turns, world, motion, forces.flocking, forces.walls,
+                 forces.attractor, forces.containment, forces.hawk)
+
+
 @parallel
 def _move(pos, vel, sums, turns, world, motion, rules, w, a, c, h):
     """The rest of `advance_flock`, per bird: the flocking rules from the neighbour sums

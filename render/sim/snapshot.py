@@ -1,0 +1,57 @@
+"""What one simulated step hands on (`Snapshot`), in 2D and 3D alike, and the camera's
+followed point, stepped with the simulation (`follow_start`, `follow_step`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..scene import Scene
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One simulated state and what its neighbourhoods measured, indexed by bird identity.
+
+    step: steps after settling (0 is frame 0's state). positions, velocities: (n, d).
+    neighbours, candidates: (n,) int64; nearest: (n,) nearest-neighbour distance (inf
+    when none within the perception radius). inside: (n,) bool, inside the containment ellipse
+    (None without containment). hawk: the hawk's (x, y) while it is out, else None.
+    followed: the flock's centroid (d floats) smoothed by the camera's critically damped
+    follow (None unless the camera follows it). bank: (n,) radians, None in 2D.
+    """
+
+    step: int
+    positions: np.ndarray
+    velocities: np.ndarray
+    neighbours: np.ndarray
+    candidates: np.ndarray
+    nearest: np.ndarray
+    inside: np.ndarray | None = None
+    hawk: tuple[float, float] | None = None
+    followed: tuple[float, ...] | None = None
+    bank: np.ndarray | None = None
+
+
+def follow_start(scene: Scene, pos: np.ndarray):
+    """The follow spring's state at the seeded flock (positions (n, d); its centroid's
+    first two coordinates, seen from above), or None unless the camera follows it. The
+    spring runs at the simulation's step, not the frame rate, so every fps and every
+    still sees the same camera path."""
+    cam = scene.camera
+    if cam is None or cam.follow != "centroid":
+        return None
+    centroid = pos[:, :2].mean(axis=0)
+    return (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
+
+
+def follow_step(state, pos: np.ndarray, dt: float):
+    """(next state, the followed point now): one semi-implicit step of a critically damped
+    spring toward the centroid of pos[:, :2], x'' = ω²(c − x) − 2ω x'."""
+    if state is None:
+        return None, None
+    x, v, omega = state
+    centroid = pos[:, :2].mean(axis=0)
+    v = v + (omega * omega * (centroid - x) - 2.0 * omega * v) * dt
+    return (x + v * dt, v, omega), tuple(float(c) for c in x)
