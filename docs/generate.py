@@ -74,6 +74,7 @@ Shipped scenes:
 | `scenes/classic.toml` | the minimal three-rule flock on a torus: 120 birds, 400 x 260, r = 50, unit separation within 16; the classic per-step constants converted to per-second units (comments in the file) |
 | `scenes/reynolds.toml` | the textbook variant: unit separation, `mean` alignment, weights 1.5 / 1 / 1, walls |
 | `scenes/sliders.toml` | `inverse` separation, `difference` alignment, every rule clamped, hyperbolic walls, an attractor on a path, 1,500 birds |
+| `scenes/flock3d.toml` | a 3D flock: 5,000 birds over a roost, k = 7 topological neighbours, 90° blind cone, banked flight; drawn from above ([the 3D flock](model.md#the-3d-flock-world-dimensions--3)) |
 """
 
 TYPES = {

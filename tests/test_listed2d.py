@@ -25,7 +25,8 @@ def scene2(neighbours, blind, **rules):
                                   "wall_margin": 2.0},
                         "flock": {"count": 90},
                         "rules": {"neighbours": neighbours, "blind_angle": blind,
-                                  "separation_radius": 1.0, "falloff": "unit", **rules}}, "test.toml")
+                                  "separation_radius": 1.0, "falloff": "unit", **rules}},
+                       "test.toml")
 
 
 def mask_of(scene, pos, vel):

@@ -191,3 +191,13 @@ def test_the_settled_key_follows_the_simulation_settings_only():
     renamed = build_scene({**base, "scene": {"name": "other", "duration": 3.0}}, "b.toml")
     faster = build_scene({**base, "flight": {"cruise_speed": 12.0}}, "c.toml")
     assert settled.key(one) == settled.key(renamed) != settled.key(faster)
+
+
+def test_settling_shows_progress_on_stderr_only_when_asked(capsys):
+    scene = scene3(n=50)
+    scene = build_scene({**{k: v for k, v in scene.to_dict().items()},
+                         "scene": {"seed": 5, "dt": 0.01, "settle_steps": 5}}, "t.toml")
+    Simulation(scene, progress=True, cache=False)
+    assert "settling" in capsys.readouterr().err
+    Simulation(scene, progress=False, cache=False)
+    assert "settling" not in capsys.readouterr().err

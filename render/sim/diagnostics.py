@@ -13,6 +13,7 @@ from ..scene import Scene
 from . import motion
 from .forces import flocking
 from .grid import grid_shape
+from .listed import unit_rows as unit_headings  # v/|v| per row; zero at rest
 from .neighbours import neighbour_sums
 from .snapshot import Snapshot
 
@@ -30,15 +31,6 @@ HOLE_STRAGGLERS = 4
 def spacing(scene: Scene) -> float:
     """sqrt(world area / count): the mean distance between birds, the diagnostics' unit."""
     return math.sqrt(scene.world.width * scene.world.height / scene.count)
-
-
-def unit_headings(vel: np.ndarray) -> np.ndarray:
-    """v/|v| per row of vel (n, d); zero for birds with zero speed."""
-    speed = np.sqrt((vel * vel).sum(axis=1))
-    out = np.zeros_like(vel)
-    moving = speed > 0
-    out[moving] = vel[moving] / speed[moving, None]
-    return out
 
 
 def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
