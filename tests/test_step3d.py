@@ -166,7 +166,7 @@ def test_the_settled_state_is_kept_and_loaded_with_the_same_bits(tmp_path, monke
     scene = build_scene({"scene": {"seed": 2, "dt": 0.01, "settle_steps": 30},
                          "world": {"dimensions": 3}, "flock": {"count": 80},
                          "rules": {"neighbours": "topological"}, "flight": {},
-                         "roost": {}}, "test.toml")
+                         "roost": {}, "camera": {"follow": "centroid"}}, "test.toml")
     first = Simulation(scene)
     assert settled.path(scene).is_file()
 
@@ -180,7 +180,7 @@ def test_the_settled_state_is_kept_and_loaded_with_the_same_bits(tmp_path, monke
         assert np.array_equal(getattr(first, name), getattr(second, name))
     monkeypatch.undo()
     a, b = first.advance(), Simulation(scene).advance()
-    assert np.array_equal(a.positions, b.positions)
+    assert np.array_equal(a.positions, b.positions) and a.followed == b.followed
 
 
 def test_the_settled_key_follows_the_simulation_settings_only():

@@ -21,7 +21,7 @@ from ..scene import Scene
 from .cache import sources_digest, user_cache_dir
 
 _SECTIONS = ("world", "flock", "rules", "flight", "roost")
-FIELDS = ("positions", "velocities", "bank", "radius", "homing")
+FIELDS = ("positions", "velocities", "bank", "radius", "homing", "follow")
 
 
 def key(scene: Scene) -> str:

@@ -36,8 +36,9 @@ class Simulation:
     every force's parameters, built once from the scene (see `forces_now` for a step's).
     """
 
-    def __new__(cls, scene: Scene, **options):
-        if cls is Simulation and scene.dimensions == 3:
+    def __new__(cls, scene: Scene | None = None, **options):
+        # (copy and pickle call this without a scene: they rebuild the object's dict.)
+        if cls is Simulation and scene is not None and scene.dimensions == 3:
             return Simulation3D(scene, **options)  # not a Simulation: __init__ is skipped
         return super().__new__(cls)
 

@@ -84,7 +84,8 @@ class Simulation3D:
         self._follow = follow_start(scene, self.positions)
         self.step_index = -scene.scene.settle_steps
         kept = settled.load(scene) if cache and self.step_index < 0 else None
-        if kept is not None and kept["positions"].shape == self.positions.shape:
+        if kept is not None and kept["positions"].shape == self.positions.shape and \
+                len(kept["follow"]) == (4 if self._follow is not None else 0):
             self._restore(kept)
             return
         with tqdm(total=-self.step_index, unit="step", desc="settling", leave=False,
@@ -96,16 +97,21 @@ class Simulation3D:
             settled.save(scene, self._kept())
 
     def _kept(self) -> dict[str, np.ndarray]:
+        follow = np.concatenate(self._follow[:2]) if self._follow is not None else np.zeros(0)
         return dict(positions=self.positions, velocities=self.velocities, bank=self.bank,
-                    radius=self._work.radius, homing=np.array([float(self.homing), self.side]))
+                    radius=self._work.radius, homing=np.array([float(self.homing), self.side]),
+                    follow=follow)
 
     def _restore(self, kept) -> None:
-        """The settled state read back; the followed camera (if any) starts where it
-        would have started: from the seeded flock, stepped through settling."""
+        """The settled state read back, with the roost's return and the camera's follow
+        spring as settling left them."""
         self.positions, self.velocities = kept["positions"], kept["velocities"]
         self.bank = kept["bank"]
         np.copyto(self._work.radius, kept["radius"])
         self.homing, self.side = bool(kept["homing"][0]), float(kept["homing"][1])
+        if self._follow is not None:
+            x, v = np.split(kept["follow"], 2)
+            self._follow = (x, v, self._follow[2])
         self.step_index = 0
 
     @property
