@@ -37,11 +37,11 @@ def parser() -> argparse.ArgumentParser:
                    help="scene file (TOML), e.g. scenes/murmuration.toml (not needed with "
                         "--from or --info)")
     p.add_argument("-o", "--output", metavar="OUT",
-                   help="output: FILE.mp4|.webm|.mov|.gif, a folder ending in '/' or a "
-                        "pattern such as "
-                        "out/f_%%05d.png (PNG sequence), or the trajectories, nothing "
-                        "drawn: FILE.npz (numpy), FILE.usd|.usdc (binary USD) or FILE.usda "
-                        "(text USD), e.g. -o out/murmuration.mp4")
+                   help="output: a clip FILE.mp4|.webm|.mov, an animated image "
+                        "FILE.gif|.webp|.apng, a folder ending in '/' (PNG frames), a "
+                        "pattern such as out/f_%%05d.png|.exr|.jpg (a file per frame), or "
+                        "the trajectories, nothing drawn: FILE.npz (numpy), FILE.usd|.usdc "
+                        "(binary USD) or FILE.usda (text USD), e.g. -o out/murmuration.mp4")
     p.add_argument("--size", metavar="WxH", help="frame size, e.g. --size 1280x720")
     p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001")
     length = p.add_mutually_exclusive_group()

@@ -53,6 +53,8 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
                          f"--scheduler")
     for path in target.paths or (None,):
         budget.check(scene, path)  # before anything large is allocated
+    if target.paths:
+        open_writer(target, scene)  # refuses what cannot be written; opens nothing
     crossfade = crossfade_frames(scene, target.first)
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"

@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Protocol
 from ..errors import UsageError
 from ..scene import Scene
 
-if TYPE_CHECKING:  # budget.py reads VIDEO_SUFFIXES and imports no numpy
+if TYPE_CHECKING:  # budget.py reads the suffixes and imports no numpy
     import numpy as np
 
-VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".gif")
+ANIMATED_SUFFIXES = (".gif", ".webp", ".apng")  # animated.py
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", *ANIMATED_SUFFIXES)
+# A frame pattern's suffix (the keys of images.FRAME_FORMATS, which imports no numpy
+# here); a folder ending in "/" means PNG.
+FRAME_SUFFIXES = (".png", ".exr", ".jpg", ".jpeg")
 # Trajectories: the states themselves, nothing drawn (npz.py, usd.py).
 STATE_SUFFIXES = (".npz", ".usd", ".usda", ".usdc")
 
@@ -92,9 +96,10 @@ class StateWriter(Protocol):
 
 
 def open_writer(target: Target, scene: Scene) -> FrameWriter:
-    """The writer for `target`'s frame paths: a PNG sequence (a %0Nd pattern or a trailing
-    "/") or a video chosen by suffix for each; several are written as one. Refuses
-    (UsageError) what cannot be written before anything is opened."""
+    """The writer for `target`'s frame paths: a sequence of frames (a %0Nd pattern, in the
+    format its suffix names, or PNG in a folder ending in "/") or a clip chosen by suffix
+    for each; several are written as one. Refuses (UsageError) what cannot be written
+    before anything is opened."""
     writers = [_writer(path, target, scene) for path in target.frame_paths]
     return writers[0] if len(writers) == 1 else _Together(writers)
 
@@ -126,21 +131,25 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
 
     if is_sequence(output):
         return SequenceWriter(output, size=scene.output.size, resume=target.resume,
-                              overwrite=target.overwrite)
+                              overwrite=target.overwrite,
+                              transparent=scene.output.transparent)
     suffix = Path(output).suffix.lower()
     if suffix in VIDEO_SUFFIXES:
         if target.resume:
-            raise UsageError(f"{output}: --resume applies to PNG sequences; a clip is "
-                             f"always rendered whole")
-        from .video import VideoWriter
+            raise UsageError(f"{output}: --resume applies to PNG sequences (and EXR or JPEG "
+                             f"ones); a clip is always rendered whole")
+        if suffix in ANIMATED_SUFFIXES:
+            from .animated import AnimatedWriter as Writer
+        else:
+            from .video import VideoWriter as Writer
 
-        return VideoWriter(output, size=scene.output.size, fps=scene.output.fps,
-                           crf=scene.output.crf, frames=target.count, first=target.first,
-                           transparent=scene.output.transparent,
-                           overwrite=target.overwrite)
-    raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
-                     f"ending in '/', a pattern such as out/frame_%05d.png, or .npz, .usd, "
-                     f".usda, .usdc (trajectories)")
+        return Writer(output, size=scene.output.size, fps=scene.output.fps,
+                      crf=scene.output.crf, frames=target.count, first=target.first,
+                      transparent=scene.output.transparent, overwrite=target.overwrite)
+    raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
+                     f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "
+                     f"such as out/frame_%05d.png (or {', '.join(FRAME_SUFFIXES[1:])}), or "
+                     f"{', '.join(STATE_SUFFIXES)} (trajectories)")
 
 
 class _Together:
