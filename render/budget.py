@@ -246,8 +246,6 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Est
                          "drawn in tiles")
         cost = estimate(scene, output)
     where = output or scene.path
-    if cost.disk:
-        require_disk(where, cost.disk)
     memory = available_memory()
     if memory is not None and cost.bytes > memory:
         raise UsageError(f"{where}: needs {cost}, but only {_bytes(memory)} of memory is "
@@ -257,6 +255,8 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Est
                          f"the limit is {_duration(MAX_SECONDS)}): use fewer frames "
                          f"(--frames, --duration), fewer birds, a larger scene.dt or fewer "
                          f"scene.settle_steps")
+    if cost.disk:
+        require_disk(where, cost.disk)
     return cost
 
 
