@@ -32,8 +32,8 @@ def load_scene(path: str | Path, overrides: Mapping[str, Any] | None = None) -> 
     """The scene in the TOML file at `path`, with `overrides` applied, validated at once.
 
     overrides: {"section.key": value}, each value a Python value (2000, True, "dark",
-    (1280, 720)) or a TOML string as `--set` takes it ("2000", '"1280x720"'; a bare word
-    is a string). They win over the file, as the command line's options do. The command
+    (1280, 720), Fraction(24000, 1001) for a frame rate) or a TOML string as `--set` takes
+    it ("2000", '"1280x720"'; a bare word is a string). They win over the file, as the command line's options do. The command
     line passes (key, raw value, source) triples, the source naming the option in errors.
     Raises SceneError listing every problem found.
     """
@@ -53,8 +53,11 @@ def _labelled(overrides) -> list[tuple[str, Any, str]]:
         if not isinstance(key, str) or "." not in key:
             raise SceneError([f"overrides: {key!r}: expected a key section.key, e.g. "
                               f"\"flock.count\""])
-        out.append((key, list(value) if isinstance(value, tuple) else value,
-                    "overrides"))
+        if isinstance(value, tuple):  # a size (w, h), as TOML's array
+            value = list(value)
+        elif isinstance(value, Fraction):  # a frame rate, exact: "24000/1001"
+            value = f'"{value}"'
+        out.append((key, value, "overrides"))
     return out
 
 

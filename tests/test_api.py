@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,7 @@ def test_a_missing_name_is_an_attribute_error():
 def test_overrides_take_python_values_or_toml_strings(small_scene):
     typed = render.load_scene(small_scene, {"flock.count": 50, "output.size": (64, 36),
                                             "output.transparent": True,
-                                            "output.fps": "24000/1001"})
+                                            "output.fps": Fraction(24000, 1001)})
     toml = render.load_scene(small_scene, {"flock.count": "50", "output.size": '"64x36"',
                                            "output.transparent": "true",
                                            "output.fps": '"24000/1001"'})
