@@ -134,7 +134,9 @@ def parser() -> argparse.ArgumentParser:
                          help="with --scheduler: hand the workers the simulated states "
                               "through DIR, storage every worker can read (for large "
                               "flocks), e.g. --cache-dir /shared/boids-cache")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar, and no note that a first run compiles the "
+                        "simulation kernels")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
 
