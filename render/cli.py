@@ -70,6 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if args.tile_size is not None or args.bit_depth != 8:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
         raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
+    if args.quality == "web":
+        from .encode.web import check_web_output
+
+        check_web_output(() if args.output is None else (args.output,))
+        if args.crf is not None:
+            raise UsageError("--crf sets x264's quality; --quality web encodes with "
+                             "settings of its own (docs/loops.md): drop --crf")
     if args.contact_sheet:
         from .contact_sheet import render_contact_sheet
 
@@ -156,7 +163,8 @@ def _clip(args: argparse.Namespace, scene) -> int:
     from .pipeline import Diagnostics, render
 
     target = Target.of(args.output, scene, first=frame_range(args.frames)[0],
-                       resume=args.resume, overwrite=args.overwrite)
+                       resume=args.resume, overwrite=args.overwrite,
+                       web=args.quality == "web")
     render(scene, target, executor_from(args), Diagnostics(args.stats, args.plot),
            quiet=args.quiet)
     return 0
