@@ -197,7 +197,7 @@ def _seconds(t, fps: Fraction) -> Fraction:
 
 
 _CLIP_OPTIONS = ("frames", "workers", "scheduler", "cache_dir", "stats", "plot", "quiet",
-                 "resume", "overwrite")
+                 "resume", "overwrite", "web")
 _STILL_OPTIONS = ("still", "dpi", "bit_depth", "tile_size", "overwrite", "quiet")
 
 
@@ -219,6 +219,9 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
       stats: a .csv or .json of per-frame diagnostics; plot: a .png of them over time.
       quiet: no progress bar and no first-run note. resume: keep a PNG sequence's
         complete frames. overwrite=False: keep what exists.
+      web: a path NAME.mp4 becomes a web page's four files, as `--quality web` writes
+        them (NAME.mp4, NAME.av1.mp4, NAME.jpg, NAME.html; the preset's size and rate are
+        scene settings: pass them as overrides).
     A still instead: still=t (as `frame` takes it) with path a .png, .pdf or .svg, and
       dpi (72), bit_depth (8 or 16), tile_size (px), overwrite, quiet.
     """
@@ -255,7 +258,7 @@ def _clip_render(scene: Scene, path, *, frames=None, workers: int | None = None,
                  scheduler: str | None = None, cache_dir: str | Path | None = None,
                  stats: str | Path | None = None, plot: str | Path | None = None,
                  quiet: bool = False, resume: bool = False, overwrite: bool = True,
-                 **still_only) -> list[Path]:
+                 web: bool = False, **still_only) -> list[Path]:
     """render(...) of a clip, a sequence, trajectories or diagnostics."""
     from .encode import Target
     from .encode.images import is_sequence, sequence_pattern
@@ -268,7 +271,7 @@ def _clip_render(scene: Scene, path, *, frames=None, workers: int | None = None,
     if not paths and stats is None and plot is None:
         raise UsageError("nothing to do: give a path, stats or plot")
     scene, first = _clip(scene, frames)
-    target = Target(paths, first, scene.frame_count, resume, overwrite)
+    target = Target(paths, first, scene.frame_count, resume, overwrite, web)
     run(scene, target, _executor(workers, scheduler, cache_dir), Diagnostics(stats, plot),
         quiet=quiet)
     written = []

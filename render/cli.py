@@ -70,6 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if args.tile_size is not None or args.bit_depth != 8:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
         raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
+    if args.quality == "web":
+        from .encode.web import check_web_output
+
+        check_web_output(() if args.output is None else (args.output,))
+        if args.crf is not None:
+            raise UsageError("--crf sets x264's quality; --quality web encodes with "
+                             "settings of its own (docs/loops.md): drop --crf")
     if args.contact_sheet:
         from .contact_sheet import render_contact_sheet
 
@@ -159,7 +166,7 @@ def _clip(args: argparse.Namespace, scene) -> int:
     render(scene, args.output, frames=(first, scene.frame_count) if first else None,
            workers=args.workers, scheduler=args.scheduler, cache_dir=args.cache_dir,
            stats=args.stats, plot=args.plot, quiet=args.quiet, resume=args.resume,
-           overwrite=args.overwrite)
+           overwrite=args.overwrite, web=args.quality == "web")
     return 0
 
 

@@ -54,8 +54,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quality", choices=list(QUALITY),
                    help="a preset of size, fps, crf and motion blur: draft 640x360@30, "
                         "preview 1280x720@30, high 1920x1080@60, film 3840x2160@24 with "
-                        "8-sample motion blur; explicit options still win, e.g. "
-                        "--quality preview")
+                        "8-sample motion blur; web 1280x720@30 for a page: -o NAME.mp4 "
+                        "writes NAME.mp4 (H.264), NAME.av1.mp4 (AV1), NAME.jpg (poster) "
+                        "and NAME.html (a <video> element); explicit options still win, "
+                        "e.g. --quality preview")
     p.add_argument("--motion-blur", metavar="N",
                    help="average N sub-frames across the shutter (render.motion_blur; "
                         "render.shutter_angle, 180° by default), e.g. --motion-blur 8")
@@ -149,6 +151,8 @@ QUALITY = {
                 "render.motion_blur": "1"},
     "high": {"output.size": '"1920x1080"', "output.fps": '"60"', "output.crf": "18",
              "render.motion_blur": "1"},
+    # The encoders' settings are encode.web's h264_args and av1_args (measured), not a crf.
+    "web": {"output.size": '"1280x720"', "output.fps": '"30"', "render.motion_blur": "1"},
     "film": {"output.size": '"3840x2160"', "output.fps": '"24"', "output.crf": "16",
              "render.motion_blur": "8", "render.shutter_angle": "180"},
 }

@@ -53,6 +53,9 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         raise UsageError(f"{target.state_paths[0]}: trajectories are written here, as the "
                          f"flock is simulated (sequential, and cheap next to drawing): drop "
                          f"--scheduler")
+    if target.web and isinstance(executor, Cluster):
+        raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
+                         f"encoders and a poster fed the same frames): drop --scheduler")
     for path in target.paths or (None,):
         budget.check(scene, path)  # before anything large is allocated
     if target.paths:

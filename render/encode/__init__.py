@@ -4,7 +4,6 @@ frames, `StateWriter` for the flock's states), and the output suffix → writer 
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -37,6 +36,8 @@ class Target:
 
     resume: keep the complete frames of a PNG sequence. overwrite=False: keep whatever
     exists (PNG frames are skipped; a clip is refused before any work is done).
+    web: the one path NAME.mp4 names a web page's four files (`web.WebWriter`): NAME.mp4
+    (H.264), NAME.av1.mp4 (AV1), NAME.jpg (the poster) and NAME.html.
     """
 
     paths: tuple[str, ...]
@@ -44,13 +45,20 @@ class Target:
     end: int
     resume: bool = False
     overwrite: bool = True
+    web: bool = False
+
+    def __post_init__(self):
+        if self.web:
+            from .web import check_web_output
+
+            check_web_output(self.paths)
 
     @classmethod
     def of(cls, output: str | None, scene: Scene, *, first: int = 0, resume: bool = False,
-           overwrite: bool = True) -> Target:
+           overwrite: bool = True, web: bool = False) -> Target:
         """One output (None: none) of frames first .. the scene's last."""
         return cls(() if output is None else (str(output),), first, scene.frame_count,
-                   resume, overwrite)
+                   resume, overwrite, web)
 
     @property
     def count(self) -> int:
@@ -100,15 +108,26 @@ def open_writer(target: Target, scene: Scene) -> FrameWriter:
     format its suffix names, or PNG in a folder ending in "/") or a clip chosen by suffix
     for each; several are written as one. Refuses (UsageError) what cannot be written
     before anything is opened."""
+    if target.web:
+        from .web import WebWriter
+
+        return WebWriter(target.paths[0], scene, frames=target.count, first=target.first,
+                         overwrite=target.overwrite)
     writers = [_writer(path, target, scene) for path in target.frame_paths]
-    return writers[0] if len(writers) == 1 else _Together(writers)
+    return writers[0] if len(writers) == 1 else _together(writers, target)
 
 
 def open_state_writer(target: Target, scene: Scene) -> StateWriter:
     """The writer for `target`'s state paths (.npz; .usd, .usda, .usdc), several written
     as one."""
     writers = [_state_writer(path, target, scene) for path in target.state_paths]
-    return writers[0] if len(writers) == 1 else _Together(writers)
+    return writers[0] if len(writers) == 1 else _together(writers, target)
+
+
+def _together(writers: list, target: Target):
+    from .together import Together
+
+    return Together(writers, overwrite=target.overwrite)
 
 
 def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
@@ -150,36 +169,3 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
                      f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "
                      f"such as out/frame_%05d.png (or {', '.join(FRAME_SUFFIXES[1:])}), or "
                      f"{', '.join(STATE_SUFFIXES)} (trajectories)")
-
-
-class _Together:
-    """Several writers fed the same frames (or states): a frame is drawn when any of them
-    wants it.
-    Closed last-opened first; a failure (or an interruption) while one closes reaches the
-    ones still open, which then discard their work."""
-
-    def __init__(self, writers: list[FrameWriter]):
-        self.writers = writers
-        self.stack = contextlib.ExitStack()
-
-    def __enter__(self) -> _Together:
-        with self.stack:  # a writer that fails to open closes those already open
-            for writer in self.writers:
-                self.stack.enter_context(writer)
-            self.stack = self.stack.pop_all()
-        return self
-
-    def wants(self, index: int) -> bool:
-        return any(writer.wants(index) for writer in self.writers)
-
-    def write(self, index: int, pixels: np.ndarray) -> None:
-        for writer in self.writers:
-            if writer.wants(index):
-                writer.write(index, pixels)
-
-    def write_state(self, state) -> None:
-        for writer in self.writers:
-            writer.write_state(state)
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.stack.__exit__(exc_type, exc, tb)

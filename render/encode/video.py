@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
-from .files import place, temp_beside
+from .files import place_finished, temp_beside
 from .pipe import grow_pipe, hand_over
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
@@ -110,7 +110,13 @@ class VideoWriter:
     Use as a context manager; an exception inside the block (an interruption included)
     kills ffmpeg and removes the temporary file, leaving any existing file at `path`
     untouched. With `overwrite` off an existing `path` is refused before any work.
+
+    `hold` (set before entering; see `encode.together`): a clean exit leaves the finished,
+    checked file in its temporary, listed in `staged` as (temporary, final) pairs, for the
+    caller to place together with others.
     """
+
+    hold = False
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
                  frames: int, overwrite: bool = True, first: int = 0,
@@ -129,6 +135,7 @@ class VideoWriter:
         self.first = first  # index of the clip's first frame (a range of a longer clip)
         self.overwrite = overwrite
         self.written = 0
+        self.staged: list[tuple[Path, Path]] = []
         self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> VideoWriter:
@@ -197,7 +204,8 @@ class VideoWriter:
             # cuts the wait short.
             if self._proc.poll() is None:
                 self._proc.kill()
-            self._tmp.unlink(missing_ok=True)
+            if not self.staged:
+                self._tmp.unlink(missing_ok=True)
             try:
                 self._proc.stdin.close()
             except OSError:
@@ -211,8 +219,11 @@ class VideoWriter:
         if code != 0:
             raise EncodeError(f"ffmpeg failed writing {self.path}: {self._cause()}")
         self._seal(self._tmp)
-        _check_and_place(self._tmp, self.path, self.expected, "ffmpeg wrote",
-                         overwrite=self.overwrite)
+        _check_frames(self._tmp, self.path, self.expected, "ffmpeg wrote")
+        if self.hold:
+            self.staged = [(self._tmp, self.path)]
+        else:
+            place_finished(self._tmp, self.path, overwrite=self.overwrite)
 
     def _seal(self, tmp: Path) -> None:
         """Last touches to the finished file `tmp`, before it is checked and placed."""
@@ -239,15 +250,12 @@ def ffmpeg_account(log, code: int | None) -> str:
     return text if len(text) <= 400 else text[:400] + " …"
 
 
-def _check_and_place(tmp: Path, path: Path, expected: int, found_in: str, *,
-                     overwrite: bool) -> None:
-    """Rename the finished clip `tmp` to `path` once it holds `expected` frames."""
+def _check_frames(tmp: Path, path: Path, expected: int, found_in: str) -> None:
+    """EncodeError unless the finished clip `tmp` (to become `path`) holds `expected`
+    frames."""
     found = count_frames(tmp)
     if found != expected:
         raise EncodeError(f"{path}: expected {expected} frames, {found_in} {found}")
-    if not place(tmp, path, overwrite=overwrite):
-        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
-                         f"the new render was discarded")
 
 
 def count_frames(path: str | Path) -> int:
@@ -301,8 +309,8 @@ def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: in
             if code != 0:
                 raise EncodeError(f"ffmpeg failed joining the segments of {path}: "
                                   f"{ffmpeg_account(log, code)}")
-            _check_and_place(tmp, path, frames, "the joined segments hold",
-                             overwrite=overwrite)
+            _check_frames(tmp, path, frames, "the joined segments hold")
+            place_finished(tmp, path, overwrite=overwrite)
         finally:
             tmp.unlink(missing_ok=True)
             listing.unlink(missing_ok=True)
