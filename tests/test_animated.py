@@ -35,6 +35,7 @@ def expected_ms(count: int, fps: Fraction, unit: int | None) -> list[Fraction]:
     return [Fraction(1000 * (b - a), unit) for a, b in zip(starts, starts[1:])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", list(UNITS))
 @pytest.mark.parametrize("fps, frames", [("24", 31), ("30000/1001", 20), ("50", 7)])
 def test_animations_keep_every_frame_for_its_exact_time(cli, small_scene, tmp_path, suffix,
@@ -63,6 +64,7 @@ def test_a_24_fps_gif_alternates_four_and_five_hundredths(cli, small_scene, tmp_
     assert sum(durations) == 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fps, frames, shown, last_cs", [("60", 10, 8, 3), ("60", 60, 50, 2),
                                                          ("120", 13, 5, 3)])
 def test_a_gif_faster_than_50_fps_keeps_the_frames_of_a_50_fps_clock(
@@ -84,6 +86,7 @@ def test_a_gif_faster_than_50_fps_keeps_the_frames_of_a_50_fps_clock(
         assert np.abs(frame[..., :3].astype(int) - source[..., :3]).mean() < 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".webp", ".apng"])
 def test_transparent_animations_keep_alpha(cli, small_scene, tmp_path, suffix):
     out = tmp_path / f"t{suffix}"

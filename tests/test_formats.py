@@ -24,6 +24,7 @@ def stream(path) -> str:
     return next(line for line in proc.stderr.splitlines() if "Video:" in line)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", list(FORMATS))
 def test_clip_format_reads_back_as_asked(cli, small_scene, tmp_path, suffix):
     out = tmp_path / f"clip{suffix}"
@@ -111,6 +112,7 @@ def decode_rgba(path, decoder=()) -> "np.ndarray":
     return np.frombuffer(proc.stdout, np.uint8).reshape(-1, 90, 160, 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix,pix_fmt,decoder", [
     (".webm", "yuva420p", ("-c:v", "libvpx-vp9")),  # ffmpeg's own vp9 decoder drops alpha
     (".mov", "yuva444p", ()),
