@@ -36,6 +36,14 @@ DRAW_S_PER_BIRD = 4e-6
 DRAW_S_PER_PX = 2e-8         # painting and PNG compression, per frame
 VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
 SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
+EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
+EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
+# A frame's file, bytes per pixel, by suffix: the murmuration at 480x270 (animated images)
+# and 1080p to 4K (the rest), rounded up. ProRes 4444 about 0.42, PNG 0.09 to 0.17, JPEG
+# 0.16, EXR 0.39, GIF 0.25, WebP 0.2, APNG 0.5, H.264 and VP9 far less. cluster.py bounds
+# a segment's result by them.
+FILE_BYTES_PER_PX = {".mov": 0.6, ".png": 0.2, ".mp4": 0.1, ".webm": 0.1, ".exr": 0.5,
+                     ".jpg": 0.2, ".jpeg": 0.2, ".gif": 0.3, ".webp": 0.25, ".apng": 0.6}
 # Longer than this is a typo (a dt or a duration in the wrong unit), not a render anyone
 # waits for; split real work into shorter runs into a shared PNG folder (--no-overwrite).
 MAX_SECONDS = 30 * 24 * 3600
@@ -77,7 +85,7 @@ class Estimate:
     per_pixel: float  # bytes per pixel held (what the frame size costs)
     per_bird: float
     tile: int | None = None  # a still drawn in tiles of this many px a side
-    disk: float = 0.0  # bytes of the output file (0: not estimated)
+    disk: float = 0.0  # bytes written (0: not estimated)
 
     def __str__(self) -> str:
         disk = f", {_bytes(self.disk)} on disk" if self.disk else ""
@@ -101,19 +109,29 @@ def estimate(scene: Scene, output: str | None) -> Estimate:
     per_bird, per_step = simulation_costs(scene)
     per_pixel = 0.0
     seconds = steps * birds * per_step
-    pixels = 0
+    pixels = disk = 0
     if output is not None and is_state_output(output):
         return trajectory_estimate(scene, output, seconds)
     if output is not None:
-        video = Path(output).suffix.lower() in VIDEO_SUFFIXES
+        suffix = _suffix(output)
+        video = suffix in VIDEO_SUFFIXES
+        exr = suffix == ".exr"
         width, height = scene.output.size
         pixels = width * height
         per_bird += DRAW_BYTES_PER_BIRD
-        per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0)
+        per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0) + \
+            (EXR_BYTES_PER_PX if exr else 0)
         seconds += frames * (birds * DRAW_S_PER_BIRD
-                             + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX))
+                             + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX)
+                             + pixels * (EXR_S_PER_PX if exr else 0))
+        disk = frames * pixels * FILE_BYTES_PER_PX.get(suffix, 0)
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
-                    pixels, per_pixel, per_bird)
+                    pixels, per_pixel, per_bird, disk=disk)
+
+
+def _suffix(output: str) -> str:
+    """The format an output names: its suffix, or ".png" for a folder ending in "/"."""
+    return ".png" if output.endswith(("/", os.sep)) else Path(output).suffix.lower()
 
 
 def trajectory_estimate(scene: Scene, output: str, seconds: float) -> Estimate:
@@ -242,8 +260,6 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Est
                          "drawn in tiles")
         cost = estimate(scene, output)
     where = output or scene.path
-    if cost.disk:
-        require_disk(where, cost.disk)
     memory = available_memory()
     if memory is not None and cost.bytes > memory:
         raise UsageError(f"{where}: needs {cost}, but only {_bytes(memory)} of memory is "
@@ -253,6 +269,8 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Est
                          f"the limit is {_duration(MAX_SECONDS)}): use fewer frames "
                          f"(--frames, --duration), fewer birds, a larger scene.dt or fewer "
                          f"scene.settle_steps")
+    if cost.disk:
+        require_disk(where, cost.disk)
     return cost
 
 

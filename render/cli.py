@@ -70,10 +70,17 @@ def run(args: argparse.Namespace) -> int:
     if args.tile_size is not None or args.bit_depth != 8:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
         raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
+    if args.quality == "web":
+        from .encode.web import check_web_output
+
+        check_web_output(() if args.output is None else (args.output,))
+        if args.crf is not None:
+            raise UsageError("--crf sets x264's quality; --quality web encodes with "
+                             "settings of its own (docs/loops.md): drop --crf")
     if args.contact_sheet:
         from .contact_sheet import render_contact_sheet
 
-        render_contact_sheet(scene, args.contact_sheet)
+        render_contact_sheet(scene, args.contact_sheet, quiet=args.quiet)
         return 0
     if args.check:
         return _check(args, scene)
@@ -82,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _scene(args: argparse.Namespace):
     """The scene the options describe, and the time a --from still records (else None)."""
-    from .scene import load_scene
+    from .api import load_scene
 
     overrides = overrides_from(args)
     if args.paper:
@@ -118,9 +125,10 @@ def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> i
         tiles = f" in {cost.tile}-px tiles" if cost.tile else ""
         print(f"# estimate to {args.output}: {cost}{tiles}")
         return 0
-    from .stills import render_still
+    from .api import render
 
-    render_still(scene, args.output, time, overwrite=args.overwrite, **options)
+    render(scene, args.output, still=time, overwrite=args.overwrite, quiet=args.quiet,
+           **options)
     return 0
 
 
@@ -152,23 +160,14 @@ def _clip(args: argparse.Namespace, scene) -> int:
               "--check",
               file=sys.stderr)
         return 2
-    from .encode import Target
-    from .pipeline import Diagnostics, render
+    from .api import render
 
-    target = Target.of(args.output, scene, first=frame_range(args.frames)[0],
-                       resume=args.resume, overwrite=args.overwrite)
-    render(scene, target, executor_from(args), Diagnostics(args.stats, args.plot),
-           quiet=args.quiet)
+    first = frame_range(args.frames)[0]
+    render(scene, args.output, frames=(first, scene.frame_count) if first else None,
+           workers=args.workers, scheduler=args.scheduler, cache_dir=args.cache_dir,
+           stats=args.stats, plot=args.plot, quiet=args.quiet, resume=args.resume,
+           overwrite=args.overwrite, web=args.quality == "web")
     return 0
-
-
-def executor_from(args: argparse.Namespace):
-    """Where --scheduler and --workers say frames are drawn."""
-    from .executor import Cluster, Threads, default_workers
-
-    if args.scheduler is None:
-        return Threads(args.workers or default_workers())
-    return Cluster(args.scheduler, args.workers, args.cache_dir)
 
 
 def _info(path: str) -> int:

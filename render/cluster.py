@@ -4,8 +4,8 @@ The simulation is sequential and cheap; drawing and encoding are the expensive, 
 part. The driver simulates once and ships each task the states of one segment of frames;
 the task runs the local pipeline's `drawing.draw_range` on them and returns what it
 encoded: the segment as a clip in the output's own format (`render_clip_segment`), or the
-segment's PNG files (`render_png_segment`). The driver writes
-PNG files as they arrive and joins clip segments without re-encoding. A task carries all it
+segment's frames as files of the sequence's format (`render_frames_segment`). The driver
+writes the frames as they arrive and joins clip segments without re-encoding. A task carries all it
 needs (its states, or their path in a shared --cache-dir), so when a worker dies the
 scheduler runs the task again elsewhere and the result is the same.
 """
@@ -31,24 +31,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
 from .encode import Target, open_writer
-from .encode.images import SequenceWriter, encode_png, is_sequence
+from .encode.images import SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError
 from .executor import Cluster, default_workers
 from .scene import Scene
-from .segments import (INSTALL, TOPIC, Shipment, render_clip_segment, render_png_segment,
-                       version)
+from .segments import (INSTALL, TOPIC, Shipment, render_clip_segment,
+                       render_frames_segment, version)
 from .states import FrameState
 
 # States shipped inside one task: above this a segment is cut shorter, unless they travel
 # through --cache-dir (the scheduler holds every waiting task's arguments).
 TASK_BYTES = 64 * 2**20
 # An encoded segment travels back whole: this bounds it (and the worker's memory), by
-# bytes per pixel of a frame, measured on the murmuration at 4K with headroom (ProRes
-# 4444 about 0.42, PNG about 0.09, H.264 and VP9 far less).
+# bytes per pixel of a frame (budget.FILE_BYTES_PER_PX).
 RESULT_BYTES = 256 * 2**20
-RESULT_BYTES_PER_PX = {".mov": 0.6, "png": 0.2, ".mp4": 0.1, ".webm": 0.1}
 # Segments per worker: enough that a slow or restarted worker does not hold up the end.
 SEGMENTS_PER_WORKER = 3
 
@@ -125,7 +124,8 @@ class _Run:
         if wanted:
             self.destination.frames[segment] = len(wanted)
             kind = self.destination.kind
-            task = (render_png_segment,) if kind == "png" else (render_clip_segment, kind)
+            task = (render_frames_segment if self.destination.sequence
+                    else render_clip_segment, kind)
             future = self.client.submit(
                 *task, self.scene, self.shipping.ship(segment, wanted), self.token, segment,
                 version(), key=f"boids-render-{self.token}-{segment:05d}", pure=False)
@@ -260,14 +260,23 @@ def _check_versions(client, scheduler: str) -> None:
                          f"worker ({INSTALL})")
 
 
+# Animated images are not split into segments: why not, for each.
+_WHOLE = {
+    ".gif": "a GIF's palette comes from the whole clip",
+    ".webp": "libwebp assembles an animated WebP whole, each frame against the last",
+    ".apng": "an APNG's frames are each encoded against the last, and ffmpeg cannot join "
+             "APNG segments without re-encoding",
+}
+
+
 def _check_clip(scene: Scene, target: Target) -> None:
-    """What a clip split across a cluster cannot be, before any work is done: a GIF, or
-    whatever a local render would refuse."""
+    """What a clip split across a cluster cannot be, before any work is done: an animated
+    image (GIF, WebP, APNG), or whatever a local render would refuse."""
     output = target.paths[0]
-    if Path(output).suffix.lower() == ".gif":
-        raise UsageError(f"{output}: a GIF's palette comes from the whole clip, so it is "
-                         f"not split across a cluster; render it without --scheduler, or "
-                         f"render .mov or PNG frames on the cluster")
+    why = _WHOLE.get(Path(output).suffix.lower())
+    if why:
+        raise UsageError(f"{output}: {why}, so it is not split across a cluster; render it "
+                         f"without --scheduler, or render .mov or PNG frames on the cluster")
     open_writer(target, scene)  # checks, opens nothing
 
 
@@ -277,7 +286,7 @@ def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
     both ways: the task's states (TASK_BYTES, unless they travel through the shared
     cache) and its encoded result (RESULT_BYTES)."""
     per = -(-total // (SEGMENTS_PER_WORKER * slots))
-    result_per_frame = size[0] * size[1] * RESULT_BYTES_PER_PX.get(kind, 0.1)
+    result_per_frame = size[0] * size[1] * FILE_BYTES_PER_PX.get(kind, 0.1)
     per = min(per, max(1, int(RESULT_BYTES // result_per_frame)))
     if not shared:
         states = sum(a.nbytes for a in (sample.positions, sample.velocities,
@@ -302,11 +311,12 @@ class _Destination:
         self.total = target.count
         self.fps = scene.output.fps
         self.overwrite = target.overwrite
-        sequence = is_sequence(output)
-        self.kind = "png" if sequence else Path(output).suffix.lower()
-        self.sequence = SequenceWriter(output, size=scene.output.size,
-                                       resume=target.resume,
-                                       overwrite=target.overwrite) if sequence else None
+        self.sequence = SequenceWriter(
+            output, size=scene.output.size, resume=target.resume,
+            overwrite=target.overwrite, transparent=scene.output.transparent) \
+            if is_sequence(output) else None
+        # The suffix of the files each task returns: the frames' or the clip's.
+        self.kind = self.sequence.suffix if self.sequence else Path(output).suffix.lower()
         self.frames: dict[int, int] = {}  # segment → frames
 
     def __enter__(self) -> _Destination:
@@ -324,8 +334,8 @@ class _Destination:
 
     def add(self, segment: int, result) -> None:
         if self.sequence:
-            for index, png in result:
-                self.sequence.write_encoded(index, png)
+            for index, data in result:
+                self.sequence.write_encoded(index, data)
         else:
             (self.folder / f"{segment:05d}{self.kind}").write_bytes(result)
 

@@ -9,17 +9,18 @@ from .draw.surface import Canvas
 from .encode.images import write_png
 from .errors import UsageError
 from .scene import Scene
-from .sim.simulate import Simulation, frames
-from .states import FrameState, exposure, require_finite
+from .sim.simulate import frames
+from .states import FrameState, exposure, require_finite, simulation
 
 GAP_PX, LABEL_PX = 8, 22  # between thumbnails; the label's band under each
 
 
 def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
-                         rows: int = 3, thumb_width: int = 480) -> None:
+                         rows: int = 3, thumb_width: int = 480, quiet: bool = True) -> None:
     """A grid of thumbnails spread evenly across the clip, each labelled with its time:
     the look of a clip without playing it. Thumbnails are the clip's own frames, drawn
-    smaller (the same picture: widths are in world units)."""
+    smaller (the same picture: widths are in world units). Unless `quiet`, a first run's
+    kernel compilation is announced."""
     count = columns * rows
     total = scene.frame_count
     picks = sorted({round(i * (total - 1) / max(count - 1, 1)) for i in range(count)})
@@ -38,7 +39,7 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
     ctx.set_source_rgb(*scene.colours()["background"])
     ctx.paint()
     canvas = Canvas(thumb)
-    sim = Simulation(scene)
+    sim = simulation(scene, quiet=quiet)
     wanted = iter(picks)
     target = next(wanted)
     slot = 0

@@ -37,11 +37,11 @@ def parser() -> argparse.ArgumentParser:
                    help="scene file (TOML), e.g. scenes/murmuration.toml (not needed with "
                         "--from or --info)")
     p.add_argument("-o", "--output", metavar="OUT",
-                   help="output: FILE.mp4|.webm|.mov|.gif, a folder ending in '/' or a "
-                        "pattern such as "
-                        "out/f_%%05d.png (PNG sequence), or the trajectories, nothing "
-                        "drawn: FILE.npz (numpy), FILE.usd|.usdc (binary USD) or FILE.usda "
-                        "(text USD), e.g. -o out/murmuration.mp4")
+                   help="output: a clip FILE.mp4|.webm|.mov, an animated image "
+                        "FILE.gif|.webp|.apng, a folder ending in '/' (PNG frames), a "
+                        "pattern such as out/f_%%05d.png|.exr|.jpg (a file per frame), or "
+                        "the trajectories, nothing drawn: FILE.npz (numpy), FILE.usd|.usdc "
+                        "(binary USD) or FILE.usda (text USD), e.g. -o out/murmuration.mp4")
     p.add_argument("--size", metavar="WxH", help="frame size, e.g. --size 1280x720")
     p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001")
     length = p.add_mutually_exclusive_group()
@@ -54,8 +54,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quality", choices=list(QUALITY),
                    help="a preset of size, fps, crf and motion blur: draft 640x360@30, "
                         "preview 1280x720@30, high 1920x1080@60, film 3840x2160@24 with "
-                        "8-sample motion blur; explicit options still win, e.g. "
-                        "--quality preview")
+                        "8-sample motion blur; web 1280x720@30 for a page: -o NAME.mp4 "
+                        "writes NAME.mp4 (H.264), NAME.av1.mp4 (AV1), NAME.jpg (poster) "
+                        "and NAME.html (a <video> element); explicit options still win, "
+                        "e.g. --quality preview")
     p.add_argument("--motion-blur", metavar="N",
                    help="average N sub-frames across the shutter (render.motion_blur; "
                         "render.shutter_angle, 180° by default), e.g. --motion-blur 8")
@@ -134,7 +136,9 @@ def parser() -> argparse.ArgumentParser:
                          help="with --scheduler: hand the workers the simulated states "
                               "through DIR, storage every worker can read (for large "
                               "flocks), e.g. --cache-dir /shared/boids-cache")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar, and no note that a first run compiles the "
+                        "simulation kernels")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
 
@@ -147,6 +151,8 @@ QUALITY = {
                 "render.motion_blur": "1"},
     "high": {"output.size": '"1920x1080"', "output.fps": '"60"', "output.crf": "18",
              "render.motion_blur": "1"},
+    # The encoders' settings are encode.web's h264_args and av1_args (measured), not a crf.
+    "web": {"output.size": '"1280x720"', "output.fps": '"30"', "render.motion_blur": "1"},
     "film": {"output.size": '"3840x2160"', "output.fps": '"24"', "output.crf": "16",
              "render.motion_blur": "8", "render.shutter_angle": "180"},
 }

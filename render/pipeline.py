@@ -11,6 +11,7 @@ them.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -45,23 +46,32 @@ class Diagnostics:
 def render(scene: Scene, target: Target, executor: Executor | None = None,
            diagnostics: Diagnostics = Diagnostics(), *, quiet: bool = False) -> int:
     """Render `target`'s frames of `scene` (no paths: simulate only) on `executor` (None:
-    `Threads()`), and keep the `diagnostics` asked for; `quiet`: no progress bar. Returns
-    the number of frames. A kept frame (see `Target`) is still simulated, not drawn."""
+    `Threads()`), and keep the `diagnostics` asked for; `quiet`: no progress bar, and no
+    note that a first run compiles the kernels. Returns the number of frames. A kept
+    frame (see `Target`) is still simulated, not drawn."""
     if target.state_paths and isinstance(executor, Cluster):
         raise UsageError(f"{target.state_paths[0]}: trajectories are written here, as the "
                          f"flock is simulated (sequential, and cheap next to drawing): drop "
                          f"--scheduler")
+    if target.web and isinstance(executor, Cluster):
+        raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
+                         f"encoders and a poster fed the same frames): drop --scheduler")
     for path in target.paths or (None,):
         budget.check(scene, path)  # before anything large is allocated
+    if target.paths:
+        open_writer(target, scene)  # refuses what cannot be written; opens nothing
     crossfade = crossfade_frames(scene, target.first)
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
     # In a log file (a farm, CI) a bar redrawn ten times a second is noise: every 10 s.
     every_s = 0.1 if sys.stderr.isatty() else 10.0
     seam = None
+    # The flock is seeded and settled, and the first frame simulated, before the bar
+    # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
+    # would otherwise count as the first frame's time and wreck the ETA.
+    states = _primed(simulated(scene, target.first, target.count, rows, quiet=quiet))
     with tqdm(total=target.count, unit="frame", disable=quiet, desc=label,
               mininterval=every_s) as bar, contextlib.ExitStack() as kept:
-        states = simulated(scene, target.first, target.count, rows, progress=not quiet)
         if target.state_paths:
             states = _written(states, kept.enter_context(open_state_writer(target, scene)))
         if not target.frame_paths:
@@ -78,6 +88,12 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         print(f"boids-render: {seam.report()}", file=sys.stderr)
     _keep(diagnostics, rows, scene)
     return target.count
+
+
+def _primed(states: Iterator[FrameState]) -> Iterator[FrameState]:
+    """`states` with the first one computed now."""
+    first = next(states, None)
+    return states if first is None else itertools.chain([first], states)
 
 
 def _written(states: Iterable[FrameState], writer: StateWriter) -> Iterator[FrameState]:

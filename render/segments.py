@@ -1,6 +1,6 @@
 """What a cluster's worker runs: one task draws one segment of frames from the states
 the driver shipped (`Shipment`) and returns them encoded, as a clip
-(`render_clip_segment`) or as PNG files (`render_png_segment`). The driver is cluster.py.
+(`render_clip_segment`) or as image files (`render_frames_segment`). The driver is cluster.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .drawing import draw_range
-from .encode.images import encode_png
+from .encode.images import FRAME_FORMATS
 from .errors import UsageError
 from .scene import Scene
 from .states import FrameState
@@ -36,14 +36,15 @@ class Shipment:
             return pickle.load(f)
 
 
-def render_png_segment(scene: Scene, shipment: Shipment, token: str, segment: int,
-                       driver_version: str) -> list[tuple[int, bytes]]:
-    """A cluster task: draw the shipped states and return each frame's (index, PNG file
-    bytes). `driver_version`: the driver's boids-render, which this worker must run (one
-    may join mid-render)."""
+def render_frames_segment(suffix: str, scene: Scene, shipment: Shipment, token: str,
+                          segment: int, driver_version: str) -> list[tuple[int, bytes]]:
+    """A cluster task: draw the shipped states and return each frame's (index, file bytes)
+    in the frame format of `suffix` (.png, .exr, .jpg: images.FRAME_FORMATS).
+    `driver_version`: the driver's boids-render, which this worker must run (one may join
+    mid-render)."""
     states = _unpacked(shipment, driver_version)
     report = _reporter(token, segment)
-    sink = _EncodedFrames()
+    sink = _EncodedFrames(FRAME_FORMATS[suffix].encode)
     for done, _ in enumerate(draw_range(scene, states, sink, workers=1), 1):
         report(done)
     return sink.files
@@ -53,7 +54,7 @@ def render_clip_segment(suffix: str, scene: Scene, shipment: Shipment, token: st
                         segment: int, driver_version: str) -> bytes:
     """A cluster task: draw the shipped states and return them as one clip of `suffix`
     (.mp4, .webm, .mov: the file's bytes), joinable with the other segments.
-    `driver_version`: as for `render_png_segment`."""
+    `driver_version`: as for `render_frames_segment`."""
     from .encode.video import VideoWriter
 
     states = _unpacked(shipment, driver_version)
@@ -108,9 +109,10 @@ def _reporter(token: str, segment: int):
 
 
 class _EncodedFrames:
-    """A FrameWriter that keeps each frame as PNG bytes."""
+    """A FrameWriter that keeps each frame as its file's bytes, by `encode(pixels)`."""
 
-    def __init__(self):
+    def __init__(self, encode):
+        self.encode = encode
         self.files: list[tuple[int, bytes]] = []
 
     def __enter__(self) -> _EncodedFrames:
@@ -123,4 +125,4 @@ class _EncodedFrames:
         return True
 
     def write(self, index: int, pixels) -> None:
-        self.files.append((index, encode_png(pixels)))
+        self.files.append((index, self.encode(pixels)))

@@ -8,9 +8,12 @@ top-down orthographic, from the (x, y) columns (`FrameState.draw`).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
@@ -19,6 +22,7 @@ from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .loop import crossfade_frames
 from .scene import Scene
+from . import sim as sim_package
 from .sim import diagnostics
 from .sim.loop import looped
 from .sim.simulate import Simulation, frames
@@ -76,16 +80,42 @@ def top_down(vectors: np.ndarray) -> np.ndarray:
 
 
 def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = None, *,
-              progress: bool = False) -> Iterator[FrameState]:
+              quiet: bool = True) -> Iterator[FrameState]:
     """The states of frames first .. first+count−1, simulated from the start (a loop's
     head morphing from its tail); each frame's diagnostics are appended to `rows` when
-    given. progress: a bar on stderr while a 3D flock settles."""
-    sim = Simulation(scene, progress=progress)
+    given. The flock is seeded and settled by this call, not by the first `next`, so a
+    first run compiles the kernels here (announced unless `quiet`, see `simulation`)
+    rather than inside whatever times the frames."""
+    sim = simulation(scene, quiet=quiet)
     stream = frames(sim, scene.output.fps, count, first=first, **exposure(scene))
     crossfade = crossfade_frames(scene, first)
     if crossfade:
         stream = looped(scene, stream, count, crossfade)
-    yield from detached(scene, stream, sim.accent, rows)
+    return detached(scene, stream, sim.accent, rows)
+
+
+COMPILING = "compiling the simulation kernels: first run only"
+
+
+def simulation(scene: Scene, *, quiet: bool = True) -> Simulation:
+    """The scene's flock, seeded and settled. On a cold kernel cache (`kernels_cached`)
+    settling compiles the kernels first, for tens of seconds: unless `quiet`, one line on
+    stderr says so."""
+    if not quiet and not kernels_cached():
+        print(f"boids-render: {COMPILING}", file=sys.stderr, flush=True)
+    return Simulation(scene, progress=not quiet)  # a 3D flock's settling shows a bar
+
+
+def kernels_cached() -> bool:
+    """Whether numba's cache holds compiled kernels where this process looks: under
+    NUMBA_CACHE_DIR (the console script points it at a folder named after the simulator's
+    sources, see `sim.cache`, so an empty or missing folder means a first run or an edited
+    simulator), else beside the sources, in render/sim's __pycache__ folders. A shared
+    NUMBA_CACHE_DIR holding other kernels counts as cached: this only decides a note."""
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    if folder:
+        return any(Path(folder).rglob("*.nbi"))
+    return any(Path(sim_package.__file__).parent.rglob("__pycache__/*.nbi"))
 
 
 def detached(scene: Scene, stream: Iterable, accent: np.ndarray,

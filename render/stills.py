@@ -15,19 +15,20 @@ from .encode.images import write_png
 from .encode.still import provenance
 from .errors import UsageError
 from .scene import Scene
-from .sim.simulate import Simulation, frames
-from .states import FrameState, exposure, require_finite
+from .sim.simulate import frames
+from .states import FrameState, exposure, require_finite, simulation
 
 
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
                  overwrite: bool = True, bit_depth: int = 8,
-                 tile_size: int | None = None) -> None:
+                 tile_size: int | None = None, quiet: bool = True) -> None:
     """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
     or as a vector PDF/SVG page of the same picture.
 
     It is the frame a PNG sequence of the same scene and size shows at that time, pixel for
     pixel: the same sampling of the simulation and the same drawing. A PNG still larger
     than cairo can draw at once, or than memory holds, is drawn in tiles (the same pixels).
+    Unless `quiet`, a first run's kernel compilation is announced (see `states.simulation`).
     """
     from . import __version__
 
@@ -37,7 +38,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
                                   tile_size=tile_size).tile
     if not overwrite and output.exists():
         raise UsageError(f"{output}: exists (--no-overwrite)")
-    still = _state_at(scene, time)
+    still = state_at(scene, time, quiet=quiet)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
     if output.suffix.lower() in (".pdf", ".svg"):
         from .draw.vector import write_vector
@@ -57,9 +58,9 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         raise UsageError(f"{output}: exists (--no-overwrite)")
 
 
-def _state_at(scene: Scene, time: Fraction) -> FrameState:
+def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:
     """The flock at `time` s, sampled as a clip's frame at that time would be."""
-    sim = Simulation(scene)
+    sim = simulation(scene, quiet=quiet)
     # Frame 1 at 1/time frames per second is sampled at exactly `time`.
     fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
     # The shutter opens at `time` for the same span of the scene's frame interval.

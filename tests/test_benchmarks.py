@@ -27,8 +27,9 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
                    "drawing 3,600 streaks", "matplotlib", "ffmpeg alone", "full export",
                    "peak memory", "poster", "--help", "1-frame render",
                    "Dask LocalCluster", "machine busy with other work during the export",
-                   "full export's floor", "3D topological k=7", "3D cost per bird-step",
-                   "3D log-log slope"):
+                   "full export's floor", "plain x264 crf 23 preset slow",
+                   "--quality web, H.264", "--quality web, AV1", "3D topological k=7",
+                   "3D cost per bird-step", "3D log-log slope"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()

@@ -16,6 +16,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from render import cluster, segments
+from render.budget import FILE_BYTES_PER_PX
 from render.encode import Target
 from render.executor import Cluster
 from render.scene import load_scene
@@ -98,6 +99,18 @@ def test_a_clip_joins_its_segments_with_the_local_timing(cli, scheduler, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([local.name, joined.name])
 
 
+@pytest.mark.parametrize("suffix", [".exr", ".jpg"])
+def test_frames_of_any_format_equal_a_local_render_byte_for_byte(cli, scheduler, tmp_path,
+                                                                 suffix):
+    args = (*SMALL, "--frames", "6")
+    assert cli(MURMURATION, "-o", f"{tmp_path}/local/f_%02d{suffix}", *args).code == 0
+    r = cli(MURMURATION, "-o", f"{tmp_path}/cluster/f_%02d{suffix}", *args,
+            "--scheduler", scheduler)
+    assert r.code == 0, r.err
+    frames = files(tmp_path / "cluster")
+    assert frames == files(tmp_path / "local") and len(frames) == 6
+
+
 def test_the_segments_are_more_than_one(scheduler):
     """The joins above are real: 40 frames on 2 workers are several segments."""
     with Client(scheduler) as client:
@@ -131,7 +144,7 @@ def test_an_encoded_segment_stays_within_a_message(capsys):
 
     sample = next(simulated(scene, 0, 1))
     per = cluster._segment_length(14400, 4, sample, ".mov", (3840, 2160), shared=True)
-    assert per * 3840 * 2160 * cluster.RESULT_BYTES_PER_PX[".mov"] <= cluster.RESULT_BYTES
+    assert per * 3840 * 2160 * FILE_BYTES_PER_PX[".mov"] <= cluster.RESULT_BYTES
     assert 1 <= per < 14400 // 12
 
 
@@ -183,8 +196,9 @@ def test_a_worker_with_another_version_joining_mid_render_is_refused(scheduler):
 
     states = list(simulated(scene, 0, 1))
     with Client(scheduler) as client, pytest.raises(UsageError, match="same version"):
-        client.submit(segments.render_png_segment, scene, segments.Shipment(tuple(states)),
-                      "t", 0, "0.0.0-other", pure=False).result()
+        client.submit(segments.render_frames_segment, ".png", scene,
+                      segments.Shipment(tuple(states)), "t", 0, "0.0.0-other",
+                      pure=False).result()
 
 
 def test_workers_report_every_frame_they_draw(scheduler):
@@ -193,7 +207,7 @@ def test_workers_report_every_frame_they_draw(scheduler):
 
     states = list(simulated(scene, 0, 5))
     with Client(scheduler) as client:
-        result = client.submit(segments.render_png_segment, scene,
+        result = client.submit(segments.render_frames_segment, ".png", scene,
                                segments.Shipment(tuple(states)), "t0k3n", 7,
                                segments.version(), pure=False).result()
         deadline = time.monotonic() + 10
@@ -284,6 +298,8 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
     (("--scheduler", "tcp://127.0.0.1:1"), "cannot reach a Dask scheduler"),
     (("--scheduler", "nowhere"), "expected 'local' or a scheduler's address"),
     (("--scheduler", "local", "-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
+    (("--scheduler", "local", "-o", "{tmp}/x.webp"), "assembles an animated WebP whole"),
+    (("--scheduler", "local", "-o", "{tmp}/x.apng"), "cannot join APNG segments"),
     (("--scheduler", "local", "--still", "1", "-o", "{tmp}/x.png"), "drop --scheduler"),
     (("--cache-dir", "{tmp}/c"), "add --scheduler"),
     (("--scheduler", "local", "--resume"), "--resume applies to PNG sequences"),

@@ -107,6 +107,6 @@ def test_readme_is_short_and_links_the_docs():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
     for page in ("cli", "scenes", "model", "outputs", "stills", "loops", "cluster",
-                 "troubleshooting", "performance"):
+                 "troubleshooting", "performance", "api"):
         assert f"(docs/{page}.md" in readme, page
     assert "make render" in readme and "make test" in readme

@@ -414,8 +414,8 @@ def no_allocation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("allocated before refusing")
 
-    for module in (states, stills, contact_sheet):
-        monkeypatch.setattr(module, "Simulation", refuse)
+    # Clips, stills and contact sheets all seed their flock through states.simulation.
+    monkeypatch.setattr(states, "Simulation", refuse)
     for module in (drawing, stills, contact_sheet):
         monkeypatch.setattr(module, "Canvas", refuse)
     monkeypatch.setattr(video, "ffmpeg_exe", refuse)

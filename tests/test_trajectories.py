@@ -241,6 +241,7 @@ def test_interrupted_trajectories_leave_nothing_and_keep_an_existing_file(
     assert out.read_bytes() == b"the previous render"
 
 
+@pytest.mark.slow
 def test_sigint_stops_an_npz_render_and_leaves_nothing(small_scene, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -259,6 +260,7 @@ def test_sigint_stops_an_npz_render_and_leaves_nothing(small_scene, tmp_path):
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["f.npz", pytest.param("f.usd", marks=NEEDS_USD),
                                   pytest.param("f.usda", marks=NEEDS_USD)])
 def test_full_disk_is_one_line_and_leaves_nothing(small_scene, tmp_path, name):

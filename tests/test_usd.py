@@ -88,6 +88,7 @@ def test_each_suffix_writes_its_format(exported, name, magic):
     assert not list(exported.glob(".*partial*"))
 
 
+@pytest.mark.slow
 def test_usd_defaults_to_crate_whatever_the_environment_says(small_scene, tmp_path):
     # USD_DEFAULT_FILE_FORMAT is read when USD loads: run a fresh interpreter.
     out = tmp_path / "f.usd"

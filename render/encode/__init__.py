@@ -4,7 +4,6 @@ frames, `StateWriter` for the flock's states), and the output suffix → writer 
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -12,10 +11,14 @@ from typing import TYPE_CHECKING, Protocol
 from ..errors import UsageError
 from ..scene import Scene
 
-if TYPE_CHECKING:  # budget.py reads VIDEO_SUFFIXES and imports no numpy
+if TYPE_CHECKING:  # budget.py reads the suffixes and imports no numpy
     import numpy as np
 
-VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".gif")
+ANIMATED_SUFFIXES = (".gif", ".webp", ".apng")  # animated.py
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", *ANIMATED_SUFFIXES)
+# A frame pattern's suffix (the keys of images.FRAME_FORMATS, which imports no numpy
+# here); a folder ending in "/" means PNG.
+FRAME_SUFFIXES = (".png", ".exr", ".jpg", ".jpeg")
 # Trajectories: the states themselves, nothing drawn (npz.py, usd.py).
 STATE_SUFFIXES = (".npz", ".usd", ".usda", ".usdc")
 
@@ -33,6 +36,8 @@ class Target:
 
     resume: keep the complete frames of a PNG sequence. overwrite=False: keep whatever
     exists (PNG frames are skipped; a clip is refused before any work is done).
+    web: the one path NAME.mp4 names a web page's four files (`web.WebWriter`): NAME.mp4
+    (H.264), NAME.av1.mp4 (AV1), NAME.jpg (the poster) and NAME.html.
     """
 
     paths: tuple[str, ...]
@@ -40,13 +45,20 @@ class Target:
     end: int
     resume: bool = False
     overwrite: bool = True
+    web: bool = False
+
+    def __post_init__(self):
+        if self.web:
+            from .web import check_web_output
+
+            check_web_output(self.paths)
 
     @classmethod
     def of(cls, output: str | None, scene: Scene, *, first: int = 0, resume: bool = False,
-           overwrite: bool = True) -> Target:
+           overwrite: bool = True, web: bool = False) -> Target:
         """One output (None: none) of frames first .. the scene's last."""
         return cls(() if output is None else (str(output),), first, scene.frame_count,
-                   resume, overwrite)
+                   resume, overwrite, web)
 
     @property
     def count(self) -> int:
@@ -92,18 +104,30 @@ class StateWriter(Protocol):
 
 
 def open_writer(target: Target, scene: Scene) -> FrameWriter:
-    """The writer for `target`'s frame paths: a PNG sequence (a %0Nd pattern or a trailing
-    "/") or a video chosen by suffix for each; several are written as one. Refuses
-    (UsageError) what cannot be written before anything is opened."""
+    """The writer for `target`'s frame paths: a sequence of frames (a %0Nd pattern, in the
+    format its suffix names, or PNG in a folder ending in "/") or a clip chosen by suffix
+    for each; several are written as one. Refuses (UsageError) what cannot be written
+    before anything is opened."""
+    if target.web:
+        from .web import WebWriter
+
+        return WebWriter(target.paths[0], scene, frames=target.count, first=target.first,
+                         overwrite=target.overwrite)
     writers = [_writer(path, target, scene) for path in target.frame_paths]
-    return writers[0] if len(writers) == 1 else _Together(writers)
+    return writers[0] if len(writers) == 1 else _together(writers, target)
 
 
 def open_state_writer(target: Target, scene: Scene) -> StateWriter:
     """The writer for `target`'s state paths (.npz; .usd, .usda, .usdc), several written
     as one."""
     writers = [_state_writer(path, target, scene) for path in target.state_paths]
-    return writers[0] if len(writers) == 1 else _Together(writers)
+    return writers[0] if len(writers) == 1 else _together(writers, target)
+
+
+def _together(writers: list, target: Target):
+    from .together import Together
+
+    return Together(writers, overwrite=target.overwrite)
 
 
 def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
@@ -126,51 +150,22 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
 
     if is_sequence(output):
         return SequenceWriter(output, size=scene.output.size, resume=target.resume,
-                              overwrite=target.overwrite)
+                              overwrite=target.overwrite,
+                              transparent=scene.output.transparent)
     suffix = Path(output).suffix.lower()
     if suffix in VIDEO_SUFFIXES:
         if target.resume:
-            raise UsageError(f"{output}: --resume applies to PNG sequences; a clip is "
-                             f"always rendered whole")
-        from .video import VideoWriter
+            raise UsageError(f"{output}: --resume applies to PNG sequences (and EXR or JPEG "
+                             f"ones); a clip is always rendered whole")
+        if suffix in ANIMATED_SUFFIXES:
+            from .animated import AnimatedWriter as Writer
+        else:
+            from .video import VideoWriter as Writer
 
-        return VideoWriter(output, size=scene.output.size, fps=scene.output.fps,
-                           crf=scene.output.crf, frames=target.count, first=target.first,
-                           transparent=scene.output.transparent,
-                           overwrite=target.overwrite)
-    raise UsageError(f"{output}: unsupported output; use .mp4, .webm, .mov, .gif, a folder "
-                     f"ending in '/', a pattern such as out/frame_%05d.png, or .npz, .usd, "
-                     f".usda, .usdc (trajectories)")
-
-
-class _Together:
-    """Several writers fed the same frames (or states): a frame is drawn when any of them
-    wants it.
-    Closed last-opened first; a failure (or an interruption) while one closes reaches the
-    ones still open, which then discard their work."""
-
-    def __init__(self, writers: list[FrameWriter]):
-        self.writers = writers
-        self.stack = contextlib.ExitStack()
-
-    def __enter__(self) -> _Together:
-        with self.stack:  # a writer that fails to open closes those already open
-            for writer in self.writers:
-                self.stack.enter_context(writer)
-            self.stack = self.stack.pop_all()
-        return self
-
-    def wants(self, index: int) -> bool:
-        return any(writer.wants(index) for writer in self.writers)
-
-    def write(self, index: int, pixels: np.ndarray) -> None:
-        for writer in self.writers:
-            if writer.wants(index):
-                writer.write(index, pixels)
-
-    def write_state(self, state) -> None:
-        for writer in self.writers:
-            writer.write_state(state)
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.stack.__exit__(exc_type, exc, tb)
+        return Writer(output, size=scene.output.size, fps=scene.output.fps,
+                      crf=scene.output.crf, frames=target.count, first=target.first,
+                      transparent=scene.output.transparent, overwrite=target.overwrite)
+    raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
+                     f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "
+                     f"such as out/frame_%05d.png (or {', '.join(FRAME_SUFFIXES[1:])}), or "
+                     f"{', '.join(STATE_SUFFIXES)} (trajectories)")

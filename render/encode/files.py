@@ -76,3 +76,34 @@ def place_finished(tmp: Path, path: Path, *, overwrite: bool) -> None:
     if not place(tmp, path, overwrite=overwrite):
         raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
                          f"the new render was discarded")
+
+
+def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -> None:
+    """`place` each finished (temporary, final) pair as one step: all of them, or (when one
+    fails, or with `overwrite` off finds its final name taken) none, the ones already
+    placed removed again and every temporary removed. Ctrl-C and SIGTERM wait until the
+    renames are done, so an interruption cannot split them either."""
+    import signal
+    import threading
+
+    block = threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask")
+    signals = {signal.SIGINT, signal.SIGTERM}
+    if block:
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    placed: list[Path] = []
+    try:
+        for tmp, path in staged:
+            if not place(tmp, path, overwrite=overwrite):
+                raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps "
+                                 f"it; the new render ({len(staged)} files) was discarded")
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            path.unlink(missing_ok=True)
+        raise
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        if block:  # a signal that arrived meanwhile is delivered here
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)

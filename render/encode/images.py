@@ -1,23 +1,28 @@
-"""PNG sequences: one file per frame, each written whole or not at all."""
+"""Sequences of frames, one file per frame, each written whole or not at all: PNG, OpenEXR
+(exr.py) or JPEG, as the pattern's suffix says."""
 
 from __future__ import annotations
 
 import io
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import cairo
 import numpy as np
 
+from ..errors import UsageError
 from .files import write_atomically
 
 _PATTERN = re.compile(r"%0?(\d*)d")
-
+# JPEG frames are previews: quality 90 keeps thin streaks without ringing around them.
+JPEG_QUALITY = 90
 
 
 def is_sequence(output: str) -> bool:
-    """An output that contains a %0Nd pattern or ends in "/" is a PNG sequence."""
+    """An output that contains a %0Nd pattern or ends in "/" is a sequence of frames."""
     return bool(_PATTERN.search(output)) or output.endswith(("/", os.sep))
 
 
@@ -69,8 +74,83 @@ def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
     return (surface.get_width(), surface.get_height()) == tuple(size)
 
 
+def encode_jpeg(pixels: np.ndarray) -> bytes:
+    """An opaque frame, (h, w, 4) BGRA uint8, as a JPEG file (quality JPEG_QUALITY)."""
+    from PIL import Image
+
+    height, width, _ = pixels.shape
+    image = Image.frombuffer("RGB", (width, height), np.ascontiguousarray(pixels), "raw",
+                             "BGRX", 0, 1)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=JPEG_QUALITY)
+    return out.getvalue()
+
+
+def is_complete_jpeg(path: str | Path, size: tuple[int, int]) -> bool:
+    """Whether `path` holds a JPEG that decodes whole at `size` (w, h) px."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image.load()  # a truncated file raises here
+            return image.format == "JPEG" and image.size == tuple(size)
+    except (OSError, SyntaxError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class FrameFormat:
+    """How a sequence writes a frame: `encode` takes (h, w, 4) BGRA uint8 pixels as cairo
+    draws them (premultiplied) and returns the file's bytes; `is_complete(path, size)` says
+    whether a file on disk decodes whole at `size` (w, h) px (a frame --resume keeps)."""
+
+    name: str
+    encode: Callable[[np.ndarray], bytes]
+    is_complete: Callable[[str | Path, tuple[int, int]], bool]
+    alpha: bool
+
+
+# exr.py imports OpenEXR, an optional extra: only when an EXR frame is written or read.
+def _encode_exr(pixels: np.ndarray) -> bytes:
+    from .exr import encode_exr
+
+    return encode_exr(pixels)
+
+
+def _is_complete_exr(path: str | Path, size: tuple[int, int]) -> bool:
+    from .exr import is_complete_exr
+
+    return is_complete_exr(path, size)
+
+
+_PNG = FrameFormat("PNG", encode_png, is_complete_png, alpha=True)
+_JPEG = FrameFormat("JPEG", encode_jpeg, is_complete_jpeg, alpha=False)
+FRAME_FORMATS = {".png": _PNG,
+                 ".exr": FrameFormat("OpenEXR", _encode_exr, _is_complete_exr, alpha=True),
+                 ".jpg": _JPEG, ".jpeg": _JPEG}
+
+
+def frame_format(output: str, transparent: bool = False) -> FrameFormat:
+    """The format of a sequence's frames: its pattern's suffix, PNG for a folder. UsageError
+    for a suffix no frame format has, or alpha the format cannot hold."""
+    suffix = Path(sequence_pattern(output)).suffix.lower()
+    found = FRAME_FORMATS.get(suffix)
+    if found is None:
+        raise UsageError(f"{output}: a sequence of frames in {suffix or 'no format'}: "
+                         f"expected one of {', '.join(FRAME_FORMATS)}")
+    if transparent and not found.alpha:
+        raise UsageError(f"{output}: {found.name} has no alpha channel; transparent frames "
+                         f"need .png or .exr")
+    if found.name == "OpenEXR":
+        from .exr import require_openexr
+
+        require_openexr()
+    return found
+
+
 class SequenceWriter:
-    """Writes frame k to `pattern % k`. A context manager, like the video writer.
+    """Writes frame k to `pattern % k`, in the format of the pattern's suffix
+    (`frame_format`). A context manager, like the video writer.
 
     Frames already on disk are kept instead of drawn again: with `resume`, those that
     read back whole at `size` (an interrupted run's); without `overwrite`, any file at a
@@ -79,7 +159,9 @@ class SequenceWriter:
     """
 
     def __init__(self, output: str, *, size: tuple[int, int], resume: bool = False,
-                 overwrite: bool = True):
+                 overwrite: bool = True, transparent: bool = False):
+        self.format = frame_format(output, transparent)
+        self.suffix = Path(sequence_pattern(output)).suffix.lower()
         self.pattern = sequence_pattern(output)
         self.size = size
         self.resume = resume
@@ -95,17 +177,18 @@ class SequenceWriter:
         path = self.pattern % index
         if not self.overwrite and os.path.exists(path):
             return False
-        return not (self.resume and is_complete_png(path, self.size))
+        return not (self.resume and self.format.is_complete(path, self.size))
 
     def write(self, index: int, pixels: np.ndarray) -> None:
-        self.write_encoded(index, encode_png(pixels))
+        self.write_encoded(index, self.format.encode(pixels))
 
-    def write_encoded(self, index: int, png: bytes) -> None:
-        """Frame `index` as the PNG file's bytes (drawn and encoded elsewhere)."""
+    def write_encoded(self, index: int, data: bytes) -> None:
+        """Frame `index` as its file's bytes (drawn and encoded elsewhere, by
+        `self.format.encode`)."""
         # Not written (False) when, without overwrite, another machine sharing the folder
         # finished this frame meanwhile: theirs is kept.
         self.written += write_atomically(Path(self.pattern % index),
-                                         lambda tmp: tmp.write_bytes(png),
+                                         lambda tmp: tmp.write_bytes(data),
                                          overwrite=self.overwrite)
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
-from .files import place, temp_beside
+from .files import place_finished, temp_beside
 from .pipe import grow_pipe, hand_over
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
@@ -39,10 +39,10 @@ _BT709_FRAMES = "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt70
 # x264's crf 18 ("visually lossless") is about VP9's 31; the scale keeps the scene's crf the
 # one quality knob for both.
 _VP9_CRF_OFFSET = 13
-# GIF frame delays are whole hundredths of a second.
-GIF_MAX_FPS = 50
 # ffmpeg's progress line: "frame=  600 fps=…"; the last one has the total.
 _FRAME_COUNT = re.compile(rb"frame=\s*(\d+)")
+
+
 def straight_alpha(bgra: np.ndarray) -> np.ndarray:
     """cairo's premultiplied BGRA as the straight alpha ffmpeg's `bgra` means: colour
     divided by alpha (rounded), so edges composite without dark fringes."""
@@ -71,12 +71,6 @@ def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[s
                 "-vf", f"scale=out_color_matrix=bt709,{_BT709_FRAMES}",
                 "-pix_fmt", "yuva444p10le" if transparent else "yuv444p10le",
                 *_BT709_TAGS], "mov"
-    if suffix == ".gif":
-        # Two passes in one graph: a palette generated from the whole clip, then applied
-        # with an ordered dither (no crawling noise between frames).
-        return ["-vf", "split[a][b];[a]palettegen=stats_mode=diff[p];"
-                       "[b][p]paletteuse=dither=bayer:bayer_scale=3:diff_mode=rectangle",
-                "-loop", "0"], "gif"
     raise ValueError(suffix)
 
 
@@ -86,15 +80,12 @@ def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
     suffix = Path(path).suffix.lower()
     if transparent and suffix in (".mp4", ".gif"):
         raise UsageError(f"{path}: {suffix} has no alpha channel; a transparent clip needs "
-                         f".webm (VP9), .mov (ProRes 4444) or a PNG sequence")
+                         f".webm (VP9), .mov (ProRes 4444), .webp, .apng or a PNG or EXR "
+                         f"sequence")
     width, height = size
     if suffix in (".mp4", ".webm") and (width % 2 or height % 2):
         raise UsageError(f"{path}: 4:2:0 video needs even sizes, got {width}x{height}; try "
                          f"{width + width % 2}x{height + height % 2}")
-    if suffix == ".gif" and (fps > GIF_MAX_FPS or (100 / fps).denominator != 1):
-        raise UsageError(f"{path}: GIF frame delays are whole hundredths of a second, so it "
-                         f"plays 50, 25, 20, 10 … fps exactly (100/k); got {float(fps):g}: "
-                         f"try --fps 25 or --fps 50")
 
 
 # ffmpeg tags its messages with the component that wrote them: "[out#0/mp4 @ 0x55…] ".
@@ -111,14 +102,21 @@ def ffmpeg_exe() -> str:
 
 
 class VideoWriter:
-    """Streams BGRA frames into a clip (H.264 MP4, VP9 WebM, ProRes 4444 MOV or GIF by
-    suffix), written to a temporary file beside `path` and
-    renamed into place only once ffmpeg succeeded and the frame count read back matches.
+    """Streams BGRA frames into a clip (H.264 MP4, VP9 WebM or ProRes 4444 MOV by suffix;
+    animated.AnimatedWriter adds GIF, WebP and APNG), written to a temporary file beside
+    `path` and renamed into place only once ffmpeg succeeded and the frame count read back
+    matches.
 
     Use as a context manager; an exception inside the block (an interruption included)
     kills ffmpeg and removes the temporary file, leaving any existing file at `path`
     untouched. With `overwrite` off an existing `path` is refused before any work.
+
+    `hold` (set before entering; see `encode.together`): a clean exit leaves the finished,
+    checked file in its temporary, listed in `staged` as (temporary, final) pairs, for the
+    caller to place together with others.
     """
+
+    hold = False
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
                  frames: int, overwrite: bool = True, first: int = 0,
@@ -131,11 +129,13 @@ class VideoWriter:
                              f"or drop --no-overwrite to replace it")
         self.size = size
         self.fps = fps
+        self.rate = fps  # the rate ffmpeg reads the frames at
         self.crf = crf
         self.expected = frames
         self.first = first  # index of the clip's first frame (a range of a longer clip)
         self.overwrite = overwrite
         self.written = 0
+        self.staged: list[tuple[Path, Path]] = []
         self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> VideoWriter:
@@ -144,10 +144,10 @@ class VideoWriter:
         self._tmp = temp_beside(self.path, self.path.suffix)
         self._log = tempfile.TemporaryFile()
         width, height = self.size
-        args, muxer = codec_args(self.path.suffix.lower(), self.crf, self.transparent)
+        args, muxer = self._output_args()
         cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
-               "-framerate", f"{self.fps.numerator}/{self.fps.denominator}", "-i", "pipe:0",
+               "-framerate", f"{self.rate.numerator}/{self.rate.denominator}", "-i", "pipe:0",
                "-an", *args, "-f", muxer, str(self._tmp)]
         try:
             # Own session: Ctrl-C in a terminal signals the whole foreground process group,
@@ -167,15 +167,22 @@ class VideoWriter:
         self._capacity = grow_pipe(self._proc.stdin)
         return self
 
+    def _output_args(self) -> tuple[list[str], str]:
+        """ffmpeg's output options and muxer for this clip."""
+        return codec_args(self.path.suffix.lower(), self.crf, self.transparent)
+
+    def _next(self) -> int:
+        """The index of the frame to write next."""
+        return self.first + self.written
+
     def wants(self, index: int) -> bool:
         """Every frame of a clip is drawn."""
         return True
 
     def write(self, index: int, pixels: np.ndarray) -> None:
         """Frame `index` (the next one), (h, w, 4) uint8 BGRA."""
-        if index != self.first + self.written:
-            raise ValueError(f"frame {index} given, frame {self.first + self.written} "
-                             f"expected")
+        if index != self._next():
+            raise ValueError(f"frame {index} given, frame {self._next()} expected")
         try:
             if self.transparent:
                 pixels = straight_alpha(pixels)
@@ -197,7 +204,8 @@ class VideoWriter:
             # cuts the wait short.
             if self._proc.poll() is None:
                 self._proc.kill()
-            self._tmp.unlink(missing_ok=True)
+            if not self.staged:
+                self._tmp.unlink(missing_ok=True)
             try:
                 self._proc.stdin.close()
             except OSError:
@@ -210,8 +218,15 @@ class VideoWriter:
         code = self._proc.wait()
         if code != 0:
             raise EncodeError(f"ffmpeg failed writing {self.path}: {self._cause()}")
-        _check_and_place(self._tmp, self.path, self.expected, "ffmpeg wrote",
-                         overwrite=self.overwrite)
+        self._seal(self._tmp)
+        _check_frames(self._tmp, self.path, self.expected, "ffmpeg wrote")
+        if self.hold:
+            self.staged = [(self._tmp, self.path)]
+        else:
+            place_finished(self._tmp, self.path, overwrite=self.overwrite)
+
+    def _seal(self, tmp: Path) -> None:
+        """Last touches to the finished file `tmp`, before it is checked and placed."""
 
     def _cause(self) -> str:
         return ffmpeg_account(self._log, self._proc.returncode)
@@ -235,15 +250,12 @@ def ffmpeg_account(log, code: int | None) -> str:
     return text if len(text) <= 400 else text[:400] + " …"
 
 
-def _check_and_place(tmp: Path, path: Path, expected: int, found_in: str, *,
-                     overwrite: bool) -> None:
-    """Rename the finished clip `tmp` to `path` once it holds `expected` frames."""
+def _check_frames(tmp: Path, path: Path, expected: int, found_in: str) -> None:
+    """EncodeError unless the finished clip `tmp` (to become `path`) holds `expected`
+    frames."""
     found = count_frames(tmp)
     if found != expected:
         raise EncodeError(f"{path}: expected {expected} frames, {found_in} {found}")
-    if not place(tmp, path, overwrite=overwrite):
-        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
-                         f"the new render was discarded")
 
 
 def count_frames(path: str | Path) -> int:
@@ -297,8 +309,8 @@ def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: in
             if code != 0:
                 raise EncodeError(f"ffmpeg failed joining the segments of {path}: "
                                   f"{ffmpeg_account(log, code)}")
-            _check_and_place(tmp, path, frames, "the joined segments hold",
-                             overwrite=overwrite)
+            _check_frames(tmp, path, frames, "the joined segments hold")
+            place_finished(tmp, path, overwrite=overwrite)
         finally:
             tmp.unlink(missing_ok=True)
             listing.unlink(missing_ok=True)

@@ -1,0 +1,303 @@
+"""The Python API, for notebooks and scripts: load a scene, simulate it, draw a frame,
+render files. The command line goes through these same functions (cli.py); docs/api.md
+shows them at work.
+
+Nothing heavy loads with `import render`: numpy, numba and cairo are imported by the
+function that first needs them. Errors are the command line's: `SceneError` for a scene
+or an override (its `problems`, one line each), `UsageError` for a request that cannot be
+honoured, both `render.errors.BoidsError`s; a keyword that does not exist is a TypeError.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import SceneError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .scene import Scene
+    from .states import FrameState
+
+__all__ = ["State", "frame", "load_scene", "render", "simulate"]
+
+
+def load_scene(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scene:
+    """The scene in the TOML file at `path`, with `overrides` applied, validated at once.
+
+    overrides: {"section.key": value}, each value a Python value (2000, True, "dark",
+    (1280, 720), Fraction(24000, 1001) for a frame rate) or a TOML string as `--set` takes
+    it ("2000", '"1280x720"'; a bare word is a string). They win over the file, as the command line's options do. The command
+    line passes (key, raw value, source) triples, the source naming the option in errors.
+    Raises SceneError listing every problem found.
+    """
+    from .scene import load_scene as load
+
+    return load(path, _labelled(overrides))
+
+
+def _labelled(overrides) -> list[tuple[str, Any, str]]:
+    """Overrides as the (key, value, source) triples scene.load_scene takes."""
+    if overrides is None:
+        return []
+    if not isinstance(overrides, Mapping):
+        return list(overrides)  # the command line's triples
+    out = []
+    for key, value in overrides.items():
+        if not isinstance(key, str) or "." not in key:
+            raise SceneError([f"overrides: {key!r}: expected a key section.key, e.g. "
+                              f"\"flock.count\""])
+        if isinstance(value, tuple):  # a size (w, h), as TOML's array
+            value = list(value)
+        elif isinstance(value, Fraction):  # a frame rate, exact: "24000/1001"
+            value = f'"{value}"'
+        out.append((key, value, "overrides"))
+    return out
+
+
+def _rebuilt(scene: Scene, overrides: list[tuple[str, Any, str]]) -> Scene:
+    """`scene` with more overrides, validated as a scene file's would be."""
+    import tomllib
+
+    from .scene import build_scene
+
+    return build_scene(tomllib.loads(scene.to_toml()), scene.path, overrides)
+
+
+@dataclass(frozen=True)
+class State:
+    """The flock at one frame, its fields named like the members of an .npz export
+    (docs/outputs.md). Arrays are the frame's own (not reused by the next frame).
+
+    index: the frame. time: its time, s (index / fps). positions, velocities: (n, d)
+    float64, world units and units per second, d = 2 or 3; row i is always bird i.
+    bank: (n,) float64 radians (0 in level flight: the 2D model). accent: (n,) bool, the
+    accent birds. hawk: (d,) float64 where the hawk is, None while it is not out.
+    neighbours: (n,) int64, each bird's neighbours within the perception radius.
+    """
+
+    index: int
+    time: float
+    positions: np.ndarray
+    velocities: np.ndarray
+    bank: np.ndarray
+    accent: np.ndarray
+    hawk: np.ndarray | None
+    neighbours: np.ndarray
+
+    @property
+    def ids(self) -> np.ndarray:
+        """(n,) int64: the bird of each row, 0 .. n−1 (as the .npz's `ids`)."""
+        import numpy as np
+
+        return np.arange(len(self.positions), dtype=np.int64)
+
+    @classmethod
+    def of(cls, state: FrameState) -> State:
+        """The API's view of the renderer's `states.FrameState`."""
+        import numpy as np
+
+        n = len(state.positions)
+        return cls(state.index, float(state.time), state.positions, state.velocities,
+                   np.zeros(n) if state.bank is None else state.bank,
+                   np.asarray(state.accent, dtype=bool),
+                   None if state.hawk is None else np.asarray(state.hawk, dtype=np.float64),
+                   state.neighbours)
+
+
+def simulate(scene: Scene, frames: int | tuple[int, int] | None = None) -> Iterator[State]:
+    """The flock's `State` at each frame of the clip, in order, as a render draws them.
+
+    frames: None, the scene's whole clip; n, frames 0 .. n−1; (a, b), frames a .. b−1 of a
+    clip of b frames (the same states a whole render has there: the flock is simulated
+    from the start). The flock is seeded and settled when this is called; each state is
+    simulated as it is asked for.
+    """
+    from .states import simulated
+
+    scene, first = _clip(scene, frames)
+    states = simulated(scene, first, scene.frame_count - first, quiet=False)
+    return (State.of(state) for state in states)
+
+
+def _clip(scene: Scene, frames) -> tuple[Scene, int]:
+    """(the scene of a clip `frames` describe, its first frame); see `simulate`."""
+    if frames is None:
+        return scene, 0
+    if isinstance(frames, int) and not isinstance(frames, bool):
+        first, end = 0, frames
+    elif isinstance(frames, (tuple, list)) and len(frames) == 2 \
+            and all(isinstance(f, int) and not isinstance(f, bool) for f in frames):
+        first, end = frames
+        if not 0 <= first < end:
+            raise UsageError(f"frames={tuple(frames)}: expected (a, b) with 0 ≤ a < b, "
+                             f"e.g. (600, 1200)")
+    else:
+        raise TypeError(f"frames: expected a count n or a range (a, b) of ints, got "
+                        f"{frames!r}")
+    if end != scene.frame_count:
+        scene = _rebuilt(scene, [("output.frames", end, "frames=")])
+    return scene, first
+
+
+def frame(scene: Scene, t: float | Fraction | str,
+          size: tuple[int, int] | None = None) -> np.ndarray:
+    """The frame at time `t` drawn at `size` (w, h) px (None: the scene's output.size):
+    an (h, w, 4) uint8 array of RGBA with straight (not premultiplied) alpha, 255
+    everywhere unless the scene is transparent.
+
+    t: seconds (1.5, Fraction(3, 2), "1.5") or "frame:N"; a float is read as its decimal
+    digits, as `--still 1.5` is. The pixels are those of `--still t` at that size.
+    """
+    import numpy as np
+
+    from . import budget
+    from .draw.surface import Canvas
+    from .encode.video import straight_alpha
+    from .stills import state_at
+
+    if size is not None:
+        scene = _rebuilt(scene, [("output.size", list(size), "size=")])
+    time = _seconds(t, scene.output.fps)
+    if budget.still_cost(scene, "frame.png", time, dpi=72).tile is not None:
+        raise UsageError(f"size={scene.output.size}: too large to draw at once; "
+                         f"render(scene, 'still.png', still={t!r}) draws it in tiles")
+    state = state_at(scene, time, quiet=False)
+    bgra = state.draw(Canvas(scene.output.size), scene)
+    rgba = np.empty_like(bgra)
+    # A band of rows at a time: un-premultiplying works in uint32, 12 bytes a pixel.
+    for y in range(0, len(bgra), _BAND_ROWS):
+        band = bgra[y:y + _BAND_ROWS]
+        rgba[y:y + _BAND_ROWS] = (straight_alpha(band) if scene.output.transparent
+                                  else band)[:, :, [2, 1, 0, 3]]
+    return rgba
+
+
+_BAND_ROWS = 256
+
+
+def _seconds(t, fps: Fraction) -> Fraction:
+    """A time as exact seconds (see `frame`)."""
+    from .options import parse_time
+
+    if isinstance(t, Fraction):
+        return parse_time(str(t), fps)
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        return parse_time(repr(t), fps)  # 0.1 is 1/10, not the float's binary value
+    if isinstance(t, str):
+        return parse_time(t, fps)
+    raise TypeError(f"t: expected seconds (a number, a Fraction or a string) or "
+                    f"\"frame:N\", got {t!r}")
+
+
+_CLIP_OPTIONS = ("frames", "workers", "scheduler", "cache_dir", "stats", "plot", "quiet",
+                 "resume", "overwrite", "web")
+_STILL_OPTIONS = ("still", "dpi", "bit_depth", "tile_size", "overwrite", "quiet")
+
+
+def render(scene: Scene, path: str | Path | list | tuple | None = None,
+           **options) -> list[Path]:
+    """Render `scene` into `path` and return every file written, in order: a clip
+    (.mp4 .webm .mov .gif .webp .apng), each frame of a sequence (a folder: a string ending
+    in "/" or the Path of an existing folder; or a pattern such as "out/f_%04d.png" .exr
+    .jpg), trajectories (.npz .usd .usda .usdc),
+    then the diagnostics. `path` may be several outputs (a list), or None with `stats` or
+    `plot` (the flock simulated, nothing drawn). The suffix decides the format, as `-o`'s.
+
+    Options (the command line's, with the same defaults):
+      frames: n or (a, b), see `simulate` (default: the scene's clip).
+      workers: drawing threads (default: the cores this process may use), or with
+        scheduler="local" the local cluster's processes.
+      scheduler: a Dask scheduler's address, or "local"; cache_dir: storage every worker
+        reads, through which states travel.
+      stats: a .csv or .json of per-frame diagnostics; plot: a .png of them over time.
+      quiet: no progress bar and no first-run note. resume: keep a PNG sequence's
+        complete frames. overwrite=False: keep what exists.
+      web: a path NAME.mp4 becomes a web page's four files, as `--quality web` writes
+        them (NAME.mp4, NAME.av1.mp4, NAME.jpg, NAME.html; the preset's size and rate are
+        scene settings: pass them as overrides).
+    A still instead: still=t (as `frame` takes it) with path a .png, .pdf or .svg, and
+      dpi (72), bit_depth (8 or 16), tile_size (px), overwrite, quiet.
+    """
+    known = set(_CLIP_OPTIONS) | set(_STILL_OPTIONS)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"render() got unexpected keyword argument(s) "
+                        f"{', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    if "still" in options:
+        return [_still(scene, path, **options)]
+    return _clip_render(scene, path, **options)
+
+
+def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
+           tile_size: int | None = None, overwrite: bool = True,
+           quiet: bool = False, **clip_only) -> Path:
+    """render(..., still=t): one frame as a PNG, PDF or SVG."""
+    from .stills import render_still
+
+    if clip_only:
+        raise TypeError(f"render(still=...) writes one frame: "
+                        f"{', '.join(sorted(clip_only))} apply to clips; valid with still: "
+                        f"{', '.join(_STILL_OPTIONS)}")
+    if not isinstance(path, (str, Path)) or \
+            not str(path).lower().endswith((".png", ".pdf", ".svg")):
+        raise UsageError("a still is written as PNG, PDF or SVG: give a path FILE.png, "
+                         "FILE.pdf or FILE.svg")
+    render_still(scene, path, _seconds(still, scene.output.fps), dpi=dpi,
+                 bit_depth=bit_depth, tile_size=tile_size, overwrite=overwrite, quiet=quiet)
+    return Path(path)
+
+
+def _clip_render(scene: Scene, path, *, frames=None, workers: int | None = None,
+                 scheduler: str | None = None, cache_dir: str | Path | None = None,
+                 stats: str | Path | None = None, plot: str | Path | None = None,
+                 quiet: bool = False, resume: bool = False, overwrite: bool = True,
+                 web: bool = False, **still_only) -> list[Path]:
+    """render(...) of a clip, a sequence, trajectories or diagnostics."""
+    from .encode import Target
+    from .encode.images import is_sequence, sequence_pattern
+    from .pipeline import Diagnostics, render as run
+
+    if still_only:
+        raise TypeError(f"{', '.join(sorted(still_only))} apply to stills: add still=t")
+    paths = () if path is None else \
+        tuple(_output(p) for p in (path if isinstance(path, (list, tuple)) else [path]))
+    if not paths and stats is None and plot is None:
+        raise UsageError("nothing to do: give a path, stats or plot")
+    scene, first = _clip(scene, frames)
+    target = Target(paths, first, scene.frame_count, resume, overwrite, web)
+    run(scene, target, _executor(workers, scheduler, cache_dir), Diagnostics(stats, plot),
+        quiet=quiet)
+    written = []
+    for p in paths:
+        if is_sequence(p):
+            pattern = sequence_pattern(p)
+            written += [Path(pattern % k) for k in range(target.first, target.end)]
+        else:
+            written.append(Path(p))
+    return written + [Path(p) for p in (stats, plot) if p is not None]
+
+
+def _output(path: str | Path) -> str:
+    """`path` as `-o` takes it: a Path cannot end in "/", so one naming an existing
+    folder means a PNG sequence in it."""
+    if isinstance(path, Path) and path.is_dir():
+        return f"{path}{os.sep}"
+    return str(path)
+
+
+def _executor(workers: int | None, scheduler: str | None, cache_dir):
+    """Where frames are drawn: this process's threads, or a Dask cluster."""
+    from .executor import Cluster, Threads, default_workers
+
+    if scheduler is None:
+        if cache_dir is not None:
+            raise UsageError("cache_dir hands states to cluster workers: give a scheduler")
+        return Threads(workers or default_workers())
+    return Cluster(scheduler, workers, cache_dir)

@@ -1,0 +1,187 @@
+"""The Python API (render/api.py, docs/api.md): what each function returns is what the
+command line writes, and the documented examples run."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import render
+from render.errors import SceneError, UsageError
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+ROOT = Path(__file__).resolve().parents[1]
+HAWK = {"hawk.start": 0.2, "hawk.duration": 0.3, "hawk.period": 5.0}
+
+
+def test_import_render_loads_nothing_heavy():
+    code = ("import sys, render\n"
+            "scene = render.load_scene('scenes/classic.toml', {'flock.count': 50})\n"
+            "heavy = {'numpy', 'numba', 'cairo'} & set(sys.modules)\n"
+            "assert not heavy, heavy\n"
+            "assert callable(render.simulate) and callable(render.frame)\n"
+            "assert {'load_scene', 'simulate', 'frame', 'render'} <= set(dir(render))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_missing_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        render.nothing  # noqa: B018
+
+
+def test_overrides_take_python_values_or_toml_strings(small_scene):
+    typed = render.load_scene(small_scene, {"flock.count": 50, "output.size": (64, 36),
+                                            "output.transparent": True,
+                                            "output.fps": Fraction(24000, 1001)})
+    toml = render.load_scene(small_scene, {"flock.count": "50", "output.size": '"64x36"',
+                                           "output.transparent": "true",
+                                           "output.fps": '"24000/1001"'})
+    assert typed.to_toml() == toml.to_toml()
+    assert (typed.flock.count, typed.output.size, typed.output.transparent) == \
+        (50, (64, 36), True)
+
+
+def test_a_bad_override_is_the_clis_scene_error(cli, small_scene):
+    with pytest.raises(SceneError) as raised:
+        render.load_scene(small_scene, {"flock.count": -5, "flock.colour": 1})
+    assert raised.value.problems == [
+        line.removeprefix("boids-render: ").replace("--set ", "overrides ")
+        for line in cli(small_scene, "--set", "flock.count=-5", "--set",
+                        "flock.colour=1").err_lines]
+    with pytest.raises(SceneError, match="expected a key section.key"):
+        render.load_scene(small_scene, {"count": 5})
+    with pytest.raises(SceneError, match="no such scene file"):
+        render.load_scene(small_scene.parent / "missing.toml")
+
+
+def test_simulate_yields_the_npz_exports_states(cli, small_scene, tmp_path):
+    out = tmp_path / "f.npz"
+    argv = [f"--set={k}={v}" for k, v in HAWK.items()]
+    assert cli(small_scene, "-o", out, "--frames", "5:12", "-q", *argv).code == 0
+    flock = np.load(out)
+    scene = render.load_scene(small_scene, HAWK)
+    states = list(render.simulate(scene, frames=(5, 12)))
+    assert [s.index for s in states] == list(range(5, 12))
+    assert [s.time for s in states] == flock["time"].tolist()
+    for k, state in enumerate(states):
+        for key in ("positions", "velocities", "bank"):
+            np.testing.assert_array_equal(getattr(state, key), flock[key][k], key)
+        hawk = np.full(2, np.nan) if state.hawk is None else state.hawk
+        np.testing.assert_array_equal(hawk, flock["hawk"][k])
+        assert state.positions.dtype == np.float64 and state.bank.shape == (200,)
+        assert state.neighbours.shape == (200,)
+    assert any(s.hawk is None for s in states) and any(s.hawk is not None for s in states)
+    np.testing.assert_array_equal(states[0].accent, flock["accent"])
+    np.testing.assert_array_equal(states[0].ids, flock["ids"])
+    assert states[0].hawk is None or states[0].hawk.shape == (2,)
+
+
+def test_simulate_counts_frames_like_the_cli(small_scene):
+    scene = render.load_scene(small_scene)
+    assert len(list(render.simulate(scene))) == scene.frame_count == 30
+    assert [s.index for s in render.simulate(scene, frames=3)] == [0, 1, 2]
+    with pytest.raises(UsageError, match="0 ≤ a < b"):
+        render.simulate(scene, frames=(4, 4))
+    with pytest.raises(TypeError, match="frames"):
+        render.simulate(scene, frames="4")
+
+
+def decoded_png(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGBA"))
+
+
+@pytest.mark.parametrize("transparent", [False, True], ids=["opaque", "transparent"])
+def test_frame_is_the_clis_still(cli, small_scene, tmp_path, transparent):
+    flags = ["--transparent"] if transparent else []
+    still = tmp_path / "still.png"
+    r = cli(small_scene, "--still", "0.4", "-o", still, "--size", "96x54", *flags)
+    assert r.code == 0, r.err
+    scene = render.load_scene(small_scene, {"output.transparent": transparent})
+    picture = render.frame(scene, 0.4, size=(96, 54))
+    assert picture.shape == (54, 96, 4) and picture.dtype == np.uint8
+    np.testing.assert_array_equal(picture, decoded_png(still))
+    alpha = picture[:, :, 3]
+    if transparent:  # straight alpha: a premultiplied colour never exceeds its alpha
+        edge = (alpha > 0) & (alpha < 255)
+        assert (picture[edge, :3].max(axis=1) > alpha[edge]).any()
+    else:
+        assert (alpha == 255).all()
+    assert (render.frame(scene, "frame:12", size=(96, 54)) == picture).all()  # 12/30 s
+
+
+def test_render_writes_what_the_cli_writes(cli, small_scene, tmp_path):
+    assert cli(small_scene, "-o", f"{tmp_path}/cli/", "--frames", "3:6", "-q").code == 0
+    scene = render.load_scene(small_scene)
+    written = render.render(scene, f"{tmp_path}/api/", frames=(3, 6), quiet=True,
+                            stats=tmp_path / "stats.csv")
+    names = [f"frame_{k:05d}.png" for k in (3, 4, 5)]
+    assert written == [tmp_path / "api" / n for n in names] + [tmp_path / "stats.csv"]
+    for name in names:
+        assert (tmp_path / "api" / name).read_bytes() == \
+            (tmp_path / "cli" / name).read_bytes()
+    assert len((tmp_path / "stats.csv").read_text().splitlines()) == 4  # header + 3
+    # A Path loses a trailing "/": one naming an existing folder means frames in it.
+    assert render.render(scene, tmp_path / "api", frames=1, quiet=True, overwrite=False) \
+        == [tmp_path / "api" / "frame_00000.png"]
+    [clip] = render.render(scene, str(tmp_path / "c.mp4"), frames=2, quiet=True)
+    assert clip == tmp_path / "c.mp4" and clip.stat().st_size > 0
+
+
+def test_render_still_writes_the_clis_still(cli, small_scene, tmp_path):
+    assert cli(small_scene, "--still", "0.5", "-o", tmp_path / "cli.png").code == 0
+    scene = render.load_scene(small_scene)
+    assert render.render(scene, tmp_path / "api.png", still=0.5) == [tmp_path / "api.png"]
+    assert (tmp_path / "api.png").read_bytes() == (tmp_path / "cli.png").read_bytes()
+    with pytest.raises(UsageError, match="exists"):
+        render.render(scene, tmp_path / "api.png", still=0.5, overwrite=False)
+
+
+def test_render_refuses_keywords_it_does_not_take(small_scene, tmp_path):
+    scene = render.load_scene(small_scene)
+    with pytest.raises(TypeError, match=r"fram\b.*valid: .*frames.*workers"):
+        render.render(scene, tmp_path / "x.mp4", fram=3)
+    with pytest.raises(TypeError, match="workers apply to clips"):
+        render.render(scene, tmp_path / "x.png", still=1, workers=2)
+    with pytest.raises(TypeError, match="dpi apply to stills"):
+        render.render(scene, tmp_path / "x.mp4", dpi=300)
+    with pytest.raises(UsageError, match="give a scheduler"):
+        render.render(scene, tmp_path / "x.mp4", cache_dir=tmp_path)
+    with pytest.raises(UsageError, match="nothing to do"):
+        render.render(scene)
+    with pytest.raises(UsageError, match="PNG, PDF or SVG"):
+        render.render(scene, tmp_path / "x.mp4", still=1)
+    assert not list(tmp_path.glob("x*"))
+
+
+def test_the_docs_examples_run(tmp_path, monkeypatch, capsys):
+    """docs/api.md's examples, in order, in a scratch folder with the shipped scenes; the
+    printed values they show in comments are the ones printed."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs/api.md").read_text(), re.S)
+    assert len(blocks) >= 5
+    shutil.copytree(ROOT / "scenes", tmp_path / "scenes")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    for block in blocks:
+        for shown in re.findall(r"print\(.*#\s*(.+)$", block, re.M):
+            literal = shown.split(" (")[0].split("…")[0].strip()
+            assert literal in out, (literal, out)
+    assert Image.open(tmp_path / "frame.png").size == (640, 360)
+    assert zipfile.is_zipfile(tmp_path / "out/flock.npz")
+    png = io.BytesIO((tmp_path / "out/still.png").read_bytes())
+    assert Image.open(png).info["dpi"][0] == pytest.approx(300, abs=0.1)

@@ -1,0 +1,89 @@
+"""The first run: compiling the kernels is announced once, and kept out of the progress
+bar's rate and ETA."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tqdm import tqdm
+
+import render.pipeline
+import render.states
+from render.states import COMPILING, kernels_cached
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_bar_starts_once_the_flock_is_settled_and_the_first_frame_simulated(
+        cli, small_scene, tmp_path, monkeypatch):
+    events = []
+
+    class Recorded(render.states.Simulation):
+        def __init__(self, scene):
+            super().__init__(scene)
+            events.append("settled")
+
+        def advance(self):
+            if self.step_index >= 0:
+                events.append("step")
+            return super().advance()
+
+    def bar(*args, **kwargs):
+        events.append("bar")
+        return tqdm(*args, **kwargs)
+
+    monkeypatch.setattr(render.states, "Simulation", Recorded)
+    monkeypatch.setattr(render.pipeline, "tqdm", bar)
+    assert cli(small_scene, "-o", tmp_path / "f.npz", "--frames", "3", "-q").code == 0
+    assert events.index("settled") < events.index("step") < events.index("bar")
+
+
+def test_an_empty_or_missing_cache_folder_is_cold(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "missing"))
+    assert not kernels_cached()
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
+    assert not kernels_cached()
+    (tmp_path / "empty" / "sim_0123").mkdir()
+    (tmp_path / "empty" / "sim_0123" / "step.advance_flock-42.py311.nbi").write_bytes(b"")
+    assert kernels_cached()
+
+
+def run_cold(cache: Path, scene: Path, out: Path, *flags: str) -> tuple[str, float]:
+    """A 2-frame render in a process whose numba cache is `cache`: (stderr, seconds)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "render", str(scene), "-o", str(out),
+                           "--frames", "2", *flags], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stderr, time.monotonic() - start
+
+
+@pytest.mark.slow
+def test_a_cold_cache_is_announced_once_before_the_bar(small_scene, tmp_path):
+    cache = tmp_path / "cache"
+    err, seconds = run_cold(cache, small_scene, tmp_path / "a.npz")
+    assert err.count(COMPILING) == 1, err
+    assert err.index(f"boids-render: {COMPILING}\n") < err.index("0/2")
+    # The bar's elapsed time is the two frames', not the compilation's.
+    minutes, secs = map(int, re.findall(r"2/2 \[(\d+):(\d+)<", err)[-1])
+    assert 60 * minutes + secs < seconds / 2, (err, seconds)
+    assert any(cache.rglob("*.nbi"))
+    err, _ = run_cold(cache, small_scene, tmp_path / "b.npz")
+    assert COMPILING not in err, err
+    assert "2/2" in err  # the bar is there: only the note is gone
+
+
+@pytest.mark.slow
+def test_quiet_compiles_without_a_word(small_scene, tmp_path):
+    cache = tmp_path / "cache"
+    err, _ = run_cold(cache, small_scene, tmp_path / "a.npz", "--quiet")
+    assert err == ""
+    assert any(cache.rglob("*.nbi"))  # it was cold, and compiled

@@ -1,0 +1,192 @@
+"""Sequences of frames: every suffix writes its own format (read back by magic number and
+a real reader) or is refused; OpenEXR frames hold the PNG frames' picture in linear light,
+premultiplied; --resume and --no-overwrite keep EXR and JPEG frames as they keep PNG ones."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from render import states
+from render.encode import FRAME_SUFFIXES, VIDEO_SUFFIXES
+from render.encode.images import FRAME_FORMATS
+
+MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".exr": b"\x76\x2f\x31\x01", ".jpg": b"\xff\xd8\xff",
+         ".jpeg": b"\xff\xd8\xff"}
+
+
+def read_exr(path) -> tuple[dict, np.ndarray]:
+    """The header and the (h, w, 4) float RGBA pixels of an EXR file, by OpenEXR."""
+    import OpenEXR
+
+    with OpenEXR.File(str(path)) as exr:
+        return dict(exr.header()), exr.channels()["RGBA"].pixels.copy()
+
+
+def read_any(path, suffix) -> tuple[int, int]:
+    """The size (w, h) of a frame, read by the format's own reader."""
+    if suffix == ".exr":
+        return read_exr(path)[1].shape[1::-1]
+    with Image.open(path) as im:
+        im.load()
+        assert im.format == {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}[suffix]
+        return im.size
+
+
+def test_every_frame_suffix_has_a_format():
+    assert tuple(FRAME_FORMATS) == FRAME_SUFFIXES == tuple(MAGIC)
+
+
+@pytest.mark.parametrize("suffix", FRAME_SUFFIXES)
+def test_a_frame_pattern_writes_the_format_its_suffix_names(cli, small_scene, tmp_path,
+                                                            suffix):
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/f_%03d{suffix}", "--frames", "2", "--quiet")
+    assert r.code == 0, r.err
+    names = sorted(p.name for p in (tmp_path / "seq").iterdir())
+    assert names == [f"f_000{suffix}", f"f_001{suffix}"]
+    for name in names:
+        assert (tmp_path / "seq" / name).read_bytes().startswith(MAGIC[suffix])
+        assert read_any(tmp_path / "seq" / name, suffix) == (160, 90)
+
+
+def test_a_folder_means_png(cli, small_scene, tmp_path):
+    assert cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "1", "--quiet").code == 0
+    assert (tmp_path / "seq" / "frame_00000.png").read_bytes().startswith(MAGIC[".png"])
+
+
+@pytest.mark.parametrize("pattern", ["f_%04d.tif", "f_%04d.gif", "f_%04d.mp4", "f_%04d",
+                                     "f_%04d.PNG.bak"])
+def test_a_frame_pattern_of_another_suffix_is_refused_with_those_it_can_write(
+        cli, small_scene, tmp_path, pattern):
+    r = cli(small_scene, "-o", f"{tmp_path}/{pattern}", "--frames", "1")
+    assert r.code == 2
+    assert "expected one of .png, .exr, .jpg" in r.err and len(r.err_lines) == 1
+    assert list(tmp_path.iterdir()) == [tmp_path / "small.toml"]
+
+
+@pytest.mark.parametrize("name", ["clip.tif", "clip.avi", "clip", "clip.png.part"])
+def test_a_clip_of_an_unknown_suffix_is_refused_with_those_it_can_write(
+        cli, small_scene, tmp_path, name):
+    r = cli(small_scene, "-o", tmp_path / name, "--frames", "1")
+    assert r.code == 2
+    assert f"expected one of {', '.join(VIDEO_SUFFIXES)}" in r.err
+    assert len(r.err_lines) == 1
+
+
+def test_jpeg_frames_refuse_transparency(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", f"{tmp_path}/f_%02d.jpg", "--frames", "1", "--transparent")
+    assert r.code == 2 and "alpha" in r.err and ".exr" in r.err
+
+
+def test_jpeg_frames_are_previews_of_the_png_frames(cli, small_scene, tmp_path):
+    for suffix in (".png", ".jpg"):
+        assert cli(small_scene, "-o", f"{tmp_path}/f_%d{suffix}", "--frames", "1",
+                   "--quiet").code == 0
+    with Image.open(tmp_path / "f_0.png") as png, Image.open(tmp_path / "f_0.jpg") as jpg:
+        diff = np.abs(np.asarray(png.convert("RGB"), int) - np.asarray(jpg, int))
+    assert diff.mean() < 3
+
+
+def srgb_to_linear(encoded: np.ndarray) -> np.ndarray:
+    """IEC 61966-2-1, written out again here so the test does not trust the code's."""
+    c = encoded / 255.0
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+@pytest.mark.parametrize("transparent", [False, True])
+def test_exr_frames_are_the_png_frames_in_linear_light_premultiplied(
+        cli, small_scene, tmp_path, transparent):
+    extra = ["--transparent"] if transparent else []
+    for suffix in (".png", ".exr"):
+        r = cli(small_scene, "-o", f"{tmp_path}/f_%d{suffix}", "--frames", "2", "--quiet",
+                "--size", "320x180", "--set", "palette.theme=light", *extra)
+        assert r.code == 0, r.err
+    header, rgba = read_exr(tmp_path / "f_1.exr")
+    assert rgba.dtype == np.float16 and rgba.shape == (180, 320, 4)
+    assert {c.name for c in header["channels"]} == set("RGBA")
+    with Image.open(tmp_path / "f_1.png") as im:
+        png = np.asarray(im.convert("RGBA")).astype(np.float64)
+    alpha = png[..., 3] / 255
+    assert np.array_equal(rgba[..., 3].astype(np.float64), alpha.astype(np.float16))
+    if transparent:
+        assert (alpha == 0).mean() > 0.5 and (alpha > 0.5).any()
+    else:
+        assert (alpha == 1).all()
+    want = srgb_to_linear(png[..., :3]) * alpha[..., None]
+    # Within half-float rounding (11 significant bits) of the decoded PNG.
+    assert np.allclose(rgba[..., :3].astype(np.float64), want, rtol=2 ** -10, atol=2 ** -24)
+    # Linear, not encoded: a mid-grey level decodes far below its code value.
+    assert np.nanmax(rgba[..., :3].astype(np.float64) - png[..., :3] / 255) <= 1e-3
+
+
+def test_exr_frames_without_openexr_name_the_install_command(cli, small_scene, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setitem(sys.modules, "OpenEXR", None)  # import OpenEXR raises ImportError
+    r = cli(small_scene, "-o", f"{tmp_path}/f_%02d.exr", "--frames", "1")
+    assert r.code == 2
+    assert "pip install 'boids-render[exr]'" in r.err and len(r.err_lines) == 1
+    assert list(tmp_path.iterdir()) == [tmp_path / "small.toml"]
+
+
+def count_draws(monkeypatch) -> list[int]:
+    real = states.draw_frame
+    drawn: list[int] = []
+
+    def draw(*args, **kwargs):
+        drawn.append(len(drawn))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(states, "draw_frame", draw)
+    return drawn
+
+
+@pytest.mark.parametrize("suffix", [".exr", ".jpg"])
+def test_resume_keeps_complete_frames_of_any_format(cli, small_scene, tmp_path, monkeypatch,
+                                                    suffix):
+    pattern = f"{tmp_path}/seq/f_%02d{suffix}"
+    assert cli(small_scene, "-o", pattern, "--frames", "4", "--quiet").code == 0
+    whole = {k: (tmp_path / "seq" / f"f_{k:02d}{suffix}").read_bytes() for k in range(4)}
+    (tmp_path / "seq" / f"f_01{suffix}").write_bytes(whole[1][:len(whole[1]) // 2])
+    (tmp_path / "seq" / f"f_03{suffix}").unlink()
+    kept = (tmp_path / "seq" / f"f_02{suffix}").stat().st_ino
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", pattern, "--frames", "4", "--resume", "--quiet")
+    assert r.code == 0, r.err
+    assert len(drawn) == 2  # the truncated frame and the missing one
+    assert r.err == ""  # no reader complained aloud
+    assert (tmp_path / "seq" / f"f_02{suffix}").stat().st_ino == kept
+    for k in range(4):
+        assert (tmp_path / "seq" / f"f_{k:02d}{suffix}").read_bytes() == whole[k], k
+
+
+@pytest.mark.parametrize("suffix", [".exr", ".jpg"])
+def test_no_overwrite_skips_existing_frames_of_any_format(cli, small_scene, tmp_path,
+                                                          monkeypatch, suffix):
+    seq = tmp_path / "seq"
+    seq.mkdir()
+    (seq / f"f_1{suffix}").write_bytes(b"another machine's")
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{seq}/f_%d{suffix}", "--frames", "3", "--no-overwrite",
+            "--quiet")
+    assert r.code == 0, r.err
+    assert len(drawn) == 2
+    assert (seq / f"f_1{suffix}").read_bytes() == b"another machine's"
+
+
+def test_the_estimate_knows_each_format_on_disk(cli, small_scene, tmp_path):
+    from render import budget
+    from render.scene import load_scene
+
+    scene = load_scene(small_scene, [("output.size", '"1920x1080"', "test"),
+                                     ("output.frames", "100", "test")])
+    sizes = {out: budget.estimate(scene, out).disk
+             for out in ("f_%04d.exr", "f_%04d.jpg", "frames/", "a.gif", "a.webp", "a.apng")}
+    assert all(size > 0 for size in sizes.values())
+    assert sizes["frames/"] == 100 * 1920 * 1080 * budget.FILE_BYTES_PER_PX[".png"]
+    assert sizes["f_%04d.exr"] > sizes["frames/"] > sizes["a.webp"] * 0.5
+    assert budget.estimate(scene, "f_%04d.exr").bytes > budget.estimate(scene, "frames/").bytes
+    r = cli(small_scene, "--check", "-o", f"{tmp_path}/f_%04d.exr")
+    assert r.code == 0 and " on disk and " in r.out
