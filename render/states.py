@@ -103,7 +103,9 @@ def simulation(scene: Scene, *, quiet: bool = True) -> Simulation:
     stderr says so."""
     if not quiet and not kernels_cached():
         print(f"boids-render: {COMPILING}", file=sys.stderr, flush=True)
-    return Simulation(scene, progress=not quiet)  # a 3D flock's settling shows a bar
+    # A 3D flock settles for tens of seconds of flight: a bar meanwhile, unless quiet.
+    options = {"progress": not quiet} if scene.dimensions == 3 else {}
+    return Simulation(scene, **options)
 
 
 def kernels_cached() -> bool:
