@@ -227,15 +227,10 @@ def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind, b
 @serial
 def _scan(q, g_order, g_pos, fwd, cos_blind, max_d2, best_j, best_d2):
     """`_search` for an isolated bird: every bird offered, in slot order."""
-    k = best_j.shape[0]
     best_j[:] = -1
     best_d2[:] = math.inf
-    found = 0
-    for slot in range(g_order.shape[0]):
-        if slot != q:
-            found = _candidate(q, slot, g_order, g_pos, fwd, cos_blind, max_d2, best_j,
-                               best_d2, found, k)
-    return found
+    return _run(q, 0, g_order.shape[0], max_d2, g_order, g_pos, fwd, cos_blind, best_j,
+                best_d2, 0, best_j.shape[0])
 
 
 @inline
