@@ -46,12 +46,23 @@ class Grid(NamedTuple):
     folds: tuple[int, int, int]
 
 
+# Rows the grid's shape is estimated from (the extents for the folds, a median radius for
+# the cell side): a fixed stride, so a step costs no sort of every bird (1,000,000 birds'
+# percentiles took 120 ms) and stays deterministic. The shape decides only the speed.
+SAMPLE = 4096
+
+
+def sample(values: np.ndarray) -> np.ndarray:
+    """Every k-th row of `values`, about SAMPLE of them (all when fewer)."""
+    return values[::max(1, len(values) // SAMPLE)]
+
+
 def folds_for(pos: np.ndarray, side: float) -> tuple[int, int, int]:
     """(X, Y, Z): powers of two, together at most about 2n buckets, each axis no longer
     than the flock's extent in cells needs (most birds' cells then get a bucket alone)."""
     n, d = pos.shape
     budget = max(64, 1 << (2 * max(n, 1) - 1).bit_length())
-    low, high = np.percentile(pos, [1, 99], axis=0) if n else (np.zeros(d), np.zeros(d))
+    low, high = np.percentile(sample(pos), [1, 99], axis=0) if n else (np.zeros(d), np.zeros(d))
     want = [max(1, int((hi - lo) / side) + 3) for lo, hi in zip(low, high)] + [1] * (3 - d)
     folds = [1, 1, 1]
     # Double the axis that is furthest short of its extent until the budget is spent.
@@ -292,7 +303,7 @@ def k_nearest_visible(pos: np.ndarray, fwd: np.ndarray, k: int, *, radius,
     radius = np.broadcast_to(np.asarray(radius, np.float64), (n,))
     if n and not (radius > 0.0).all():
         raise ValueError("radius: expected search radii > 0")
-    side = float(np.median(radius)) / 2.0 if side is None and n else (side or 1.0)
+    side = float(np.median(sample(radius))) / 2.0 if side is None and n else (side or 1.0)
     if not side > 0.0:
         raise ValueError(f"side: expected a cell side > 0, got {side}")
     pos = np.ascontiguousarray(pos, np.float64)

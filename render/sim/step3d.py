@@ -16,7 +16,7 @@ from . import flight as _flight
 from . import noise
 from .forces import flocking3d, roost
 from .jit import parallel, prange, serial
-from .nearest import build_grid, nearest_visible
+from .nearest import build_grid, nearest_visible, sample
 
 
 class Neighbours3(NamedTuple):
@@ -67,8 +67,9 @@ def neighbourhood(pos, vel, how: Neighbours3, rules: flocking3d.Flocking3,
     forward vectors."""
     forward(vel, work.fwd)
     if how.topological:
-        ok = np.isfinite(work.radius)
-        side = 0.7 * float(np.median(work.radius[ok])) / 1.05 if ok.any() else 1.0
+        radii = sample(work.radius)
+        ok = np.isfinite(radii)
+        side = 0.7 * float(np.median(radii[ok])) / 1.05 if ok.any() else 1.0
         grid = build_grid(pos, side)
         max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
         nearest_visible(work.radius, grid.start, *grid.folds, grid.side, 3, grid.order,
