@@ -55,8 +55,15 @@ def save(scene: Scene, arrays: dict[str, np.ndarray]) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    except OSError:
+        return
+    try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
         os.replace(tmp, target)
     except OSError:
-        return
+        pass
+    finally:
+        # A full disk leaves no half-written state behind (sim/ does not import encode's
+        # write_atomically: the simulator stays below the encoders).
+        Path(tmp).unlink(missing_ok=True)
