@@ -10,31 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-
-# Every number in a scene lies within ±MAX_MAGNITUDE: products of a few of them (drift ·
-# time, speed · duration) then stay far from float overflow, whose inf would turn into NaN
-# inside the forces. 1e9 is a billion world units: room for any unit system.
-MAX_MAGNITUDE = 1e9  # (messages spell it "1e9")
-# Settings that must be positive (lo_open at 0) divide something: a wavelength, a radius, a
-# period. Below this their quotients overflow to inf, so they start here.
-MIN_POSITIVE = 1e-9  # (messages spell it "1e-9")
-MIN_WORLD = 1e-6
-# More birds than this is a mistake (a spacing typed in the wrong unit), not a flock.
-MAX_BIRDS = 5_000_000
-
-
-def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, hi=None,
-            lo_open: bool = False, choices: tuple[str, ...] = (), optional: bool = False):
-    """A documented scene setting: the dataclass field plus what the validator needs."""
-    meta = dict(doc=doc, kind=kind, unit=unit, lo=lo, hi=hi, lo_open=lo_open,
-                choices=choices, optional=optional)
-    if isinstance(default, (list, dict)):
-        raise TypeError("scene defaults must be immutable")
-    return field(default=default, metadata=meta)
+from .fields import MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, setting
+from .schema3d import FlightSettings, RoostSettings
 
 
 @dataclass(frozen=True)
@@ -138,51 +119,6 @@ class RulesSettings:
                                       unit="m", lo=0, lo_open=True)
     hard_core: float = setting(0.2, "3D: within this distance separation is at full "
                                "strength, g = 1.", unit="m", lo=0)
-
-
-@dataclass(frozen=True)
-class FlightSettings:
-    """3D only: banked flight (SPEC §9). Speed relaxes to cruise; the steering's lateral
-    part is flown by banking; lift along the banked up vector balances gravity."""
-
-    enabled: bool = setting(True, "Set false to switch the section off (plain 3D boids: "
-                            "the steering moves the velocity directly).", kind="bool")
-    cruise_speed: float = setting(10.0, "v₀, the speed a bird relaxes toward.", unit="m/s",
-                                  lo=0, lo_open=True)
-    speed_time: float = setting(0.5, "τ, the speed's relaxation time toward v₀.", unit="s",
-                                lo=0, lo_open=True)
-    roll_in: float = setting(10.0, "Rate at which the bank angle relaxes toward atan(a_lat/g) "
-                             "rolling into a turn (a target of the other sign counts as "
-                             "into).", unit="1/s", lo=0, lo_open=True)
-    roll_out: float = setting(1.0, "The same rate rolling out of a turn.", unit="1/s",
-                              lo=0, lo_open=True)
-    gravity: float = setting(9.81, "g.", unit="m/s²", lo=0, lo_open=True)
-    noise: float = setting(0.125, "Standard deviation of each component of the per-step "
-                           "random steering (StarDisplay's 0.01 N on 0.08 kg).",
-                           unit="m/s²", lo=0)
-
-
-@dataclass(frozen=True)
-class RoostSettings:
-    """3D only: the roost on the ground that holds the flock over it (SPEC §9)."""
-
-    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
-    position: tuple[float, float] | None = setting(
-        None, "The roost on the ground [x, y]; default the world's centre.", kind="point",
-        unit="m", optional=True)
-    altitude: float = setting(50.0, "Preferred altitude above the ground.", unit="m", lo=0)
-    vertical_strength: float = setting(0.1, "Vertical spring toward the preferred altitude, "
-                                       "per metre off it (StarDisplay's 0.008 N/m on "
-                                       "0.08 kg).", unit="1/s²", lo=0)
-    radius: float = setting(150.0, "When the flock's centroid is farther than this from "
-                            "the roost (horizontally), the birds turn back.", unit="m",
-                            lo=0, lo_open=True)
-    hysteresis: float = setting(0.3, "They keep turning back until the centroid is within "
-                                "radius·(1 − hysteresis).", lo=0, hi=0.99)
-    return_strength: float = setting(0.125, "Sideways steering per metre beyond the inner "
-                                     "radius (StarDisplay's 0.01 N/m on 0.08 kg).",
-                                     unit="1/s²", lo=0)
-    return_cap: float = setting(1.5, "Cap on that sideways steering.", unit="m/s²", lo=0)
 
 
 @dataclass(frozen=True)
