@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from .fields import MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, setting
-from .schema3d import FlightSettings, RoostSettings
+from .schema3d import BirdSettings, Camera3DSettings, FlightSettings, RoostSettings
 
 
 @dataclass(frozen=True)
@@ -286,6 +286,7 @@ SECTIONS: dict[str, type] = {
     "rules": RulesSettings,
     "flight": FlightSettings,
     "roost": RoostSettings,
+    "bird": BirdSettings,
     "attractor": AttractorSettings,
     "field": FieldSettings,
     "containment": ContainmentSettings,
@@ -298,7 +299,12 @@ SECTIONS: dict[str, type] = {
 # Forces that are on when their section is present (and `enabled` is not false).
 OPTIONAL_SECTIONS = {"flight", "roost", "attractor", "field", "containment", "hawk", "camera"}
 # Sections only a 3D world reads, and the 2D forces a 3D world does not have (yet).
-SECTIONS_3D = ("flight", "roost")
+SECTIONS_3D = ("flight", "roost", "bird")
+# A 3D world reads these sections with its own keys (a 2D camera's centre and zoom mean
+# nothing to a pinhole).
+SECTIONS_3D_CLASSES: dict[str, type] = {"camera": Camera3DSettings}
+# Built in 3D whether present or not (defaults); None in 2D.
+ALWAYS_3D = ("bird",)
 SECTIONS_2D = ("attractor", "field", "containment", "hawk")
 
 
@@ -312,11 +318,12 @@ class Scene:
     rules: RulesSettings
     flight: FlightSettings | None
     roost: RoostSettings | None
+    bird: BirdSettings | None
     attractor: AttractorSettings | None
     field: FieldSettings | None
     containment: ContainmentSettings | None
     hawk: HawkSettings | None
-    camera: CameraSettings | None
+    camera: CameraSettings | Camera3DSettings | None
     palette: PaletteSettings
     render: RenderSettings
     output: OutputSettings

@@ -133,6 +133,12 @@ def convert(value, meta):
         if not (isinstance(value, list) and len(value) == 2):
             raise ValueError(f"expected a point [x, y], got {show(value)}")
         return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "point3":
+        if not (isinstance(value, list) and len(value) == 3):
+            raise ValueError(f"expected a point [x, y, z], got {show(value)}")
+        return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "path8":
+        return _keyframes3d(value, meta)
     if kind == "path5":
         if not (isinstance(value, list) and value
                 and all(isinstance(k, list) and len(k) == 5 for k in value)):
@@ -155,3 +161,21 @@ def convert(value, meta):
         return keys
     raise AssertionError(f"unknown setting kind {kind}")
 
+
+
+def _keyframes3d(value, meta) -> tuple[tuple[float, ...], ...]:
+    """[[t, x, y, z, look_x, look_y, look_z, fov], …]: times increasing, fov in (0, 180)."""
+    if not (isinstance(value, list) and value
+            and all(isinstance(k, list) and len(k) == 8 for k in value)):
+        raise ValueError(f"expected keyframes [[t, x, y, z, look_x, look_y, look_z, fov], "
+                         f"…], got {show(value)}")
+    keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
+                 for k in value)
+    if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
+        times = ", ".join(show(k[0]) for k in keys)
+        raise ValueError(f"expected keyframe times in increasing order, got {times}")
+    bad = [k[7] for k in keys if not 0.0 < k[7] < 180.0]
+    if bad:
+        raise ValueError(f"expected each keyframe's fov in (0, 180) degrees, got "
+                         f"{show(bad[0])}")
+    return keys

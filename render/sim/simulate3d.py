@@ -85,7 +85,7 @@ class Simulation3D:
         self.step_index = -scene.scene.settle_steps
         kept = settled.load(scene) if cache and self.step_index < 0 else None
         if kept is not None and kept["positions"].shape == self.positions.shape and \
-                len(kept["follow"]) == (4 if self._follow is not None else 0):
+                len(kept["follow"]) == (6 if self._follow is not None else 0):
             self._restore(kept)
             return
         with tqdm(total=-self.step_index, unit="step", desc="settling", leave=False,
