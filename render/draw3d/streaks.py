@@ -78,8 +78,9 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     f = pose.focal
     width = np.maximum(f * look.wingspan / depth, look.min_width_px)
     # A small patch of area A (as seen along its ray) at depth z and distance d covers
-    # f²·A/(z·d) px² of the image plane (its solid angle A/d² at f²/cos³θ px² each).
-    ink_px2 = f * f * silhouette_m2 / (depth * np.maximum(distance, pose.near))
+    # f²·A·d/z³ px² of the image plane: its solid angle A/d², at f²/cos³θ px² a
+    # steradian θ off the axis (cos θ = z/d).
+    ink_px2 = f * f * silhouette_m2 * np.maximum(distance, depth) / depth ** 3
     area = np.hypot(x1 - x0, y1 - y0) * width + 0.25 * math.pi * width * width
     alpha = np.minimum(ink_px2 / area, 1.0)
     x0, y0, x1, y1, meets = clip_to_frame(pose, x0, y0, x1, y1)
