@@ -79,6 +79,7 @@ Shipped scenes:
 
 TYPES = {
     "float": "number", "int": "integer", "bool": "true / false", "str": "string",
+    "stops": "[[elevation, \"#RRGGBB\"], …]", "angles": "[azimuth, elevation]",
     "choice": "string", "color": "\"#RRGGBB\"", "size": "\"WxH\" or [w, h]",
     "fps": "number or \"N/D\"", "point": "[x, y]", "path": "[[t, x, y], …]",
     "path5": "[[t, x, y, width, rotation], …]",

@@ -39,8 +39,7 @@ class Look(NamedTuple):
 def look_of(scene: Scene) -> Look:
     """The scene's bird body ([bird]), visibility ([atmosphere], if any) and width floor."""
     bird = scene.bird
-    atmosphere = getattr(scene, "atmosphere", None)
-    visibility = getattr(atmosphere, "visibility", None) or math.inf
+    visibility = math.inf if scene.atmosphere is None else scene.atmosphere.visibility
     return Look(bird.wingspan, bird.body_length, bird.wing_area, bird.body_area,
                 float(visibility), scene.render.min_width_px)
 

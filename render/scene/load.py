@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import SceneError
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
-from .schema3d import keyframes
+from .schema3d import PALETTE_3D_KEYS, keyframes
 from .values import convert, show, suggest
 
 
@@ -240,6 +240,11 @@ def _check_dimensions(values, merged, where, usable, problems):
             kind = "3D-only" if not three else "2D-only"
             problems.append(f"{where(name)}: [{name}] is {kind}: expected world.dimensions = "
                             f"{3 if not three else 2}, got {world.dimensions}")
+    if not three:
+        for key in PALETTE_3D_KEYS:
+            if key in merged.get("palette", {}):
+                problems.append(f"{where('palette.' + key)}: a 3D-only key: "
+                                f"expected world.dimensions = 3, got {world.dimensions}")
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")

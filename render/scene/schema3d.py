@@ -30,6 +30,24 @@ class FlightSettings:
 
 
 @dataclass(frozen=True)
+class AtmosphereSettings:
+    """3D only: haze (SPEC §10). A bird, the treeline or the ground at distance d keeps
+    0.05^(d/V) of its contrast against the sky; the rest is the sky's colour (under
+    --transparent, the rest is transparency). Without this section nothing is hazed."""
+
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    visibility: float = setting(10_000.0, "V, the distance at which contrast falls to 5% "
+                                "(3% lost over 100 m at 10 km).", unit="m", lo=0,
+                                lo_open=True)
+
+
+# [palette] keys only a 3D scene reads (the sky, sun, treeline and birds seen through the
+# camera); a 2D scene giving one is refused, as it is a 3D-only section.
+PALETTE_3D_KEYS = ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
+                   "treeline_colour", "treeline_distance", "treeline_height")
+
+
+@dataclass(frozen=True)
 class RoostSettings:
     """3D only: the roost on the ground that holds the flock over it (SPEC §9)."""
 

@@ -100,6 +100,22 @@ def parse_fps(value) -> Fraction:
     return fps
 
 
+def _stops(value, meta) -> tuple[tuple[float, str], ...]:
+    """[[elevation °, "#RRGGBB"], …], elevations increasing within [-90, 90]."""
+    if not (isinstance(value, list) and value and all(
+            isinstance(s, list) and len(s) == 2 and isinstance(s[1], str) for s in value)):
+        raise ValueError(f"expected colour stops [[elevation, \"#RRGGBB\"], …], "
+                         f"got {show(value)}")
+    stops = []
+    for elevation, colour in value:
+        elevation = _number(elevation, dict(meta, lo=-90.0, hi=90.0, lo_open=False), False)
+        stops.append((elevation, convert(colour, dict(meta, kind="color"))))
+    if any(b[0] <= a[0] for a, b in zip(stops, stops[1:])):
+        angles = ", ".join(show(s[0]) for s in stops)
+        raise ValueError(f"expected elevations in increasing order, got {angles}")
+    return tuple(stops)
+
+
 def convert(value, meta):
     """`value` as the type its field's `setting()` metadata names; ValueError if it is not one."""
     kind = meta["kind"]
@@ -125,6 +141,15 @@ def convert(value, meta):
         if not (isinstance(value, str) and _COLOR.match(value)):
             raise ValueError(f"expected a colour \"#RRGGBB\", got {show(value)}")
         return value.upper()
+    if kind == "stops":
+        return _stops(value, meta)
+    if kind == "angles":
+        if not (isinstance(value, list) and len(value) == 2):
+            raise ValueError(f"expected [azimuth, elevation] in degrees, got {show(value)}")
+        azimuth, elevation = (_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+        if not -90.0 <= elevation <= 90.0:
+            raise ValueError(f"expected an elevation in [-90, 90] degrees, got {show(value)}")
+        return azimuth, elevation
     if kind == "size":
         return parse_size(value)
     if kind == "fps":

@@ -1,0 +1,261 @@
+"""The sky and ground seen from a `Pose` (SPEC §10): a vertical gradient by elevation angle,
+an optional sun glow, the ground below the horizon hazed toward the horizon's colour, and
+an optional treeline or reed bed along the horizon drawn as a vector silhouette.
+
+`sky_for(scene, pose)` resolves the palette into a `Sky`; `sky_pixels(sky, window)` draws
+it as opaque cairo ARGB32 bytes (B, G, R, A), which `optics.compose` composites the birds
+over. The same window of the same sky is drawn once and reused.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import NamedTuple
+
+import cairo
+import numpy as np
+
+from ..sim.jit import serial
+from ..draw.paths import append_polygons, polygon_records
+from .colour import ENCODE, ENCODE_STEPS, hex_linear, to_srgb
+from .types import Pose
+
+SKY_LUT = 1024  # gradient samples over sin(elevation) ∈ [0, 1]
+LN_005 = math.log(0.05)  # contrast 0.05^(d/V) = exp(LN_005·d/V)
+
+# Each theme's 3D look: sky stops [(elevation °, colour)], ground, birds, accent, sun
+# [(azimuth °, elevation °)] and its glow (colour, radius °), treeline. The birds of dusk
+# are starlings against the light: albedo ≈ 0.07, lit from below by a few per cent of the
+# sky's light, so close to black.
+THEMES_3D = {
+    "light": dict(sky=((0.0, "#EDE8DC"), (30.0, "#DCDCDA"), (90.0, "#C6D0DC")),
+                  ground="#D6D0C0", bird="#2848CD", accent="#BE441C", sun=None,
+                  sun_colour="#FFF4DC", sun_glow=10.0, treeline="none",
+                  treeline_colour="#8E8A80"),
+    "dark": dict(sky=((0.0, "#1C2130"), (25.0, "#10131B"), (90.0, "#07090D")),
+                 ground="#050608", bird="#96B4FF", accent="#FF7854", sun=None,
+                 sun_colour="#5A6480", sun_glow=10.0, treeline="none",
+                 treeline_colour="#030405"),
+    "dusk": dict(sky=((0.0, "#F4A95E"), (3.0, "#EE9365"), (10.0, "#C98285"),
+                      (25.0, "#7E79A0"), (50.0, "#3E4E84"), (90.0, "#1D2A57")),
+                 ground="#1A1716", bird="#151318", accent="#6B2A1A", sun=(95.0, -1.5),
+                 sun_colour="#FFB45A", sun_glow=14.0, treeline="trees",
+                 treeline_colour="#141214"),
+}
+TREELINE_DISTANCE_M = 1500.0
+TREELINE_HEIGHT_M = 18.0
+
+
+class Sky(NamedTuple):
+    """What the frame shows behind the birds, and the birds' own colours (linear RGB).
+
+    lut: (SKY_LUT, 3) the gradient over sin(elevation) 0…1; ground (3,); visibility m (inf:
+    no haze); sun (3,) unit direction toward it, glow 1 − cos(glow radius) (0: none);
+    treeline "none" | "trees" | "reeds" at treeline_distance m, treeline_height m tall,
+    seeded by `seed`."""
+
+    pose: Pose
+    lut: np.ndarray
+    ground: np.ndarray
+    visibility: float
+    sun: np.ndarray
+    sun_colour: np.ndarray
+    glow: float
+    treeline: str
+    treeline_colour: np.ndarray
+    treeline_distance: float
+    treeline_height: float
+    seed: int
+    bird: np.ndarray
+    accent: np.ndarray
+
+
+def gradient_lut(stops) -> np.ndarray:
+    """(SKY_LUT, 3) linear RGB over sin(elevation) from 0 to 1, interpolated in linear
+    light between `stops` ((elevation °, "#RRGGBB"), …), held beyond the first and last."""
+    angles = np.array([s[0] for s in stops], dtype=np.float64)
+    colours = np.array([hex_linear(s[1]) for s in stops])
+    elevation = np.degrees(np.arcsin(np.linspace(0.0, 1.0, SKY_LUT)))
+    return np.column_stack([np.interp(elevation, angles, colours[:, c]) for c in range(3)])
+
+
+def sun_direction(azimuth_deg: float, elevation_deg: float) -> np.ndarray:
+    """(3,) unit vector toward the sun: azimuth counter-clockwise from +x, z up."""
+    a, e = math.radians(azimuth_deg), math.radians(elevation_deg)
+    return np.array([math.cos(e) * math.cos(a), math.cos(e) * math.sin(a), math.sin(e)])
+
+
+def sky_for(scene, pose: Pose) -> Sky:
+    """The scene's palette (theme, then each key the scene sets) seen from `pose`."""
+    pal = scene.palette
+    look = dict(THEMES_3D[pal.theme])
+    for key in ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
+                "treeline_colour"):
+        value = getattr(pal, key, None)
+        if value is not None:
+            look[key] = value
+    if getattr(pal, "sky", None) is None and pal.background is not None:
+        look["sky"] = ((0.0, pal.background),)  # a flat sky in the background colour
+    if getattr(pal, "bird", None) is None and pal.ink is not None:
+        look["bird"] = pal.ink
+    if pal.accent is not None:
+        look["accent"] = pal.accent
+    atmosphere = getattr(scene, "atmosphere", None)
+    visibility = math.inf if atmosphere is None else atmosphere.visibility
+    sun = look["sun"]
+    glow = 0.0 if sun is None or look["sun_glow"] <= 0 else \
+        1.0 - math.cos(math.radians(look["sun_glow"]))
+    return Sky(pose, gradient_lut(look["sky"]), hex_linear(look["ground"]), visibility,
+               np.zeros(3) if sun is None else sun_direction(*sun),
+               hex_linear(look["sun_colour"]), glow, look["treeline"],
+               hex_linear(look["treeline_colour"]),
+               getattr(pal, "treeline_distance", None) or TREELINE_DISTANCE_M,
+               getattr(pal, "treeline_height", None) or TREELINE_HEIGHT_M,
+               scene.scene.seed, hex_linear(look["bird"]), hex_linear(look["accent"]))
+
+
+@serial
+def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, eye_m, lut, ground,
+                visibility, sun, sun_colour, glow, encode, out):
+    """Each pixel of `out` (h, w, 4) BGRA: the gradient above the horizon, hazed ground
+    below it, plus the sun's glow, encoded to sRGB. Pixel (x, y) of out is (ox + x, oy + y)
+    of the full frame."""
+    h, w = out.shape[0], out.shape[1]
+    n = lut.shape[0] - 1
+    colour = np.empty(3)
+    for y in range(h):
+        v = (oy + y + 0.5 - cy) / focal
+        for x in range(w):
+            u = (ox + x + 0.5 - cx) / focal
+            dx = forward[0] + u * right[0] - v * up[0]
+            dy = forward[1] + u * right[1] - v * up[1]
+            dz = forward[2] + u * right[2] - v * up[2]
+            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+            s = dz / norm
+            if s >= 0.0:
+                f = s * n
+                i = min(int(f), n - 1)
+                t = f - i
+                for c in range(3):
+                    colour[c] = lut[i, c] * (1.0 - t) + lut[i + 1, c] * t
+            else:
+                keep = 1.0
+                if visibility < math.inf:  # the ground's distance along the ray: eye/(−s)
+                    keep = math.exp(LN_005 * eye_m / (-s) / visibility)
+                for c in range(3):
+                    colour[c] = keep * ground[c] + (1.0 - keep) * lut[0, c]
+            if glow > 0.0:
+                cos_angle = (dx * sun[0] + dy * sun[1] + dz * sun[2]) / norm
+                g = math.exp((cos_angle - 1.0) / glow)  # ≈ exp(−θ²/2r²), θ off the sun
+                for c in range(3):
+                    colour[c] += g * sun_colour[c]
+            for c in range(3):
+                lin = min(max(colour[c], 0.0), 1.0)
+                out[y, x, 2 - c] = encode[int(lin * ENCODE_STEPS + 0.5)]
+            out[y, x, 3] = 255
+
+
+def _window_key(sky: Sky, window) -> tuple:
+    p = sky.pose
+    arrays = (p.position, p.right, p.up, p.forward, sky.lut, sky.ground, sky.sun,
+              sky.sun_colour, sky.treeline_colour)
+    return (tuple(a.tobytes() for a in arrays), p.focal, p.width, p.height, sky.visibility,
+            sky.glow, sky.treeline, sky.treeline_distance, sky.treeline_height, sky.seed,
+            tuple(window))
+
+
+_last: dict = {}
+
+
+def sky_pixels(sky: Sky, window) -> np.ndarray:
+    """The sky and ground of `window` (x, y, w, h px of the full frame): (h, w, 4) uint8
+    BGRA, opaque. Read-only: the last window drawn is kept and returned again."""
+    key = _window_key(sky, window)
+    if _last.get("key") == key:
+        return _last["pixels"]
+    x, y, w, h = window
+    p = sky.pose
+    out = np.empty((h, w, 4), np.uint8)
+    _sky_kernel(float(x), float(y), 0.5 * p.width, 0.5 * p.height, float(p.focal),
+                p.right.astype(np.float64), p.up.astype(np.float64),
+                p.forward.astype(np.float64), float(max(p.position[2], 0.0)), sky.lut,
+                sky.ground, float(sky.visibility), sky.sun, sky.sun_colour, float(sky.glow),
+                ENCODE, out)
+    if sky.treeline != "none":
+        draw_treeline(out, sky, window)
+    out.setflags(write=False)
+    _last.update(key=key, pixels=out)
+    return out
+
+
+PROFILE_SAMPLES = 8192  # around the full horizon: 1.2 m apart at 1.5 km
+
+
+@lru_cache(maxsize=8)
+def horizon_profile(kind: str, seed: int) -> np.ndarray:
+    """(PROFILE_SAMPLES,) heights, as a share of the treeline's height, at azimuths
+    2π·i/PROFILE_SAMPLES: rounded crowns of trees of random width and height, or a reed
+    bed's thin spikes over a low mass. Seeded: the same scene draws the same horizon."""
+    rng = np.random.default_rng([seed, 0x7EE5])
+    n = PROFILE_SAMPLES
+    if kind == "reeds":
+        mass = 0.3 + 0.08 * np.sin(np.linspace(0, 2 * np.pi * 7, n) + rng.uniform(0, 7))
+        spikes = rng.uniform(0.0, 1.0, n) ** 3 * (rng.uniform(0, 1, n) < 0.35)
+        return mass + 0.7 * spikes
+    heights = np.full(n, 0.12)
+    start = 0
+    while start < n:  # crowns side by side, overlapping a little, each a half-ellipse
+        width = int(rng.integers(3, 14))
+        top = rng.uniform(0.45, 1.0)
+        i = np.arange(start, start + 2 * width + 1)
+        shape = top * np.sqrt(np.clip(1.0 - ((i - start - width) / width) ** 2, 0.0, 1.0))
+        np.maximum.at(heights, i % n, shape)
+        start += int(width * rng.uniform(1.2, 2.0))
+    return heights
+
+
+def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
+    """The silhouette as (k, 2) pixel points of `window`: its top along the horizon,
+    treeline_distance m from the camera, then back along its foot on the ground; None when
+    none of it lies ahead of the camera."""
+    p = sky.pose
+    profile = horizon_profile(sky.treeline, sky.seed) * sky.treeline_height
+    azimuth = 2 * np.pi * np.arange(PROFILE_SAMPLES) / PROFILE_SAMPLES
+    ring = np.column_stack([np.cos(azimuth), np.sin(azimuth)]) * sky.treeline_distance
+    top = np.column_stack([ring + p.position[:2], profile])
+    foot = np.column_stack([ring + p.position[:2], np.zeros(PROFILE_SAMPLES)])
+    ahead = (top - p.position) @ p.forward > 0.1 * sky.treeline_distance
+    if ahead.sum() < 2:
+        return None
+    # Start the ring behind the camera, so the part ahead is one run in order.
+    back = math.atan2(-p.forward[1], -p.forward[0]) % (2 * np.pi)
+    order = np.argsort((azimuth - back) % (2 * np.pi), kind="stable")
+    keep = order[ahead[order]]
+    points = np.concatenate([top[keep], foot[keep][::-1]])
+    rel = points - p.position
+    depth = rel @ p.forward
+    u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
+    v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
+    return np.column_stack([u, v])
+
+
+def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
+    """The treeline over `out` (the window's sky, BGRA) as one filled vector path in its
+    colour hazed by its distance toward the horizon's."""
+    polygon = treeline_polygon(sky, window)
+    if polygon is None:
+        return
+    h, w = out.shape[:2]
+    surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
+                                                 4 * w)
+    ctx = cairo.Context(surface)
+    records, points = polygon_records(1, len(polygon))
+    points[0] = polygon
+    append_polygons(ctx, records)
+    keep = 1.0 if math.isinf(sky.visibility) else \
+        math.exp(LN_005 * sky.treeline_distance / sky.visibility)
+    colour = keep * sky.treeline_colour + (1 - keep) * sky.lut[0]
+    ctx.set_source_rgb(*to_srgb(colour))
+    ctx.fill()
+    surface.flush()
