@@ -2,8 +2,9 @@
 simulator, and the stream of them a render draws (`simulated`).
 
 A state is plain arrays that can wait in a queue or travel to another machine, whatever
-the world's dimension: positions and velocities are (n, d) with d = 2 or 3. Drawing is
-top-down orthographic, from the (x, y) columns (`FrameState.draw`).
+the world's dimension: positions and velocities are (n, d) with d = 2 or 3. A 3D scene's
+state carries its camera's pose and is drawn through it (render.draw3d); any other is
+drawn top-down orthographic, from the (x, y) columns (`FrameState.draw`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import numpy as np
 from .draw.camera import View, view_at
 from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
+from .draw3d.camera import pose_at
+from .draw3d.frame import draw3d
+from .draw3d.types import Pose
 from .loop import crossfade_frames
 from .scene import Scene
 from . import sim as sim_package
@@ -35,7 +39,8 @@ class FrameState:
     birds' mask (n,); exposure: the sub-frame (positions, velocities) pairs of motion blur,
     else (); view: the camera's (None: the whole world); time: the frame's time, s (index /
     fps); hawk: its position (d floats) at the step the frame samples, None while it is
-    not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank)."""
+    not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank);
+    pose: a 3D scene's camera at the scene's output size (None: drawn from above)."""
 
     index: int
     positions: np.ndarray
@@ -47,19 +52,26 @@ class FrameState:
     time: Fraction = Fraction(0)
     hawk: tuple[float, ...] | None = None
     bank: np.ndarray | None = None
+    pose: Pose | None = None
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
         """The state of a simulated `frame` (copies: the simulator reuses its arrays for the
         next step) with the scene's camera at its time."""
         bank = getattr(frame.snapshot, "bank", None)  # a 2D snapshot may not carry one
+        time = float(frame.time)
+        three = scene.dimensions == 3
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
-                   view_at(scene, float(frame.time), frame.followed), frame.time,
-                   frame.snapshot.hawk, None if bank is None else bank.copy())
+                   None if three else view_at(scene, time, frame.followed), frame.time,
+                   frame.snapshot.hawk, None if bank is None else bank.copy(),
+                   pose_at(scene, time, frame.followed, *scene.output.size) if three else None)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
+        if self.pose is not None:
+            exposure = self.exposure or ((self.positions, self.velocities),)
+            return draw3d(canvas, scene, self.pose, exposure, self.bank, self.accent)
         if self.exposure:
             exposure = tuple((top_down(p), top_down(v)) for p, v in self.exposure)
             return draw_exposure(canvas, scene, exposure, self.neighbours, self.accent,

@@ -1,0 +1,169 @@
+"""Every output of a 3D scene goes through the camera (SPEC §10): a still is the clip's
+frame at that time and the same picture at any size; posters in tiles; motion blur from
+sub-frame exposures; transparency; contact sheets; every clip and image format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from render.encode.video import count_frames
+
+# 300 starlings 60 m from a camera on the ground that follows them, at dusk.
+SMALL_3D = """\
+[scene]
+name = "small3d"
+seed = 4
+duration = 1.0
+dt = 0.01
+settle_steps = 100
+
+[world]
+dimensions = 3
+width = 100.0
+height = 100.0
+
+[flock]
+count = 300
+min_speed = 5.0
+max_speed = 18.0
+
+[rules]
+neighbours = "topological"
+blind_angle = 90.0
+separation_weight = 15.0
+alignment_weight = 6.25
+cohesion_weight = 25.0
+
+[flight]
+
+[roost]
+altitude = 30.0
+radius = 40.0
+
+[camera]
+position = [50.0, -10.0, 1.7]
+follow = "centroid"
+fov = 40.0
+
+[palette]
+theme = "dusk"
+
+[atmosphere]
+visibility = 2000.0
+
+[output]
+size = "192x108"
+fps = 20
+"""
+
+
+@pytest.fixture
+def scene3d(write_scene):
+    return write_scene(SMALL_3D, "small3d.toml")
+
+
+def rgba(path) -> np.ndarray:
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGBA"), np.float64)
+
+
+def still(cli, scene, path, time="0.5", *args):
+    r = cli(scene, "--still", time, "-o", path, "--quiet", *args)
+    assert r.code == 0, r.err
+    return rgba(path)
+
+
+def test_a_3d_still_is_its_frame_of_a_png_sequence(cli, scene3d, tmp_path):
+    r = cli(scene3d, "-o", f"{tmp_path}/frames/", "--frames", "8:12", "--quiet")
+    assert r.code == 0, r.err
+    frame = rgba(tmp_path / "frames" / "frame_00010.png")
+    picture = still(cli, scene3d, tmp_path / "still.png")
+    assert np.array_equal(picture, frame)
+    sky = np.median(picture.reshape(-1, 4), axis=0)
+    assert (np.abs(picture - sky).sum(axis=2) > 30).sum() > 20, "no birds to be seen"
+
+
+def test_a_3d_still_is_the_same_picture_at_twice_the_size(cli, scene3d, tmp_path):
+    small = still(cli, scene3d, tmp_path / "small.png")
+    big = still(cli, scene3d, tmp_path / "big.png", "0.5", "--size", "384x216")
+    down = big.reshape(108, 2, 192, 2, 4).mean(axis=(1, 3))
+    later = still(cli, scene3d, tmp_path / "later.png", "1.0")
+    same, moved = np.abs(down - small).mean(), np.abs(later - small).mean()
+    assert same < 0.2 * moved, (same, moved)
+
+
+@pytest.mark.slow
+def test_a_3d_poster_in_tiles_equals_the_whole_still(cli, scene3d, tmp_path):
+    whole = still(cli, scene3d, tmp_path / "whole.png", "0.5", "--size", "333x187")
+    tiled = still(cli, scene3d, tmp_path / "tiled.png", "0.5", "--size", "333x187",
+                  "--tile-size", "64")
+    assert np.array_equal(tiled, whole), "seams at tile borders"
+
+
+def test_3d_motion_blur_spreads_the_same_ink_over_the_shutter(cli, scene3d, tmp_path):
+    sky = still(cli, scene3d, tmp_path / "sky.png", "0.5", "--set", "flock.count=8",
+                "--set", "camera.follow=none", "--set", "camera.look_at=[50, 90, 60]")
+    sharp = still(cli, scene3d, tmp_path / "sharp.png")
+    blurred = still(cli, scene3d, tmp_path / "blur.png", "0.5", "--motion-blur", "8",
+                    "--set", "render.shutter_angle=360")
+    assert not np.array_equal(sharp, blurred)
+    ink = [np.abs(p - sky)[..., :3].sum() for p in (sharp, blurred)]
+    assert ink[1] == pytest.approx(ink[0], rel=0.15)
+    r = cli(scene3d, "-o", f"{tmp_path}/frames/", "--frames", "10:11", "--motion-blur", "8",
+            "--set", "render.shutter_angle=360", "--quiet")
+    assert r.code == 0, r.err
+    assert np.array_equal(rgba(tmp_path / "frames" / "frame_00010.png"), blurred)
+
+
+def test_a_transparent_3d_still_keeps_only_the_birds(cli, scene3d, tmp_path):
+    picture = still(cli, scene3d, tmp_path / "t.png", "0.5", "--transparent")
+    alpha = picture[..., 3]
+    assert (alpha == 0).mean() > 0.9  # no sky, no ground, no treeline
+    assert (alpha > 0).sum() > 20 and alpha.max() < 255 * 0.99  # translucent birds
+
+
+@pytest.mark.parametrize("output, frames", [
+    ("clip.mp4", 20), ("clip.webm", 20), ("clip.mov", 20), ("clip.gif", 20),
+    ("clip.webp", 20), ("clip.apng", 20), ("frames/", 20), ("f_%03d.jpg", 20),
+    ("f_%03d.exr", 20)])
+def test_every_format_draws_3d_through_the_camera(cli, scene3d, tmp_path, output, frames):
+    path = f"{tmp_path}/{output}"
+    r = cli(scene3d, "-o", path, "--quiet")
+    assert r.code == 0, r.err
+    if output.endswith("/"):
+        assert len(list((tmp_path / "frames").glob("frame_*.png"))) == frames
+    elif "%" in output:
+        assert len(list(tmp_path.glob(f"f_*{output[-4:]}"))) == frames
+    elif output.endswith((".mp4", ".webm", ".mov")):
+        assert count_frames(path) == frames
+    else:
+        with Image.open(path) as im:
+            assert im.n_frames == frames and im.size == (192, 108)
+
+
+@pytest.mark.parametrize("output", ["clip.webm", "clip.mov"])
+def test_transparent_3d_clips_carry_alpha(cli, scene3d, tmp_path, output):
+    r = cli(scene3d, "-o", f"{tmp_path}/{output}", "--transparent", "--frames", "4",
+            "--quiet")
+    assert r.code == 0, r.err
+    assert count_frames(f"{tmp_path}/{output}") == 4
+
+
+def test_a_3d_contact_sheet_shows_the_clip(cli, scene3d, tmp_path):
+    sheet = tmp_path / "sheet.png"
+    r = cli(scene3d, "--contact-sheet", sheet, "--quiet")
+    assert r.code == 0, r.err
+    picture = rgba(sheet)
+    assert picture.shape[1] == 4 * (480 + 8) + 8
+    assert picture[..., :3].std() > 10  # sky gradients and birds, not a blank page
+
+
+def test_a_3d_16_bit_still_is_the_8_bit_one_in_finer_levels(cli, scene3d, tmp_path):
+    eight = still(cli, scene3d, tmp_path / "8.png")
+    r = cli(scene3d, "--still", "0.5", "-o", tmp_path / "16.png", "--bit-depth", "16",
+            "--quiet")
+    assert r.code == 0, r.err
+    with Image.open(tmp_path / "16.png") as im:
+        assert im.size == (192, 108)
