@@ -37,7 +37,9 @@ def test_a_starling_at_100_m_is_8_px_wide_at_30_degrees_and_1080_rows(size):
     cam = north(*size)
     scale = size[1] / 1080
     assert cam.focal == pytest.approx(2015 * scale, rel=1e-3)
-    near_bird, far_bird = one(cam, (0, 100, 0)), one(cam, (0, 300, 0))
+    # flying at the camera, its wings level: they span the streak's width
+    toward = dict(velocity=(0.0, -10.0, 0.0))
+    near_bird, far_bird = one(cam, (0, 100, 0), **toward), one(cam, (0, 300, 0), **toward)
     assert near_bird.width[0] == pytest.approx(8.1 * scale, rel=0.02)
     assert far_bird.width[0] == pytest.approx(2.7 * scale, rel=0.02)
     # on the optical axis: at the frame's centre
@@ -106,15 +108,15 @@ def test_each_streak_carries_its_birds_projected_silhouette(shutter):
 
 def test_the_ink_per_bird_does_not_depend_on_the_resolution():
     pos, vel, bank = random_flock()
-    ink = {}
+    ink, floored = {}, {}  # floored: the share of streaks drawn at the width floor
     for size in [(854, 480), (3840, 2160)]:
         cam = north(*size)
         s = streaks(cam, pos, vel, bank, np.zeros(len(pos), bool), STARLING, 1 / 50)
         area = np.hypot(s.x1 - s.x0, s.y1 - s.y0) * s.width + math.pi * s.width ** 2 / 4
         # px² per the focal length's scale (854x480 is a shade wider than 16:9)
         ink[size] = (s.alpha * area).sum() / size[1] ** 2, set(s.ids)
-        floored = (s.width == 1.0).mean()
-        assert floored > 0.1 if size[1] == 480 else floored == 0  # the floor is exercised
+        floored[size] = (s.width == 1.0).mean()
+    assert floored[(854, 480)] > 0.3 and floored[(854, 480)] > 3 * floored[(3840, 2160)]
     (small, seen_small), (big, seen_big) = ink.values()
     assert seen_small == seen_big
     assert small == pytest.approx(big, rel=1e-9)
@@ -132,6 +134,9 @@ def test_a_bird_seen_edge_on_shows_its_body_face_on_its_wings_too():
         length = math.hypot(s.x1[0] - s.x0[0], s.y1[0] - s.y0[0])
         return s.alpha[0] * (length * s.width[0] + math.pi * s.width[0] ** 2 / 4)
 
+    focal = north().focal
+    assert from_side.width[0] == pytest.approx(focal * 0.05 / 100)  # the body's 0.05 m
+    assert from_below.width[0] == pytest.approx(focal * 0.4 / 100)  # the wingspan
     assert ink(from_side) == pytest.approx(0.01 * px2_per_m2)
     assert ink(from_below) == pytest.approx(0.029 * px2_per_m2)
     assert ink(banked) == pytest.approx(0.029 * px2_per_m2)  # rolled 90°: wings face us

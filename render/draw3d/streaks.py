@@ -4,7 +4,8 @@ projection of its silhouette (`streaks`).
 A bird covers the projection of its silhouette: its body plus its wings times how much of
 the wing faces the viewer (the wings' normal is the bird's banked up vector, as flight.py
 flies it). Its motion spreads that ink along a streak of its body length plus the distance
-flown while the shutter is open, as wide as its wingspan looks (never narrower than the
+flown while the shutter is open, as wide as its wings reach across the streak on screen
+(a bird seen with its wings end-on is as wide as its body; never narrower than the
 pixel-width floor), and the streak's alpha is what makes alpha × area = the silhouette: a
 longer or wider streak never means more ink, so the ink a bird leaves does not depend on
 the resolution.
@@ -59,7 +60,7 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     open (motion blur's sub-frames each pass their share). A bird whose streak lies
     wholly behind the near plane or outside the frame is left out; a streak crossing the
     near plane is cut at it."""
-    forward, normal = bird_axes(velocities, bank)
+    forward, normal, span = bird_axes(velocities, bank)
     rel = positions - pose.position
     distance = np.sqrt(np.einsum("ij,ij->i", rel, rel))
     ray = rel / np.maximum(distance, 1e-12)[:, None]
@@ -75,13 +76,20 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     x0, y0 = project(pose, tail)
     x1, y1 = project(pose, head)
     f = pose.focal
-    width = np.maximum(f * look.wingspan / depth, look.min_width_px)
     # A small patch of area A (as seen along its ray) at depth z and distance d covers
     # f²·A·d/z³ px² of the image plane: its solid angle A/d², at f²/cos³θ px² a
     # steradian θ off the axis (cos θ = z/d).
     ink_px2 = f * f * silhouette_m2 * np.maximum(distance, depth) / depth ** 3
-    area = np.hypot(x1 - x0, y1 - y0) * width + 0.25 * math.pi * width * width
-    alpha = np.minimum(ink_px2 / area, 1.0)
+    length = np.hypot(x1 - x0, y1 - y0)
+    # Wings seen along the streak reach little across it: the streak is then widened
+    # until it holds the whole silhouette at full opacity (L·w + πw²/4 = ink).
+    full = (np.sqrt(length * length + math.pi * ink_px2) - length) / (0.5 * math.pi)
+    width = np.maximum.reduce([
+        across(pose, positions, 0.5 * look.wingspan * span, x1 - x0, y1 - y0),
+        f * look.body_area / look.body_length / depth, full,
+        np.full(len(depth), look.min_width_px)])
+    area = length * width + 0.25 * math.pi * width * width
+    alpha = np.minimum(ink_px2 / area, 1.0)  # ≤ 1 by construction; rounding aside
     x0, y0, x1, y1, meets = clip_to_frame(pose, x0, y0, x1, y1)
     seen = front & meets & in_frame(pose, x0, y0, x1, y1, 0.5 * width)
     ids = np.flatnonzero(seen)
@@ -93,9 +101,10 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
 
 
 def bird_axes(velocities: np.ndarray, bank: np.ndarray | None):
-    """Each bird's forward unit vector and its wings' normal (the banked up vector
-    cos β·u + sin β·r, r = f × z horizontal, u = r × f, as flight.py): (n, 3) each. A
-    bird at rest faces +x; one flying straight up has r = +x."""
+    """Each bird's forward unit vector, its wings' normal (the banked up vector
+    cos β·u + sin β·r, r = f × z horizontal, u = r × f, as flight.py) and the axis from
+    wingtip to wingtip (cos β·r − sin β·u): (n, 3) unit vectors each. A bird at rest
+    faces +x; one flying straight up has r = +x."""
     speed = np.sqrt(np.einsum("ij,ij->i", velocities, velocities))
     moving = speed > 0.0
     forward = np.where(moving[:, None], velocities / np.where(moving, speed, 1.0)[:, None],
@@ -107,9 +116,22 @@ def bird_axes(velocities: np.ndarray, bank: np.ndarray | None):
                      np.array([1.0, 0.0, 0.0]))
     up = np.cross(right, forward)
     if bank is None:
-        return forward, up
+        return forward, up, right
     c, s = np.cos(bank)[:, None], np.sin(bank)[:, None]
-    return forward, c * up + s * right
+    return forward, c * up + s * right, c * right - s * up
+
+
+def across(pose: Pose, positions: np.ndarray, half_span: np.ndarray, dx, dy) -> np.ndarray:
+    """How far each bird's wings reach across its streak on screen, px: the wingtips
+    positions ± half_span ((n, 3) m) projected, their separation's part perpendicular
+    to the streak's direction (dx, dy) px (all of it for a streak of no length)."""
+    tip_u0, tip_v0 = project(pose, camera_coords(pose, positions - half_span))
+    tip_u1, tip_v1 = project(pose, camera_coords(pose, positions + half_span))
+    wu, wv = tip_u1 - tip_u0, tip_v1 - tip_v0
+    length = np.hypot(dx, dy)
+    moving = length > 0.0
+    safe = np.where(moving, length, 1.0)
+    return np.where(moving, np.abs(wu * dy - wv * dx) / safe, np.hypot(wu, wv))
 
 
 def camera_coords(pose: Pose, points: np.ndarray) -> np.ndarray:
