@@ -167,3 +167,17 @@ def test_a_3d_16_bit_still_is_the_8_bit_one_in_finer_levels(cli, scene3d, tmp_pa
     assert r.code == 0, r.err
     with Image.open(tmp_path / "16.png") as im:
         assert im.size == (192, 108)
+
+
+def files(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.slow
+def test_a_3d_render_on_a_scheduler_is_the_local_render(cli, scene3d, tmp_path):
+    common = ("--frames", "6", "--motion-blur", "2", "--quiet")
+    assert cli(scene3d, "-o", f"{tmp_path}/here/", "--workers", "1", *common).code == 0
+    r = cli(scene3d, "-o", f"{tmp_path}/there/", "--scheduler", "local", "--workers", "2",
+            *common)
+    assert r.code == 0, r.err
+    assert files(tmp_path / "there") == files(tmp_path / "here")
