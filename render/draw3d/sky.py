@@ -87,22 +87,20 @@ def sun_direction(azimuth_deg: float, elevation_deg: float) -> np.ndarray:
 
 
 def sky_for(scene, pose: Pose) -> Sky:
-    """The scene's palette (theme, then each key the scene sets) seen from `pose`."""
+    """The scene's palette seen from `pose`: the theme's 3D look, then each [palette] key
+    the scene sets (`background` alone makes a flat sky, `ink` alone colours the birds),
+    hazed by [atmosphere] (none: visibility infinite)."""
     pal = scene.palette
     look = dict(THEMES_3D[pal.theme])
     for key in ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
-                "treeline_colour"):
-        value = getattr(pal, key, None)
-        if value is not None:
-            look[key] = value
-    if getattr(pal, "sky", None) is None and pal.background is not None:
-        look["sky"] = ((0.0, pal.background),)  # a flat sky in the background colour
-    if getattr(pal, "bird", None) is None and pal.ink is not None:
+                "treeline_colour", "accent"):
+        if getattr(pal, key) is not None:
+            look[key] = getattr(pal, key)
+    if pal.sky is None and pal.background is not None:
+        look["sky"] = ((0.0, pal.background),)
+    if pal.bird is None and pal.ink is not None:
         look["bird"] = pal.ink
-    if pal.accent is not None:
-        look["accent"] = pal.accent
-    atmosphere = getattr(scene, "atmosphere", None)
-    visibility = math.inf if atmosphere is None else atmosphere.visibility
+    visibility = math.inf if scene.atmosphere is None else scene.atmosphere.visibility
     sun = look["sun"]
     glow = 0.0 if sun is None or look["sun_glow"] <= 0 else \
         1.0 - math.cos(math.radians(look["sun_glow"]))
@@ -110,9 +108,9 @@ def sky_for(scene, pose: Pose) -> Sky:
                np.zeros(3) if sun is None else sun_direction(*sun),
                hex_linear(look["sun_colour"]), glow, look["treeline"],
                hex_linear(look["treeline_colour"]),
-               getattr(pal, "treeline_distance", None) or TREELINE_DISTANCE_M,
-               getattr(pal, "treeline_height", None) or TREELINE_HEIGHT_M,
-               scene.scene.seed, hex_linear(look["bird"]), hex_linear(look["accent"]))
+               pal.treeline_distance or TREELINE_DISTANCE_M,
+               pal.treeline_height or TREELINE_HEIGHT_M, scene.scene.seed,
+               hex_linear(look["bird"]), hex_linear(look["accent"]))
 
 
 @serial
