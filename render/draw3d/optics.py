@@ -30,24 +30,33 @@ from .sky import Sky, sky_pixels
 from .types import Streaks
 
 
-def ramp_area(radius: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Integral over the plane of the kernel's coverage clamp(r + ½ − distance, 0, 1) of a
-    segment of `length` px with round caps of radius `r` px (both (m,) float64)."""
+def edge_scale(radius: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The factor on a streak's partly covered pixels that makes its ink exact.
+
+    The kernel covers a pixel by clamp(r + ½ − d, 0, 1), d the distance from the pixel's
+    centre to the segment (`length` px, round caps of radius `r` px; (m,) float64). Its
+    integral over the plane is 2r per unit length along the segment, but πr² + π/12 over
+    the two caps (πb³/3, b = r + ½, below r = ½). Pixels it covers fully are the capsule
+    of radius r − ½ and stay exact; the edge pixels carry the rest, so the whole streak
+    leaves exactly its area, length·2r + πr², of coverage."""
     b = radius + 0.5
     wide = radius >= 0.5
-    across = np.where(wide, 2.0 * radius, b * b)
-    caps = np.where(wide, np.pi * radius ** 2 + np.pi / 12, np.pi * b ** 3 / 3)
-    return across * length + caps
+    core = np.where(wide, radius - 0.5, 0.0)
+    inside = 2 * core * length + np.pi * core ** 2
+    kernel = np.where(wide, 2.0 * radius * length + np.pi * radius ** 2 + np.pi / 12,
+                      b * b * length + np.pi * b ** 3 / 3)
+    area = 2 * radius * length + np.pi * radius ** 2
+    return (area - inside) / (kernel - inside)
 
 
 @serial
-def _splat(x0, y0, x1, y1, radius, ink, alpha, keep, accent, ox, oy, planes):
+def _splat(x0, y0, x1, y1, radius, edge, alpha, keep, accent, ox, oy, planes):
     """Composite each streak in turn (rows far to near) over `planes` (3, h, w) float32:
     sky, bird and accent weights of the pixels (ox + x, oy + y) of the full frame.
 
     Coverage of a pixel is clamp(r + ½ − d, 0, 1), d the distance from its centre to the
-    segment, times `ink` (the streak's true area over the kernel's, so alpha × coverage
-    sums to alpha × area). A streak of opacity a·coverage = q keeps (1 − q) of each weight
+    segment, times `edge` where it is below 1 (see `edge_scale`: alpha × coverage then sums
+    to alpha × area). A streak of opacity a·coverage = q keeps (1 − q) of each weight
     and adds q·keep of its colour and q·(1 − keep) of the sky (the haze)."""
     h, w = planes.shape[1], planes.shape[2]
     for i in range(x0.shape[0]):
@@ -60,7 +69,7 @@ def _splat(x0, y0, x1, y1, radius, ink, alpha, keep, accent, ox, oy, planes):
         hi_x = min(int(math.ceil(max(ax, ax + dx) + reach)), w)
         lo_y = max(int(math.floor(min(ay, ay + dy) - reach)), 0)
         hi_y = min(int(math.ceil(max(ay, ay + dy) + reach)), h)
-        scale = alpha[i] * ink[i]
+        a_full, a_edge = alpha[i], alpha[i] * edge[i]
         colour = 2 if accent[i] else 1
         k = keep[i]
         for y in range(lo_y, hi_y):
@@ -74,7 +83,7 @@ def _splat(x0, y0, x1, y1, radius, ink, alpha, keep, accent, ox, oy, planes):
                 cover = reach - math.sqrt(ex * ex + ey * ey)
                 if cover <= 0.0:
                     continue
-                q = min(scale * min(cover, 1.0), 1.0)
+                q = a_full if cover >= 1.0 else min(a_edge * cover, 1.0)
                 rest = 1.0 - q
                 planes[0, y, x] = planes[0, y, x] * rest + q * (1.0 - k)
                 planes[1, y, x] *= rest
@@ -143,14 +152,14 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool) -> np.ndarray
     x0, y0 = np.asarray(streaks.x0, np.float64), np.asarray(streaks.y0, np.float64)
     x1, y1 = np.asarray(streaks.x1, np.float64), np.asarray(streaks.y1, np.float64)
     length = np.hypot(x1 - x0, y1 - y0)
-    ink = (2 * radius * length + np.pi * radius ** 2) / ramp_area(radius, length)
+    edge = edge_scale(radius, length)
     contrast = np.asarray(streaks.contrast, np.float64)
     alpha = np.asarray(streaks.alpha, np.float64)
     if transparent:  # haze thins the bird; nothing behind it to tint toward
         alpha, keep = alpha * contrast, np.ones_like(contrast)
     else:
         keep = contrast
-    _splat(x0, y0, x1, y1, radius, ink, alpha, keep, np.asarray(streaks.accent, np.bool_),
+    _splat(x0, y0, x1, y1, radius, edge, alpha, keep, np.asarray(streaks.accent, np.bool_),
            float(x + lo_x), float(y + lo_y), planes)
     _finish(planes, lo_x, lo_y, sky.bird[::-1].copy(),
             sky.accent[::-1].copy(), transparent, DECODE, ENCODE, out)

@@ -87,22 +87,20 @@ def sun_direction(azimuth_deg: float, elevation_deg: float) -> np.ndarray:
 
 
 def sky_for(scene, pose: Pose) -> Sky:
-    """The scene's palette (theme, then each key the scene sets) seen from `pose`."""
+    """The scene's palette seen from `pose`: the theme's 3D look, then each [palette] key
+    the scene sets (`background` alone makes a flat sky, `ink` alone colours the birds),
+    hazed by [atmosphere] (none: visibility infinite)."""
     pal = scene.palette
     look = dict(THEMES_3D[pal.theme])
     for key in ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
-                "treeline_colour"):
-        value = getattr(pal, key, None)
-        if value is not None:
-            look[key] = value
-    if getattr(pal, "sky", None) is None and pal.background is not None:
-        look["sky"] = ((0.0, pal.background),)  # a flat sky in the background colour
-    if getattr(pal, "bird", None) is None and pal.ink is not None:
+                "treeline_colour", "accent"):
+        if getattr(pal, key) is not None:
+            look[key] = getattr(pal, key)
+    if pal.sky is None and pal.background is not None:
+        look["sky"] = ((0.0, pal.background),)
+    if pal.bird is None and pal.ink is not None:
         look["bird"] = pal.ink
-    if pal.accent is not None:
-        look["accent"] = pal.accent
-    atmosphere = getattr(scene, "atmosphere", None)
-    visibility = math.inf if atmosphere is None else atmosphere.visibility
+    visibility = math.inf if scene.atmosphere is None else scene.atmosphere.visibility
     sun = look["sun"]
     glow = 0.0 if sun is None or look["sun_glow"] <= 0 else \
         1.0 - math.cos(math.radians(look["sun_glow"]))
@@ -110,20 +108,47 @@ def sky_for(scene, pose: Pose) -> Sky:
                np.zeros(3) if sun is None else sun_direction(*sun),
                hex_linear(look["sun_colour"]), glow, look["treeline"],
                hex_linear(look["treeline_colour"]),
-               getattr(pal, "treeline_distance", None) or TREELINE_DISTANCE_M,
-               getattr(pal, "treeline_height", None) or TREELINE_HEIGHT_M,
-               scene.scene.seed, hex_linear(look["bird"]), hex_linear(look["accent"]))
+               pal.treeline_distance or TREELINE_DISTANCE_M,
+               pal.treeline_height or TREELINE_HEIGHT_M, scene.scene.seed,
+               hex_linear(look["bird"]), hex_linear(look["accent"]))
+
+
+GLOW_LUT = 8192  # glow samples over the cosine of the angle off the sun, −1 … 1
+
+
+def elevation_table(sky: Sky, eye_m: float) -> np.ndarray:
+    """(2·SKY_LUT − 1, 4) over sin(elevation) from −1 to 1: linear RGB of the hazed ground
+    below the horizon (its distance along the ray is eye/(−sin)) and of the gradient
+    above, then how much of the sun's glow shows (all of it in the sky; over the ground,
+    only in the haze between it and the eye)."""
+    s = np.linspace(-1.0, 0.0, SKY_LUT)[:-1]
+    keep = np.ones_like(s)
+    if not math.isinf(sky.visibility):
+        with np.errstate(divide="ignore"):
+            keep = np.exp(LN_005 * (eye_m / -s) / sky.visibility)
+    ground = keep[:, None] * sky.ground + (1 - keep[:, None]) * sky.lut[0]
+    return np.column_stack([np.concatenate([ground, sky.lut]),
+                            np.concatenate([1 - keep, np.ones(SKY_LUT)])])
+
+
+def glow_table(sky: Sky) -> np.ndarray:
+    """(GLOW_LUT,) the glow's share of sun_colour over cos(angle off the sun), −1 … 1:
+    exp((cos − 1)/(1 − cos radius)) ≈ exp(−θ²/2r²)."""
+    if sky.glow <= 0:
+        return np.zeros(GLOW_LUT)
+    return np.exp((np.linspace(-1.0, 1.0, GLOW_LUT) - 1.0) / sky.glow)
 
 
 @serial
-def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, eye_m, lut, ground,
-                visibility, sun, sun_colour, glow, encode, out):
-    """Each pixel of `out` (h, w, 4) BGRA: the gradient above the horizon, hazed ground
-    below it, plus the sun's glow, encoded to sRGB. Pixel (x, y) of out is (ox + x, oy + y)
-    of the full frame."""
+def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
+                encode, out):
+    """Each pixel of `out` (h, w, 4) BGRA: `table` at its ray's sin(elevation) plus the
+    sun's glow at its angle off the sun, encoded to sRGB. Pixel (x, y) of out is
+    (ox + x, oy + y) of the full frame."""
     h, w = out.shape[0], out.shape[1]
-    n = lut.shape[0] - 1
-    colour = np.empty(3)
+    half = (table.shape[0] - 1) / 2.0
+    last, glow_last = table.shape[0] - 2, glow.shape[0] - 2
+    glow_half = (glow.shape[0] - 1) / 2.0
     for y in range(h):
         v = (oy + y + 0.5 - cy) / focal
         for x in range(w):
@@ -131,27 +156,17 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, eye_m, lut, ground,
             dx = forward[0] + u * right[0] - v * up[0]
             dy = forward[1] + u * right[1] - v * up[1]
             dz = forward[2] + u * right[2] - v * up[2]
-            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-            s = dz / norm
-            if s >= 0.0:
-                f = s * n
-                i = min(int(f), n - 1)
-                t = f - i
-                for c in range(3):
-                    colour[c] = lut[i, c] * (1.0 - t) + lut[i + 1, c] * t
-            else:
-                keep = 1.0
-                if visibility < math.inf:  # the ground's distance along the ray: eye/(−s)
-                    keep = math.exp(LN_005 * eye_m / (-s) / visibility)
-                for c in range(3):
-                    colour[c] = keep * ground[c] + (1.0 - keep) * lut[0, c]
-            if glow > 0.0:
-                cos_angle = (dx * sun[0] + dy * sun[1] + dz * sun[2]) / norm
-                g = math.exp((cos_angle - 1.0) / glow)  # ≈ exp(−θ²/2r²), θ off the sun
-                for c in range(3):
-                    colour[c] += g * sun_colour[c]
+            inv = 1.0 / math.sqrt(dx * dx + dy * dy + dz * dz)
+            f = (dz * inv + 1.0) * half
+            i = min(int(f), last)
+            t = f - i
+            f = ((dx * sun[0] + dy * sun[1] + dz * sun[2]) * inv + 1.0) * glow_half
+            j = min(int(f), glow_last)
+            g = glow[j] + (glow[j + 1] - glow[j]) * (f - j)
+            g *= table[i, 3] + (table[i + 1, 3] - table[i, 3]) * t
             for c in range(3):
-                lin = min(max(colour[c], 0.0), 1.0)
+                lin = table[i, c] + (table[i + 1, c] - table[i, c]) * t + g * sun_colour[c]
+                lin = min(max(lin, 0.0), 1.0)
                 out[y, x, 2 - c] = encode[int(lin * ENCODE_STEPS + 0.5)]
             out[y, x, 3] = 255
 
@@ -177,11 +192,11 @@ def sky_pixels(sky: Sky, window) -> np.ndarray:
     x, y, w, h = window
     p = sky.pose
     out = np.empty((h, w, 4), np.uint8)
+    eye_m = max(float(p.position[2]), 0.0)
     _sky_kernel(float(x), float(y), 0.5 * p.width, 0.5 * p.height, float(p.focal),
                 p.right.astype(np.float64), p.up.astype(np.float64),
-                p.forward.astype(np.float64), float(max(p.position[2], 0.0)), sky.lut,
-                sky.ground, float(sky.visibility), sky.sun, sky.sun_colour, float(sky.glow),
-                ENCODE, out)
+                p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
+                sky.sun, sky.sun_colour, ENCODE, out)
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
     out.setflags(write=False)
@@ -237,7 +252,16 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     depth = rel @ p.forward
     u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
     v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
-    return np.column_stack([u, v])
+    # Only what reaches the window (and a window's width beyond, to close it off-screen).
+    near = np.abs(u - 0.5 * window[2]) <= 1.5 * window[2]
+    return np.column_stack([u, v])[near] if near.sum() >= 2 else None
+
+
+def hazed_treeline(sky: Sky) -> np.ndarray:
+    """(3,) linear RGB: the treeline's colour hazed by its distance toward the horizon's."""
+    keep = 1.0 if math.isinf(sky.visibility) else \
+        math.exp(LN_005 * sky.treeline_distance / sky.visibility)
+    return keep * sky.treeline_colour + (1 - keep) * sky.lut[0]
 
 
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
@@ -253,9 +277,6 @@ def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
     records, points = polygon_records(1, len(polygon))
     points[0] = polygon
     append_polygons(ctx, records)
-    keep = 1.0 if math.isinf(sky.visibility) else \
-        math.exp(LN_005 * sky.treeline_distance / sky.visibility)
-    colour = keep * sky.treeline_colour + (1 - keep) * sky.lut[0]
-    ctx.set_source_rgb(*to_srgb(colour))
+    ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
     ctx.fill()
     surface.flush()
