@@ -41,12 +41,9 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     still = state_at(scene, time, quiet=quiet)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
     if output.suffix.lower() in (".pdf", ".svg"):
-        from .draw.vector import write_vector
-
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
-        written = write_atomically(output, lambda tmp: write_vector(
-            tmp, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
-            title=title), overwrite=overwrite)
+        written = write_atomically(output, lambda tmp: _vector_still(
+            scene, still, tmp, dpi=dpi, title=title), overwrite=overwrite)
     elif tile_size is not None:
         written = write_atomically(output, lambda tmp: _tiled_still(
             scene, still, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
@@ -69,6 +66,22 @@ def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:
     frame = next(frames(sim, fps, 1, first=index, **blur))
     require_finite(frame)
     return FrameState.of(frame, sim.accent, scene)
+
+
+def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,
+                  title: str) -> None:
+    """The still as a PDF/SVG page: 2D streak outlines, or 3D depth-sorted streaks over
+    a vector sky."""
+    if still.pose is not None:
+        from .draw3d.frame import write_vector3d
+
+        write_vector3d(path, scene, still.pose, still.positions, still.velocities,
+                       still.bank, still.accent, dpi=dpi, title=title)
+        return
+    from .draw.vector import write_vector
+
+    write_vector(path, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
+                 title=title)
 
 
 def _tiled_still(scene: Scene, still: FrameState, tile: int, path: Path, *, dpi: float,

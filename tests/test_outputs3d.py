@@ -4,6 +4,8 @@ sub-frame exposures; transparency; contact sheets; every clip and image format."
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -181,3 +183,47 @@ def test_a_3d_render_on_a_scheduler_is_the_local_render(cli, scene3d, tmp_path):
             *common)
     assert r.code == 0, r.err
     assert files(tmp_path / "there") == files(tmp_path / "here")
+
+
+@pytest.mark.parametrize("suffix", [".pdf", ".svg"])
+def test_a_3d_vector_still_is_the_raster_picture_in_paths(cli, scene3d, tmp_path, suffix):
+    import cairo
+
+    from render.draw3d.frame import exposures
+    from render.draw3d.optics import compose
+    from render.draw3d.sky import sky_for
+    from render.draw3d.vector import paint_vector
+    from render.draw.surface import Canvas
+    from render.scene import load_scene
+    from render.stills import state_at
+
+    r = cli(scene3d, "--still", "0.5", "-o", tmp_path / f"still{suffix}", "--quiet")
+    assert r.code == 0, r.err
+    data = (tmp_path / f"still{suffix}").read_bytes()
+    assert data.startswith(b"%PDF") if suffix == ".pdf" else b"<svg" in data[:400]
+    assert b"<image" not in data  # no raster fallback
+    # The same page drawn onto pixels carries the raster still's birds: the same ink
+    # where the raster has it (approximately: sRGB OVER per path, a vector sky gradient).
+    scene = load_scene(scene3d)
+    state = state_at(scene, Fraction(1, 2))
+    [layer] = exposures(scene, state.pose, ((state.positions, state.velocities),),
+                        state.bank, state.accent)
+    sky = sky_for(scene, state.pose)
+    window = (0, 0, *scene.output.size)
+
+    def painted(streaks):
+        canvas = Canvas(scene.output.size)
+        ctx = canvas.context()
+        ctx.set_antialias(cairo.ANTIALIAS_DEFAULT)
+        paint_vector(ctx, streaks, sky, False)
+        return canvas.rgb().astype(float)
+
+    def composed_rgb(streaks):
+        return compose(streaks, sky, window, False)[..., 2::-1].astype(float)
+
+    empty = layer._replace(**{k: v[:0] for k, v in layer._asdict().items()})
+    vector_ink = (painted(empty) - painted(layer)).sum(axis=2)
+    raster_ink = (composed_rgb(empty) - composed_rgb(layer)).sum(axis=2)
+    assert raster_ink.sum() > 0
+    assert vector_ink.sum() == pytest.approx(raster_ink.sum(), rel=0.3)
+    assert np.corrcoef(vector_ink.ravel(), raster_ink.ravel())[0, 1] > 0.8

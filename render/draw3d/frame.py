@@ -11,6 +11,7 @@ from .optics import compose
 from .sky import sky_for
 from .streaks import look_of, shutter_of, streaks
 from .types import Pose, Streaks
+from .vector import write_vector
 
 
 def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
@@ -53,3 +54,13 @@ def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
     canvas.pixels[...] = composed(scene, pose, layers, (0, 0, width, height))
     canvas.surface.mark_dirty()
     return canvas.flush()
+
+
+def write_vector3d(path, scene: Scene, pose: Pose, positions: np.ndarray,
+                   velocities: np.ndarray, bank: np.ndarray | None, accent: np.ndarray, *,
+                   dpi: float, title: str = "") -> None:
+    """The frame as a PDF or SVG page (see `vector.write_vector`): the birds' streaks over
+    the whole shutter (a vector page has no sub-frames to average), depth-sorted."""
+    [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent)
+    write_vector(path, layer, sky_for(scene, pose), dpi,
+                 transparent=scene.output.transparent, title=title)
