@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .fields import MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, setting
+from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
+                     follow_time_setting, setting)
 from .schema3d import (PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings, Camera3DSettings,
                        FlightSettings, RoostSettings)
 
@@ -207,13 +208,11 @@ class CameraSettings:
         None, "Keyframes [[t, x, y, width, rotation], …], eased between, held outside; "
         "override centre, width and rotation.", kind="path5", unit="s, world units, deg",
         optional=True)
-    easing: str = setting("ease-in-out", "Between keyframes.", kind="choice",
-                          choices=("linear", "ease-in-out"))
+    easing: str = easing_setting()
     follow: str = setting("none", "centroid: the centre glides after the flock's centroid, "
                           "critically damped (open worlds only).", kind="choice",
                           choices=("none", "centroid"))
-    follow_time: float = setting(1.5, "Follow's smoothing time: the spring's 1/ω.",
-                                 unit="s", lo=0, lo_open=True)
+    follow_time: float = follow_time_setting()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fields import setting
+from .fields import easing_setting, follow_time_setting, setting
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,11 @@ class Camera3DSettings:
         None, "Keyframes [[t, x, y, z, look_x, look_y, look_z, fov], …], eased between, "
         "held outside; override position, look_at and fov.", kind="path8",
         unit="s, m, m, degrees", optional=True)
-    easing: str = setting("ease-in-out", "Between keyframes.", kind="choice",
-                          choices=("linear", "ease-in-out"))
+    easing: str = easing_setting()
     follow: str = setting("none", "centroid: the camera looks at the flock's centroid, "
                           "critically damped (overrides look_at).", kind="choice",
                           choices=("none", "centroid"))
-    follow_time: float = setting(1.5, "Follow's smoothing time: the spring's 1/ω.",
-                                 unit="s", lo=0, lo_open=True)
+    follow_time: float = follow_time_setting()
 
 
 @dataclass(frozen=True)

@@ -175,30 +175,27 @@ def convert(value, meta):
             raise ValueError("expected keyframe times in increasing order and widths > 0")
         return keys
     if kind == "path":
-        if not (isinstance(value, list) and value
-                and all(isinstance(k, list) and len(k) == 3 for k in value)):
-            raise ValueError(f"expected keyframes [[t, x, y], …], got {show(value)}")
-        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
-                     for k in value)
-        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
-            times = ", ".join(show(k[0]) for k in keys)
-            raise ValueError(f"expected keyframe times in increasing order, got {times}")
-        return keys
+        return _keyframes(value, meta, 3, "[[t, x, y], …]")
     raise AssertionError(f"unknown setting kind {kind}")
 
 
-
-def _keyframes3d(value, meta) -> tuple[tuple[float, ...], ...]:
-    """[[t, x, y, z, look_x, look_y, look_z, fov], …]: times increasing, fov in (0, 180)."""
+def _keyframes(value, meta, columns: int, shape: str) -> tuple[tuple[float, ...], ...]:
+    """Keyframes of `columns` numbers each (spelled `shape` in messages), times
+    increasing."""
     if not (isinstance(value, list) and value
-            and all(isinstance(k, list) and len(k) == 8 for k in value)):
-        raise ValueError(f"expected keyframes [[t, x, y, z, look_x, look_y, look_z, fov], "
-                         f"…], got {show(value)}")
+            and all(isinstance(k, list) and len(k) == columns for k in value)):
+        raise ValueError(f"expected keyframes {shape}, got {show(value)}")
     keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
                  for k in value)
     if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
         times = ", ".join(show(k[0]) for k in keys)
         raise ValueError(f"expected keyframe times in increasing order, got {times}")
+    return keys
+
+
+def _keyframes3d(value, meta) -> tuple[tuple[float, ...], ...]:
+    """[[t, x, y, z, look_x, look_y, look_z, fov], …]: times increasing, fov in (0, 180)."""
+    keys = _keyframes(value, meta, 8, "[[t, x, y, z, look_x, look_y, look_z, fov], …]")
     bad = [k[7] for k in keys if not 0.0 < k[7] < 180.0]
     if bad:
         raise ValueError(f"expected each keyframe's fov in (0, 180) degrees, got "
