@@ -12,7 +12,8 @@ import pytest
 
 from naive_optics import srgb_decode
 from render.draw3d.optics import compose
-from render.draw3d.sky import sky_for, sky_pixels, treeline_polygon
+from render.draw3d.sky import (TREELINE_DISTANCE_M, TREELINE_HEIGHT_M, sky_for, sky_pixels,
+                               treeline_polygon)
 from render.draw3d.types import Pose
 from render.draw3d.vector import LAYERS, BINS, paint_vector, write_vector
 from render.errors import SceneError
@@ -104,11 +105,15 @@ def test_treeline_is_seeded_and_stands_on_the_horizon():
                       (0, 0, *size))
     assert (one == again).all() and (one != other).any()
     changed = np.flatnonzero((one != bare).any(axis=(1, 2)))
-    # 18 m at 1.5 km is 0.69°, 4 px at this focal length; all of it at or just above row 90
-    assert changed.min() >= 84 and changed.max() <= 91
+    # from its foot on the ground (just below the horizon, row 90) up to its height
+    focal = 90 / math.tan(math.radians(15))
+    top = 90 - focal * (TREELINE_HEIGHT_M - 1.7) / TREELINE_DISTANCE_M
+    foot = 90 + focal * 1.7 / TREELINE_DISTANCE_M
+    assert top - 1 <= changed.min() <= top + 3 and changed.max() <= foot + 1
     polygon = treeline_polygon(sky_for(scene3d(dict(palette, treeline="reeds")), pose),
                                (0, 0, *size))
-    assert polygon[:, 1].min() >= 84
+    seen = polygon[(polygon[:, 0] >= 0) & (polygon[:, 0] <= size[0])]
+    assert top - 1 <= seen[:, 1].min() and seen[:, 1].max() <= foot + 1
 
 
 def test_themes_light_dark_and_dusk_draw_in_3d():

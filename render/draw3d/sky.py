@@ -43,8 +43,8 @@ THEMES_3D = {
                  sun_colour="#FFB45A", sun_glow=14.0, treeline="trees",
                  treeline_colour="#141214"),
 }
-TREELINE_DISTANCE_M = 1500.0
-TREELINE_HEIGHT_M = 18.0
+TREELINE_DISTANCE_M = 600.0
+TREELINE_HEIGHT_M = 15.0
 
 
 class Sky(NamedTuple):
@@ -204,7 +204,7 @@ def sky_pixels(sky: Sky, window) -> np.ndarray:
     return out
 
 
-PROFILE_SAMPLES = 8192  # around the full horizon: 1.2 m apart at 1.5 km
+PROFILE_SAMPLES = 8192  # around the full horizon: 0.46 m apart at 600 m
 
 
 @lru_cache(maxsize=8)
@@ -221,7 +221,7 @@ def horizon_profile(kind: str, seed: int) -> np.ndarray:
     heights = np.full(n, 0.12)
     start = 0
     while start < n:  # crowns side by side, overlapping a little, each a half-ellipse
-        width = int(rng.integers(3, 14))
+        width = int(rng.integers(8, 30))
         top = rng.uniform(0.45, 1.0)
         i = np.arange(start, start + 2 * width + 1)
         shape = top * np.sqrt(np.clip(1.0 - ((i - start - width) / width) ** 2, 0.0, 1.0))
