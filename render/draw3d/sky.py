@@ -215,7 +215,7 @@ def horizon_profile(kind: str, seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, 0x7EE5])
     n = PROFILE_SAMPLES
     if kind == "reeds":
-        mass = 0.3 + 0.08 * np.sin(np.linspace(0, 2 * np.pi * 7, n) + rng.uniform(0, 7))
+        mass = 0.25 + 0.05 * np.sin(np.linspace(0, 2 * np.pi * 7, n) + rng.uniform(0, 7))
         spikes = rng.uniform(0.0, 1.0, n) ** 3 * (rng.uniform(0, 1, n) < 0.35)
         return mass + 0.7 * spikes
     heights = np.full(n, 0.12)
