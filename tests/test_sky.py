@@ -143,7 +143,8 @@ def test_a_vector_still_is_sky_treeline_and_a_bounded_number_of_bird_paths(tmp_p
     pose = looking(size, 3.0)
     sky = sky_for(scene3d({"theme": "dusk"}, {"visibility": 8000.0}), pose)
     tails, heads = synthetic_flock(np.random.default_rng(4), 3000)
-    birds = birds_at(pose, tails, heads)
+    lift = np.array([0.0, 0.0, 25.0])  # in the sky, above the treeline
+    birds = birds_at(pose, tails + lift, heads + lift)
     write_vector(tmp_path / "a.svg", birds, sky, 96.0)
     write_vector(tmp_path / "a.pdf", birds, sky, 96.0, title="dusk")
     assert (tmp_path / "a.pdf").read_bytes().startswith(b"%PDF")
