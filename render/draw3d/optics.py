@@ -26,7 +26,7 @@ import numpy as np
 
 from ..sim.jit import serial
 from .colour import DECODE, ENCODE, ENCODE_STEPS
-from .sky import Sky, sky_pixels
+from .sky import Sky, paint_sky
 from .types import Streaks
 
 
@@ -139,7 +139,11 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool) -> np.ndarray
     `transparent`: no sky or ground; alpha is 1 − Π(1 − qᵢ·contrastᵢ) over the birds of
     each pixel (qᵢ their coverage × alpha), their colours premultiplied."""
     x, y, w, h = (int(v) for v in window)
-    out = np.zeros((h, w, 4), np.uint8) if transparent else sky_pixels(sky, window).copy()
+    if transparent:
+        out = np.zeros((h, w, 4), np.uint8)
+    else:
+        out = np.empty((h, w, 4), np.uint8)
+        paint_sky(sky, (x, y, w, h), out)
     if len(streaks.x0) == 0:
         return out
     radius = 0.5 * np.asarray(streaks.width, np.float64)

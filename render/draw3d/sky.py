@@ -2,9 +2,9 @@
 an optional sun glow, the ground below the horizon hazed toward the horizon's colour, and
 an optional treeline or reed bed along the horizon drawn as a vector silhouette.
 
-`sky_for(scene, pose)` resolves the palette into a `Sky`; `sky_pixels(sky, window)` draws
-it as opaque cairo ARGB32 bytes (B, G, R, A), which `optics.compose` composites the birds
-over. The same window of the same sky is drawn once and reused.
+`sky_for(scene, pose)` resolves the palette into a `Sky`; `paint_sky(sky, window, out)`
+draws it as opaque cairo ARGB32 bytes (B, G, R, A), which `optics.compose` composites the
+birds over. A still camera's sky is drawn twice, then kept.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import NamedTuple
 import cairo
 import numpy as np
 
-from ..sim.jit import serial
+from ..sim.jit import inline, serial
 from ..draw.paths import append_polygons, polygon_records
 from .colour import ENCODE, ENCODE_STEPS, hex_linear, to_srgb
 from .types import Pose
@@ -43,8 +43,8 @@ THEMES_3D = {
                  sun_colour="#FFB45A", sun_glow=14.0, treeline="trees",
                  treeline_colour="#141214"),
 }
-TREELINE_DISTANCE_M = 1500.0
-TREELINE_HEIGHT_M = 18.0
+TREELINE_DISTANCE_M = 600.0
+TREELINE_HEIGHT_M = 15.0
 
 
 class Sky(NamedTuple):
@@ -139,35 +139,82 @@ def glow_table(sky: Sky) -> np.ndarray:
     return np.exp((np.linspace(-1.0, 1.0, GLOW_LUT) - 1.0) / sky.glow)
 
 
+# The sky is smooth: it is computed every GRID_PX pixels (on the full frame's grid, so a
+# window matches the frame) and interpolated between, except in cells the horizon crosses,
+# whose pixels are computed one by one so the horizon stays sharp.
+GRID_PX = 4
+
+
+@inline
+def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour, rgb):
+    """Linear RGB (into rgb (3,)) of the ray through full-frame pixel (X, Y): `table` at
+    its sin(elevation) plus the sun's glow at its angle off the sun. Returns the sine."""
+    half = (table.shape[0] - 1) / 2.0
+    glow_half = (glow.shape[0] - 1) / 2.0
+    u = (X + 0.5 - cx) / focal
+    v = (Y + 0.5 - cy) / focal
+    dx = forward[0] + u * right[0] - v * up[0]
+    dy = forward[1] + u * right[1] - v * up[1]
+    dz = forward[2] + u * right[2] - v * up[2]
+    inv = 1.0 / math.sqrt(dx * dx + dy * dy + dz * dz)
+    f = (dz * inv + 1.0) * half
+    i = min(int(f), table.shape[0] - 2)
+    t = f - i
+    f = ((dx * sun[0] + dy * sun[1] + dz * sun[2]) * inv + 1.0) * glow_half
+    j = min(int(f), glow.shape[0] - 2)
+    g = glow[j] + (glow[j + 1] - glow[j]) * (f - j)
+    g *= table[i, 3] + (table[i + 1, 3] - table[i, 3]) * t
+    for c in range(3):
+        lin = table[i, c] + (table[i + 1, c] - table[i, c]) * t + g * sun_colour[c]
+        rgb[c] = min(max(lin, 0.0), 1.0)
+    return dz * inv
+
+
 @serial
 def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
                 encode, out):
-    """Each pixel of `out` (h, w, 4) BGRA: `table` at its ray's sin(elevation) plus the
-    sun's glow at its angle off the sun, encoded to sRGB. Pixel (x, y) of out is
-    (ox + x, oy + y) of the full frame."""
+    """Each pixel of `out` (h, w, 4) BGRA, pixel (x, y) being (ox + x, oy + y) of the full
+    frame: the sRGB codes of `_ray_colour`, interpolated between GRID_PX grid points."""
     h, w = out.shape[0], out.shape[1]
-    half = (table.shape[0] - 1) / 2.0
-    last, glow_last = table.shape[0] - 2, glow.shape[0] - 2
-    glow_half = (glow.shape[0] - 1) / 2.0
-    for y in range(h):
-        v = (oy + y + 0.5 - cy) / focal
-        for x in range(w):
-            u = (ox + x + 0.5 - cx) / focal
-            dx = forward[0] + u * right[0] - v * up[0]
-            dy = forward[1] + u * right[1] - v * up[1]
-            dz = forward[2] + u * right[2] - v * up[2]
-            inv = 1.0 / math.sqrt(dx * dx + dy * dy + dz * dz)
-            f = (dz * inv + 1.0) * half
-            i = min(int(f), last)
-            t = f - i
-            f = ((dx * sun[0] + dy * sun[1] + dz * sun[2]) * inv + 1.0) * glow_half
-            j = min(int(f), glow_last)
-            g = glow[j] + (glow[j + 1] - glow[j]) * (f - j)
-            g *= table[i, 3] + (table[i + 1, 3] - table[i, 3]) * t
+    gx0, gy0 = ox // GRID_PX, oy // GRID_PX
+    gw = (ox + w - 1) // GRID_PX - gx0 + 2
+    gh = (oy + h - 1) // GRID_PX - gy0 + 2
+    codes = np.empty((gh, gw, 3), np.float32)
+    sine = np.empty((gh, gw))
+    rgb = np.empty(3)
+    for j in range(gh):
+        for i in range(gw):
+            sine[j, i] = _ray_colour((gx0 + i) * GRID_PX, (gy0 + j) * GRID_PX, cx, cy,
+                                     focal, right, up, forward, table, glow, sun,
+                                     sun_colour, rgb)
             for c in range(3):
-                lin = table[i, c] + (table[i + 1, c] - table[i, c]) * t + g * sun_colour[c]
-                lin = min(max(lin, 0.0), 1.0)
-                out[y, x, 2 - c] = encode[int(lin * ENCODE_STEPS + 0.5)]
+                codes[j, i, c] = encode[int(rgb[c] * ENCODE_STEPS + 0.5)]
+    mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon crosses the cell
+    for j in range(gh - 1):
+        for i in range(gw - 1):
+            lo = min(min(sine[j, i], sine[j, i + 1]), min(sine[j + 1, i], sine[j + 1, i + 1]))
+            hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
+            mixed[j, i] = lo < 0.0 <= hi
+    row = np.empty((gw, 3), np.float32)
+    for y in range(h):
+        Y = oy + y
+        j = Y // GRID_PX - gy0
+        ty = (Y % GRID_PX) / GRID_PX
+        for i in range(gw):  # this row's values at the grid's columns
+            for c in range(3):
+                row[i, c] = codes[j, i, c] + (codes[j + 1, i, c] - codes[j, i, c]) * ty
+        for x in range(w):
+            X = ox + x
+            i = X // GRID_PX - gx0
+            if mixed[j, i]:
+                _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun,
+                            sun_colour, rgb)
+                for c in range(3):
+                    out[y, x, 2 - c] = encode[int(rgb[c] * ENCODE_STEPS + 0.5)]
+            else:
+                tx = (X % GRID_PX) / GRID_PX
+                for c in range(3):
+                    out[y, x, 2 - c] = int(row[i, c] + (row[i + 1, c] - row[i, c]) * tx + 0.5)
             out[y, x, 3] = 255
 
 
@@ -180,31 +227,42 @@ def _window_key(sky: Sky, window) -> tuple:
             tuple(window))
 
 
-_last: dict = {}
+_last: dict = {}  # the last window asked for, and its pixels once asked for twice running
 
 
-def sky_pixels(sky: Sky, window) -> np.ndarray:
-    """The sky and ground of `window` (x, y, w, h px of the full frame): (h, w, 4) uint8
-    BGRA, opaque. Read-only: the last window drawn is kept and returned again."""
+def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
+    """Draw the sky and ground of `window` (x, y, w, h px of the full frame) into `out`
+    (h, w, 4) uint8 BGRA, opaque. A window asked for twice running (a still camera) is
+    kept and copied from then on; a moving camera's sky is drawn straight into `out`."""
     key = _window_key(sky, window)
-    if _last.get("key") == key:
-        return _last["pixels"]
-    x, y, w, h = window
+    if _last.get("key") == key and "pixels" in _last:
+        np.copyto(out, _last["pixels"])
+        return
+    x, y = int(window[0]), int(window[1])
     p = sky.pose
-    out = np.empty((h, w, 4), np.uint8)
     eye_m = max(float(p.position[2]), 0.0)
-    _sky_kernel(float(x), float(y), 0.5 * p.width, 0.5 * p.height, float(p.focal),
+    _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
                 p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
                 sky.sun, sky.sun_colour, ENCODE, out)
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
-    out.setflags(write=False)
-    _last.update(key=key, pixels=out)
+    if _last.get("key") == key:
+        _last["pixels"] = out.copy()
+    else:
+        _last.clear()
+        _last["key"] = key
+
+
+def sky_pixels(sky: Sky, window) -> np.ndarray:
+    """The sky and ground of `window` (x, y, w, h px of the full frame): a new (h, w, 4)
+    uint8 BGRA array, opaque."""
+    out = np.empty((int(window[3]), int(window[2]), 4), np.uint8)
+    paint_sky(sky, window, out)
     return out
 
 
-PROFILE_SAMPLES = 8192  # around the full horizon: 1.2 m apart at 1.5 km
+PROFILE_SAMPLES = 8192  # around the full horizon: 0.46 m apart at 600 m
 
 
 @lru_cache(maxsize=8)
@@ -215,13 +273,13 @@ def horizon_profile(kind: str, seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, 0x7EE5])
     n = PROFILE_SAMPLES
     if kind == "reeds":
-        mass = 0.3 + 0.08 * np.sin(np.linspace(0, 2 * np.pi * 7, n) + rng.uniform(0, 7))
+        mass = 0.25 + 0.05 * np.sin(np.linspace(0, 2 * np.pi * 7, n) + rng.uniform(0, 7))
         spikes = rng.uniform(0.0, 1.0, n) ** 3 * (rng.uniform(0, 1, n) < 0.35)
         return mass + 0.7 * spikes
     heights = np.full(n, 0.12)
     start = 0
     while start < n:  # crowns side by side, overlapping a little, each a half-ellipse
-        width = int(rng.integers(3, 14))
+        width = int(rng.integers(8, 30))
         top = rng.uniform(0.45, 1.0)
         i = np.arange(start, start + 2 * width + 1)
         shape = top * np.sqrt(np.clip(1.0 - ((i - start - width) / width) ** 2, 0.0, 1.0))

@@ -253,10 +253,10 @@ class PaletteSettings:
     treeline_colour: str | None = setting(None, "3D: the silhouette's colour before haze.",
                                           kind="color", optional=True)
     treeline_distance: float | None = setting(None, "3D: how far the treeline stands from "
-                                              "the camera; default 1500.", unit="m", lo=0,
+                                              "the camera; default 600.", unit="m", lo=0,
                                               lo_open=True, optional=True)
     treeline_height: float | None = setting(None, "3D: its tallest trees or reeds; default "
-                                            "18.", unit="m", lo=0, lo_open=True,
+                                            "15.", unit="m", lo=0, lo_open=True,
                                             optional=True)
 
 
