@@ -21,7 +21,7 @@ from . import flight as _flight
 from . import noise
 from .forces import flocking3d, roost
 from .jit import inline, parallel, prange, serial
-from .nearest import CHUNK, build_grid, sample, search
+from .nearest import CHUNK, NEAR, build_grid, cell_side, search
 
 
 class Neighbours3(NamedTuple):
@@ -101,18 +101,20 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
                      vel, bank, rules, home, fl, noise_sd, seed, step, new_pos, new_vel,
                      new_bank, count, tested_out, nearest):
     """Every bird's step from its k nearest visible birds (nearest.search over the grid
-    given in grid order), into its rows of the arrays of a Step3 (new_pos … nearest); each bird's next first radius
-    into radius (n,): a little beyond its k-th distance (short of k: a growing guess)."""
+    given in grid order), into its rows of the arrays of a Step3 (new_pos … nearest);
+    each bird's next first radius into radius (n,): a little beyond its k-th distance
+    (short of k: a growing guess, no larger than the max range)."""
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
     for c in prange((n + CHUNK - 1) // CHUNK):
         best_s = np.empty(k, np.int64)
         best_d2 = np.empty(k)
         row = np.empty(flocking3d.N_SUMS3)
+        near = np.empty(NEAR, np.int64)
         for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             i = g_order[q]
             found, tested = search(q, radius[i], start, fx, fy, fz, side, 3, g_order, g_pos,
-                                   g_fwd, rules.cos_blind, max_d2, best_s, best_d2)
+                                   g_fwd, rules.cos_blind, max_d2, best_s, best_d2, near)
             kth = best_d2[k - 1]
             radius[i] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
                 min(radius[i] * 1.5, 1e6, max_r)
@@ -145,10 +147,7 @@ def step3(pos, vel, bank, how: Neighbours3, rules: flocking3d.Flocking3, home, f
     out = Step3(np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n, np.int64),
                 np.empty(n, np.int64), np.empty(n))
     if how.topological:
-        radii = sample(work.radius)
-        ok = np.isfinite(radii)
-        side = 0.7 * float(np.median(radii[ok])) / 1.05 if ok.any() else 1.0
-        grid = build_grid(pos, side, cells=False, fwd=work.fwd)
+        grid = build_grid(pos, cell_side(work.radius), cells=False, fwd=work.fwd)
         max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
         topological_step(work.radius, grid.start, *grid.folds, grid.side, grid.order,
                          grid.pos, grid.fwd, max_d2, how.k, vel, bank, rules, home, fl,
