@@ -92,6 +92,7 @@ def folds_for(pos: np.ndarray, side: float) -> tuple[int, int, int]:
 
 @inline
 def _cell_of(pos, i, side, flat):
+    """Bird i's cell (cx, cy, cz), int64; cz = 0 in 2D (`flat`)."""
     cx = np.int64(math.floor(pos[i, 0] / side))
     cy = np.int64(math.floor(pos[i, 1] / side))
     cz = np.int64(0) if flat else np.int64(math.floor(pos[i, 2] / side))
@@ -250,6 +251,8 @@ def _gap(p, c, side):
     return max(0.0, c * side - p, p - (c + 1) * side)
 
 
+# Inlined like the helpers above, into the parallel loop: a call per bird, with its
+# arrays, cost as much as the search itself (measured: half the kernel's time).
 @inline
 def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind, best_s,
           best_d2, near):
