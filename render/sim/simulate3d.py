@@ -79,7 +79,8 @@ class Simulation3D:
         self.how = step3d.Neighbours3(r.neighbours == "topological", r.topological_count,
                                       r.max_range if r.max_range is not None else math.inf)
         k = r.topological_count if self.how.topological else 1
-        self._work = step3d.workspace3(n, k, 1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
+        self._work = step3d.workspace3(n, self.how.topological,
+                                       1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
         self.noise = scene.flight.noise if scene.flight is not None else 0.0
         self._follow = follow_start(scene, self.positions)
         self.step_index = -scene.scene.settle_steps
@@ -130,20 +131,15 @@ class Simulation3D:
         pos = np.ascontiguousarray(self.positions, dtype=np.float64)
         vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
         work = self._work
-        step3d.neighbourhood(pos, vel, self.how, self.rules, work)
-        # Fixed-order means (numpy's pairwise sum over a fixed n): thread-independent.
-        home = roost.at_step(self.roost, pos.mean(axis=0), work.fwd.mean(axis=0),
-                             self.homing, self.side)
+        # Fixed-order means (numpy's sequential sum over the birds): thread-independent.
+        centroid, heading = step3d.forward(pos, vel, work.fwd)
+        home = roost.at_step(self.roost, centroid, heading, self.homing, self.side)
         self.homing, self.side = home.homing, home.side
-        new_pos, new_vel, new_bank = step3d.move3(
-            pos, vel, self.bank, work.fwd, self.how.topological, work.idx, work.count,
-            work.sums, self.rules, home, self.flight, self.noise, self.scene.scene.seed,
-            self.step_index)
-        count = work.sums[:, flocking3d.COUNT].astype(np.int64)
-        snap = Snapshot(self.step_index, pos, vel, count, work.tested.copy(),
-                        work.sums[:, flocking3d.NEAREST].copy(), None, None,
-                        self._follow_step(pos), bank=self.bank)
-        self.positions, self.velocities, self.bank = new_pos, new_vel, new_bank
+        new = step3d.step3(pos, vel, self.bank, self.how, self.rules, home, self.flight,
+                           self.noise, self.scene.scene.seed, self.step_index, work)
+        snap = Snapshot(self.step_index, pos, vel, new.count, new.tested, new.nearest, None,
+                        None, self._follow_step(pos), bank=self.bank)
+        self.positions, self.velocities, self.bank = new.pos, new.vel, new.bank
         self.step_index += 1
         return snap
 

@@ -3,6 +3,11 @@ over their sums, the roost, the noise and banked flight, per bird.
 
 Each bird reads the previous state only and writes only its own rows, so every thread
 count gives the same bits. `tests/naive3d.py` holds the all-pairs numpy reference.
+
+A topological step is one parallel loop over the birds in grid order: each bird's search,
+its sums over the neighbours found, the rules and its flight, one after the other, so the
+neighbours' positions and forward vectors (copied into grid order by the grid's sort) are
+still in cache when the sums read them, and no neighbour list goes through memory.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ import numpy as np
 from . import flight as _flight
 from . import noise
 from .forces import flocking3d, roost
-from .jit import parallel, prange, serial
-from .nearest import build_grid, nearest_visible, sample
+from .jit import inline, parallel, prange, serial
+from .nearest import CHUNK, NEAR, build_grid, cell_side, search
 
 
 class Neighbours3(NamedTuple):
@@ -29,86 +34,128 @@ class Neighbours3(NamedTuple):
 
 
 class Workspace3(NamedTuple):
-    """Scratch and carried arrays for n birds: the neighbour lists (n, k), their counts,
-    the sums (n, N_SUMS3), the candidates tested (n,), each bird's next search radius
-    (n,, m) and the forward vectors (n, 3)."""
+    """Arrays carried from step to step for n birds: each bird's next search radius (n,,
+    m; topological), the forward vectors (n, 3) and the sums (n, N_SUMS3; metric only,
+    else (0, N_SUMS3))."""
 
-    idx: np.ndarray
-    d2: np.ndarray
-    count: np.ndarray
-    sums: np.ndarray
-    tested: np.ndarray
     radius: np.ndarray
     fwd: np.ndarray
+    sums: np.ndarray
 
 
-def workspace3(n: int, k: int, radius: float) -> Workspace3:
-    return Workspace3(np.empty((n, k), np.int64), np.empty((n, k)), np.zeros(n, np.int64),
-                      np.empty((n, flocking3d.N_SUMS3)), np.zeros(n, np.int64),
-                      np.full(n, radius), np.empty((n, 3)))
+def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
+    return Workspace3(np.full(n, radius), np.empty((n, 3)),
+                      np.empty((0 if topological else n, flocking3d.N_SUMS3)))
+
+
+class Step3(NamedTuple):
+    """One step's result: the new state (pos, vel (n, 3), bank (n,)) and, per bird, its
+    neighbours (n,) int64, the candidates whose distance it computed (n,) int64 and its
+    nearest neighbour's distance (n,, m; inf: none)."""
+
+    pos: np.ndarray
+    vel: np.ndarray
+    bank: np.ndarray
+    count: np.ndarray
+    tested: np.ndarray
+    nearest: np.ndarray
 
 
 @serial
-def forward(vel, out):
-    """Unit forward vectors of vel (n, 3) into out; +x for a bird at rest. (Serial: a
-    parallel region costs more to start than this pass over memory.)"""
-    for i in range(vel.shape[0]):
+def forward(pos, vel, out):
+    """Unit forward vectors of vel (n, 3) into out (+x for a bird at rest); returns the
+    mean position and the mean forward vector ((3,) each, in bird order: numpy's
+    mean(axis=0) to the bit). Serial: a parallel region costs more to start than this
+    pass over memory, and the means' order is fixed."""
+    n = vel.shape[0]
+    c0 = c1 = c2 = h0 = h1 = h2 = 0.0
+    for i in range(n):
         s = math.sqrt(vel[i, 0] ** 2 + vel[i, 1] ** 2 + vel[i, 2] ** 2)
         if s == 0.0:
             out[i, 0], out[i, 1], out[i, 2] = 1.0, 0.0, 0.0
         else:
             out[i, 0], out[i, 1], out[i, 2] = vel[i, 0] / s, vel[i, 1] / s, vel[i, 2] / s
+        c0, c1, c2 = c0 + pos[i, 0], c1 + pos[i, 1], c2 + pos[i, 2]
+        h0, h1, h2 = h0 + out[i, 0], h1 + out[i, 1], h2 + out[i, 2]
+    return np.array([c0, c1, c2]) / n, np.array([h0, h1, h2]) / n
 
 
-def neighbourhood(pos, vel, how: Neighbours3, rules: flocking3d.Flocking3,
-                  work: Workspace3) -> None:
-    """Find the neighbours of the state (pos, vel), (n, 3): topological, into work.idx,
-    d2, count (and the next radius); metric, straight into work.sums. work.fwd: the
-    forward vectors."""
-    forward(vel, work.fwd)
-    if how.topological:
-        radii = sample(work.radius)
-        ok = np.isfinite(radii)
-        side = 0.7 * float(np.median(radii[ok])) / 1.05 if ok.any() else 1.0
-        grid = build_grid(pos, side)
-        max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
-        nearest_visible(work.radius, grid.start, *grid.folds, grid.side, 3, grid.order,
-                        grid.pos, work.fwd, rules.cos_blind, max_d2, work.idx, work.d2,
-                        work.count)
-        kth = work.d2[:, -1]
-        # Next step's first ball: a little beyond this k-th distance (a bird short of k
-        # neighbours keeps a growing guess).
-        np.copyto(work.radius, np.where(np.isfinite(kth), np.sqrt(kth) * 1.05,
-                                        np.minimum(work.radius * 1.5, 1e6)))
-        work.tested[:] = work.count
-    else:
-        grid = build_grid(pos, rules.radius)
-        flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
-                               *grid.folds, grid.side, rules, work.sums, work.tested)
+@inline
+def _fly(i, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
+         new_pos, new_vel, new_bank):
+    """Bird i at (x, y, z), forward f, with its sums `row`: rules + roost + noise, then
+    flight, into row i of new_pos, new_vel, new_bank."""
+    a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
+    r0, r1, r2 = roost.accel(home, z, f0, f1)
+    a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
+    if noise_sd > 0.0:
+        n0, n1, n2 = noise.normal3(seed, i, step)
+        a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
+    (new_pos[i, 0], new_pos[i, 1], new_pos[i, 2], new_vel[i, 0], new_vel[i, 1],
+     new_vel[i, 2], new_bank[i]) = _flight.fly(fl, x, y, z, vel[i, 0], vel[i, 1], vel[i, 2],
+                                               bank[i], a0, a1, a2)
 
 
 @parallel
-def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, home, fl, noise_sd, seed,
-          step):
-    """Every bird's step: its sums (from its neighbour lists idx, count when `lists`,
-    written into sums; else read from sums), then rules + roost + noise, then flight.
-    Returns new (pos (n, 3), vel (n, 3), bank (n,))."""
-    n = pos.shape[0]
-    new_pos = np.empty((n, 3))
-    new_vel = np.empty((n, 3))
-    new_bank = np.empty(n)
-    for i in prange(n):
-        if lists:
-            flocking3d.bird_list_sums(i, pos, fwd, idx, count, rules, sums[i])
-        f0, f1, f2 = fwd[i, 0], fwd[i, 1], fwd[i, 2]
-        a0, a1, a2 = flocking3d.accel(rules, sums[i], f0, f1, f2)
-        r0, r1, r2 = roost.accel(home, pos[i, 2], f0, f1)
-        a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
-        if noise_sd > 0.0:
-            n0, n1, n2 = noise.normal3(seed, i, step)
-            a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
-        (new_pos[i, 0], new_pos[i, 1], new_pos[i, 2], new_vel[i, 0], new_vel[i, 1],
-         new_vel[i, 2], new_bank[i]) = _flight.fly(fl, pos[i, 0], pos[i, 1], pos[i, 2],
-                                                   vel[i, 0], vel[i, 1], vel[i, 2], bank[i],
-                                                   a0, a1, a2)
-    return new_pos, new_vel, new_bank
+def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
+                     vel, bank, rules, home, fl, noise_sd, seed, step, new_pos, new_vel,
+                     new_bank, count, tested_out, nearest):
+    """Every bird's step from its k nearest visible birds (nearest.search over the grid
+    given in grid order), into its rows of the arrays of a Step3 (new_pos … nearest);
+    each bird's next first radius into radius (n,): a little beyond its k-th distance
+    (short of k: a growing guess, no larger than the max range)."""
+    n = g_order.shape[0]
+    max_r = math.sqrt(max_d2)
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        best_s = np.empty(k, np.int64)
+        best_d2 = np.empty(k)
+        row = np.empty(flocking3d.N_SUMS3)
+        near = np.empty(NEAR, np.int64)
+        for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            i = g_order[q]
+            found, tested = search(q, radius[i], start, fx, fy, fz, side, 3, g_order, g_pos,
+                                   g_fwd, rules.cos_blind, max_d2, best_s, best_d2, near)
+            kth = best_d2[k - 1]
+            radius[i] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
+                min(radius[i] * 1.5, 1e6, max_r)
+            x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
+            flocking3d.listed_sums(x, y, z, g_pos, g_fwd, best_s, found, rules, row)
+            count[i] = found
+            tested_out[i] = tested
+            nearest[i] = row[flocking3d.NEAREST]
+            _fly(i, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel, bank, rules,
+                 home, fl, noise_sd, seed, step, new_pos, new_vel, new_bank)
+
+
+@parallel
+def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step, new_pos,
+                new_vel, new_bank, count, nearest):
+    """Every bird's step from its sums (n, N_SUMS3; flocking3d.metric_sums) into its rows
+    of the arrays of a Step3 (new_pos … nearest, not tested)."""
+    for i in prange(pos.shape[0]):
+        count[i] = np.int64(sums[i, flocking3d.COUNT])
+        nearest[i] = sums[i, flocking3d.NEAREST]
+        _fly(i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
+             vel, bank, rules, home, fl, noise_sd, seed, step, new_pos, new_vel, new_bank)
+
+
+def step3(pos, vel, bank, how: Neighbours3, rules: flocking3d.Flocking3, home, fl,
+          noise_sd: float, seed: int, step: int, work: Workspace3) -> Step3:
+    """One step of the state (pos, vel (n, 3), bank (n,)) whose forward vectors are in
+    work.fwd (see `forward`), under the roost `home` of this step (roost.at_step)."""
+    n = len(pos)
+    out = Step3(np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n, np.int64),
+                np.empty(n, np.int64), np.empty(n))
+    if how.topological:
+        grid = build_grid(pos, cell_side(work.radius), cells=False, fwd=work.fwd)
+        max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
+        topological_step(work.radius, grid.start, *grid.folds, grid.side, grid.order,
+                         grid.pos, grid.fwd, max_d2, how.k, vel, bank, rules, home, fl,
+                         noise_sd, seed, step, *out)
+    else:
+        grid = build_grid(pos, rules.radius)
+        flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
+                               *grid.folds, grid.side, rules, work.sums, out.tested)
+        metric_step(pos, vel, bank, work.fwd, work.sums, rules, home, fl, noise_sd, seed,
+                    step, out.pos, out.vel, out.bank, out.count, out.nearest)
+    return out
