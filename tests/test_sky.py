@@ -68,6 +68,44 @@ def test_the_gradient_follows_elevation_and_hits_its_stops():
     assert np.allclose(srgb_decode(list(rgb(frame, mid, 32))), want, atol=0.01)
 
 
+def exact_srgb(pose, stops):
+    """(h, w, 3) sRGB values 0…255 (R, G, B) of each pixel's ray, blended in linear light
+    between `stops` by elevation: the sky without rounding (plain numpy)."""
+    x, y = np.meshgrid(np.arange(pose.width) + 0.5, np.arange(pose.height) + 0.5)
+    u, v = (x - pose.width / 2) / pose.focal, (y - pose.height / 2) / pose.focal
+    d = pose.forward + u[..., None] * pose.right - v[..., None] * pose.up
+    elevation = np.degrees(np.arcsin(d[..., 2] / np.linalg.norm(d, axis=-1)))
+    colours = np.array([srgb_decode([int(c[i:i + 2], 16) for i in (1, 3, 5)])
+                        for _, c in stops])
+    lin = np.stack([np.interp(elevation, [a for a, _ in stops], colours[:, c])
+                    for c in range(3)], axis=-1)
+    return 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
+
+
+def test_a_slow_gradient_is_dithered_not_banded():
+    size = (256, 192)
+    pose = looking(size, 20.0, fov_deg=40.0)
+    stops = [[0.0, "#54406A"], [90.0, "#48406A"]]  # red: a code every ~40 rows
+    frame = sky_pixels(sky_for(scene3d({"sky": stops, "sun_glow": 0.0}), pose),
+                       (0, 0, *size))[..., 2::-1].astype(float)
+    exact = exact_srgb(pose, stops)
+    assert np.ptp(exact[..., 0]) > 3  # a few codes over the frame: bands when rounded
+    rounded = np.floor(exact + 0.5)
+    # 8 x 8 blocks average to the exact value, far closer than rounding's bands do
+    blocks = (size[1] // 8, 8, size[0] // 8, 8, 3)
+
+    def means(codes):
+        return codes.reshape(blocks).mean(axis=(1, 3))
+
+    assert np.abs(means(frame) - means(exact)).max() < 0.1 < 0.3 < \
+        np.abs(means(rounded) - means(exact)).max()
+    assert np.abs(frame - exact).max() < 1.05  # each pixel within a code
+    # no band: down the frame, red (a code every ~40 rows) changes from each 8 px block to
+    # the next, where rounded it holds for 5 blocks at a time
+    steps = np.diff(means(frame)[..., 0], axis=0)
+    assert (steps > 0).all() and (np.diff(means(rounded)[..., 0], axis=0) == 0).mean() > 0.5
+
+
 def test_ground_below_the_horizon_fades_into_the_horizon_with_distance():
     size = (64, 200)
     pose = looking(size, 0.0, fov_deg=60.0, height=30.0)

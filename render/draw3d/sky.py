@@ -18,7 +18,7 @@ import numpy as np
 
 from ..sim.jit import inline, serial
 from ..draw.paths import append_polygons, polygon_records
-from .colour import ENCODE, ENCODE_STEPS, hex_linear, to_srgb
+from .colour import DITHER, ENCODE_STEPS, LEVELS, hex_linear, to_srgb
 from .types import Pose
 
 SKY_LUT = 1024  # gradient samples over sin(elevation) ∈ [0, 1]
@@ -172,9 +172,11 @@ def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_c
 
 @serial
 def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
-                encode, out):
+                levels, dither, out):
     """Each pixel of `out` (h, w, 4) BGRA, pixel (x, y) being (ox + x, oy + y) of the full
-    frame: the sRGB codes of `_ray_colour`, interpolated between GRID_PX grid points."""
+    frame: the sRGB values (0…255, `levels` over linear light) of `_ray_colour`,
+    interpolated between GRID_PX grid points, plus `dither` at (Y, X) modulo its size,
+    floored to codes."""
     h, w = out.shape[0], out.shape[1]
     gx0, gy0 = ox // GRID_PX, oy // GRID_PX
     gw = (ox + w - 1) // GRID_PX - gx0 + 2
@@ -188,7 +190,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                                      focal, right, up, forward, table, glow, sun,
                                      sun_colour, rgb)
             for c in range(3):
-                codes[j, i, c] = encode[int(rgb[c] * ENCODE_STEPS + 0.5)]
+                codes[j, i, c] = levels[int(rgb[c] * ENCODE_STEPS + 0.5)]
     mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon crosses the cell
     for j in range(gh - 1):
         for i in range(gw - 1):
@@ -196,8 +198,10 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
             hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
             mixed[j, i] = lo < 0.0 <= hi
     row = np.empty((gw, 3), np.float32)
+    dh, dw = dither.shape[0], dither.shape[1]
     for y in range(h):
         Y = oy + y
+        pattern = dither[Y % dh]
         j = Y // GRID_PX - gy0
         ty = (Y % GRID_PX) / GRID_PX
         for i in range(gw):  # this row's values at the grid's columns
@@ -206,15 +210,16 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
         for x in range(w):
             X = ox + x
             i = X // GRID_PX - gx0
+            d = pattern[X % dw]
             if mixed[j, i]:
                 _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun,
                             sun_colour, rgb)
                 for c in range(3):
-                    out[y, x, 2 - c] = encode[int(rgb[c] * ENCODE_STEPS + 0.5)]
+                    out[y, x, 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
             else:
                 tx = (X % GRID_PX) / GRID_PX
                 for c in range(3):
-                    out[y, x, 2 - c] = int(row[i, c] + (row[i + 1, c] - row[i, c]) * tx + 0.5)
+                    out[y, x, 2 - c] = int(row[i, c] + (row[i + 1, c] - row[i, c]) * tx + d)
             out[y, x, 3] = 255
 
 
@@ -244,7 +249,7 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
                 p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
-                sky.sun, sky.sun_colour, ENCODE, out)
+                sky.sun, sky.sun_colour, LEVELS, DITHER, out)
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
     if _last.get("key") == key:
