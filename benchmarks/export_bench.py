@@ -43,22 +43,31 @@ def _timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
     return time.perf_counter() - start, _children_seconds() - cpu
 
 
-def _raw_frames(path: Path, scene, frames: int) -> tuple[float, object]:
-    """The scene's first `frames` frames as raw BGRA, drawn by boids-render (not timed).
-    Returns the seconds the flock took to be seeded and settled, and frame 0's state."""
+def _raw_frames(path: Path, scene, frames: int) -> dict:
+    """The scene's first `frames` frames as raw BGRA, drawn by boids-render (not timed
+    against ffmpeg). Returns what that took: "settling", seconds to seed and settle the
+    flock; "simulating" and "drawing", CPU ms per frame (all threads) of the simulation
+    and of the drawing; "first", frame 0's state."""
     from render.draw.surface import Canvas
     from render.states import simulated
 
     start = time.perf_counter()
-    states = simulated(scene, 0, frames)
-    settling = time.perf_counter() - start
+    states = iter(simulated(scene, 0, frames))
+    took = {"settling": time.perf_counter() - start, "simulating": 0.0, "drawing": 0.0}
     canvas = Canvas(scene.output.size)
-    first = None
     with open(path, "wb") as fh:
-        for state in states:
-            first = state if first is None else first
-            fh.write(state.draw(canvas, scene).tobytes())
-    return settling, first
+        for _ in range(frames):
+            begun = time.process_time()
+            state = next(states)
+            simulated_at = time.process_time()
+            pixels = state.draw(canvas, scene)
+            took["simulating"] += simulated_at - begun
+            took["drawing"] += time.process_time() - simulated_at
+            fh.write(pixels.tobytes())
+            took.setdefault("first", state)
+    for key in ("simulating", "drawing"):
+        took[key] *= 1e3 / frames
+    return took
 
 
 def _turns(raw: Path, scene, export: list[str], repeats: int, env=None) -> list[tuple]:
@@ -131,8 +140,8 @@ def export3d_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "frames.bgra"
         with _cache_home(tmp) as env:  # the settled states' cache, empty
-            settling, first = _raw_frames(raw, scene, frames)
-        span = flock_span(first)
+            took = _raw_frames(raw, scene, frames)
+        span = flock_span(took["first"])
         export = [*CLI, str(SCENE3D), "-o", str(Path(tmp) / "export.mp4"), "--size", size,
                   "--frames", str(frames), "--quiet",
                   *(a for k, v in sets for a in ("--set", f"{k}={v}"))]
@@ -142,7 +151,11 @@ def export3d_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
     return [*export_rows(pairs, frames, size, _cores(), name=name, prefix="3D ",
                          target="≤ 1.6× ffmpeg alone"),
             result(f"3D settling before frame 0, {count:,} birds, {steps:,} steps "
-                   f"(excluded above: read back from its cache)", settling, "s")]
+                   f"(excluded above: read back from its cache)", took["settling"], "s"),
+            result("3D of the export's own CPU per frame: the simulation's, in process",
+                   took["simulating"], "ms"),
+            result("3D of the export's own CPU per frame: the drawing's (sky, streaks, "
+                   "optics), in process", took["drawing"], "ms")]
 
 
 def flock_span(state) -> float:
