@@ -39,7 +39,9 @@ def _children_seconds() -> float:
 def _timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
     """Wall and CPU seconds of `cmd`, the CPU counting the children it waits for."""
     cpu, start = _children_seconds(), time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+    # From the checkout's root, `-m render` runs this checkout, not an installed one.
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                   cwd=ROOT, **kw)
     return time.perf_counter() - start, _children_seconds() - cpu
 
 

@@ -199,29 +199,38 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
             hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
             mixed[j, i] = lo < 0.0 <= hi
     row = np.empty((gw, 3), np.float32)
-    dh, dw = dither.shape[0], dither.shape[1]
+    mask_y, mask_x = dither.shape[0] - 1, dither.shape[1] - 1  # sizes: powers of two
     for y in range(h):
         Y = oy + y
-        pattern = dither[Y % dh]
+        pattern = dither[Y & mask_y]
         j = Y // GRID_PX - gy0
         ty = (Y % GRID_PX) / GRID_PX
         for i in range(gw):  # this row's values at the grid's columns
             for c in range(3):
                 row[i, c] = codes[j, i, c] + (codes[j + 1, i, c] - codes[j, i, c]) * ty
-        for x in range(w):
-            X = ox + x
-            i = X // GRID_PX - gx0
-            d = pattern[X % dw]
+        for i in range(gw - 1):  # the pixels of each grid cell along the row
+            left = (gx0 + i) * GRID_PX
+            lo, hi = max(left - ox, 0), min(left + GRID_PX - ox, w)
             if mixed[j, i]:
-                _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun,
-                            sun_colour, rgb)
-                for c in range(3):
-                    out[y, x, 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
-            else:
-                tx = (X % GRID_PX) / GRID_PX
-                for c in range(3):
-                    out[y, x, 2 - c] = int(row[i, c] + (row[i + 1, c] - row[i, c]) * tx + d)
-            out[y, x, 3] = 255
+                for x in range(lo, hi):
+                    _ray_colour(ox + x, Y, cx, cy, focal, right, up, forward, table, glow,
+                                sun, sun_colour, rgb)
+                    d = pattern[(ox + x) & mask_x]
+                    for c in range(3):
+                        out[y, x, 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
+                    out[y, x, 3] = 255
+                continue
+            r0, g0, b0 = row[i, 0], row[i, 1], row[i, 2]
+            dr = (row[i + 1, 0] - r0) / GRID_PX
+            dg = (row[i + 1, 1] - g0) / GRID_PX
+            db = (row[i + 1, 2] - b0) / GRID_PX
+            for x in range(lo, hi):
+                k = ox + x - left
+                d = pattern[(ox + x) & mask_x]
+                out[y, x, 0] = int(b0 + db * k + d)
+                out[y, x, 1] = int(g0 + dg * k + d)
+                out[y, x, 2] = int(r0 + dr * k + d)
+                out[y, x, 3] = 255
 
 
 def _window_key(sky: Sky, window) -> tuple:
