@@ -158,6 +158,29 @@ def test_treeline_is_seeded_and_stands_on_the_horizon():
     assert seen[:, 1].max() <= 90 + (foot - 90) / edge + 0.5
 
 
+def test_trees_have_crowns_of_varied_height_and_width_and_reeds_thin_blades():
+    from render.draw3d.sky import horizon_profile
+
+    trees, reeds = horizon_profile("trees", 3), horizon_profile("reeds", 3)
+    assert trees.max() == reeds.max() == 1.0 and (horizon_profile("trees", 3) == trees).all()
+    # crowns: where the treeline stands above its hedge, runs of varied width and height
+    above = np.concatenate([[False], trees > 0.3, [False]])
+    starts, ends = np.flatnonzero(np.diff(above.astype(int)) == 1), \
+        np.flatnonzero(np.diff(above.astype(int)) == -1)
+    tops = np.array([trees[a:b].max() for a, b in zip(starts, ends)])
+    assert len(tops) > 20 and np.ptp(ends - starts) > 30 and np.ptp(tops) > 0.4
+    # a crown is lobed, not one dome: it has several local tops
+    peaks = (trees[1:-1] > trees[:-2]) & (trees[1:-1] >= trees[2:]) & (trees[1:-1] > 0.3)
+    assert peaks.sum() > 3 * len(tops)
+    # reeds: blades a sample wide, far more of them than crowns, over a low mass
+    spikes = (reeds[1:-1] > reeds[:-2] + 0.05) & (reeds[1:-1] > reeds[2:] + 0.05)
+    assert spikes.sum() > 1000 and np.median(reeds) < 0.5
+    # and plumes: most of the tallest carry a head beside them, not a lone spike
+    tall = np.flatnonzero(reeds[1:-1] > 0.7) + 1
+    headed = np.maximum(reeds[tall - 1], reeds[tall + 1]) > 0.6
+    assert headed.mean() > 0.5
+
+
 def test_a_window_of_the_sky_is_that_part_of_the_frame():
     size = (203, 117)
     pose = looking(size, 2.0, roll_deg=7.0)
