@@ -161,6 +161,41 @@ def test_the_follow_glides_to_the_flock_critically_damped():
     assert cam.forward == pytest.approx(towards / np.linalg.norm(towards))
 
 
+def orthonormal(cam):
+    axes = np.array([cam.right, cam.up, cam.forward])
+    return np.allclose(axes @ axes.T, np.eye(3), atol=1e-12)
+
+
+def test_a_flock_straight_overhead_keeps_a_screen_up_across_the_view():
+    scene = build_scene({**BASE, "camera": {"position": [0, 0, 2], "look_at": [0, 300, 50],
+                                            "follow": "centroid"}})
+    overhead = (0.0, 0.0, 80.0)  # up = z is parallel to this view
+    cam = pose_at(scene, 1.0, overhead, 640, 360)
+    assert orthonormal(cam) and cam.forward == pytest.approx([0, 0, 1])
+    # screen-up: as the view tilted up from the keyframed one (north) leaves it, pointing
+    # back south, so a flock passing overhead does not flip the frame
+    assert cam.up == pytest.approx([0, -1, 0])
+    again = pose_at(scene, 1.0, overhead, 640, 360)
+    assert all((a == b).all() for a, b in zip(cam[:4], again[:4]))  # decided the same way
+    # a hair off overhead, the plain pose with up = z: turning the same way
+    near = pose_at(scene, 1.0, (0.0, 1e-3, 80.0), 640, 360)
+    assert near.up @ cam.up > 0.99
+    # the keyframed view itself along the flock's: a world axis across it
+    above = build_scene({**BASE, "camera": {"position": [0, 0, 2], "look_at": [0, 1, 90],
+                                            "follow": "centroid"}})
+    cam = pose_at(above, 1.0, overhead, 640, 360)
+    assert orthonormal(cam) and abs(cam.up @ [0, 0, 1]) < 1e-12
+
+
+def test_a_flock_on_the_camera_leaves_it_looking_at_its_keyframed_point():
+    scene = build_scene({**BASE, "camera": {"position": [0, 0, 2], "look_at": [0, 300, 50],
+                                            "follow": "centroid"}})
+    cam = pose_at(scene, 1.0, (0.0, 0.0, 2.0), 640, 360)
+    fixed = pose((0, 0, 2), (0, 300, 50), (0, 0, 1), scene.camera.fov, 640, 360,
+                 scene.camera.near)
+    assert all(np.array_equal(a, b) for a, b in zip(cam, fixed))
+
+
 def test_keyframes_are_eased_and_held():
     keys = [[0.0, 0, -300, 2, 0, 0, 50, 30], [4.0, 100, -300, 2, 0, 0, 50, 60]]
     scene = build_scene({**BASE, "camera": {"path": keys}})

@@ -68,6 +68,44 @@ def test_the_gradient_follows_elevation_and_hits_its_stops():
     assert np.allclose(srgb_decode(list(rgb(frame, mid, 32))), want, atol=0.01)
 
 
+def exact_srgb(pose, stops):
+    """(h, w, 3) sRGB values 0…255 (R, G, B) of each pixel's ray, blended in linear light
+    between `stops` by elevation: the sky without rounding (plain numpy)."""
+    x, y = np.meshgrid(np.arange(pose.width) + 0.5, np.arange(pose.height) + 0.5)
+    u, v = (x - pose.width / 2) / pose.focal, (y - pose.height / 2) / pose.focal
+    d = pose.forward + u[..., None] * pose.right - v[..., None] * pose.up
+    elevation = np.degrees(np.arcsin(d[..., 2] / np.linalg.norm(d, axis=-1)))
+    colours = np.array([srgb_decode([int(c[i:i + 2], 16) for i in (1, 3, 5)])
+                        for _, c in stops])
+    lin = np.stack([np.interp(elevation, [a for a, _ in stops], colours[:, c])
+                    for c in range(3)], axis=-1)
+    return 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
+
+
+def test_a_slow_gradient_is_dithered_not_banded():
+    size = (256, 192)
+    pose = looking(size, 20.0, fov_deg=40.0)
+    stops = [[0.0, "#54406A"], [90.0, "#48406A"]]  # red: a code every ~40 rows
+    frame = sky_pixels(sky_for(scene3d({"sky": stops, "sun_glow": 0.0}), pose),
+                       (0, 0, *size))[..., 2::-1].astype(float)
+    exact = exact_srgb(pose, stops)
+    assert np.ptp(exact[..., 0]) > 3  # a few codes over the frame: bands when rounded
+    rounded = np.floor(exact + 0.5)
+    # 8 x 8 blocks average to the exact value, far closer than rounding's bands do
+    blocks = (size[1] // 8, 8, size[0] // 8, 8, 3)
+
+    def means(codes):
+        return codes.reshape(blocks).mean(axis=(1, 3))
+
+    assert np.abs(means(frame) - means(exact)).max() < 0.1 < 0.3 < \
+        np.abs(means(rounded) - means(exact)).max()
+    assert np.abs(frame - exact).max() < 1.05  # each pixel within a code
+    # no band: down the frame, red (a code every ~40 rows) changes from each 8 px block to
+    # the next, where rounded it holds for 5 blocks at a time
+    steps = np.diff(means(frame)[..., 0], axis=0)
+    assert (steps > 0).all() and (np.diff(means(rounded)[..., 0], axis=0) == 0).mean() > 0.5
+
+
 def test_ground_below_the_horizon_fades_into_the_horizon_with_distance():
     size = (64, 200)
     pose = looking(size, 0.0, fov_deg=60.0, height=30.0)
@@ -118,6 +156,29 @@ def test_treeline_is_seeded_and_stands_on_the_horizon():
     edge = math.cos(math.atan(size[0] / 2 / focal))
     assert 90 - (90 - top) / edge - 0.5 <= seen[:, 1].min()
     assert seen[:, 1].max() <= 90 + (foot - 90) / edge + 0.5
+
+
+def test_trees_have_crowns_of_varied_height_and_width_and_reeds_thin_blades():
+    from render.draw3d.sky import horizon_profile
+
+    trees, reeds = horizon_profile("trees", 3), horizon_profile("reeds", 3)
+    assert trees.max() == reeds.max() == 1.0 and (horizon_profile("trees", 3) == trees).all()
+    # crowns: where the treeline stands above its hedge, runs of varied width and height
+    above = np.concatenate([[False], trees > 0.3, [False]])
+    starts, ends = np.flatnonzero(np.diff(above.astype(int)) == 1), \
+        np.flatnonzero(np.diff(above.astype(int)) == -1)
+    tops = np.array([trees[a:b].max() for a, b in zip(starts, ends)])
+    assert len(tops) > 20 and np.ptp(ends - starts) > 30 and np.ptp(tops) > 0.4
+    # a crown is lobed, not one dome: it has several local tops
+    peaks = (trees[1:-1] > trees[:-2]) & (trees[1:-1] >= trees[2:]) & (trees[1:-1] > 0.3)
+    assert peaks.sum() > 3 * len(tops)
+    # reeds: blades a sample wide, far more of them than crowns, over a low mass
+    spikes = (reeds[1:-1] > reeds[:-2] + 0.05) & (reeds[1:-1] > reeds[2:] + 0.05)
+    assert spikes.sum() > 1000 and np.median(reeds) < 0.5
+    # and plumes: most of the tallest carry a head beside them, not a lone spike
+    tall = np.flatnonzero(reeds[1:-1] > 0.7) + 1
+    headed = np.maximum(reeds[tall - 1], reeds[tall + 1]) > 0.6
+    assert headed.mean() > 0.5
 
 
 def test_a_window_of_the_sky_is_that_part_of_the_frame():

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..sim.jit import inline, serial
 from ..draw.paths import append_polygons, polygon_records
-from .colour import ENCODE, ENCODE_STEPS, hex_linear, to_srgb
+from .colour import DITHER, ENCODE_STEPS, LEVELS, hex_linear, to_srgb
 from .types import Pose
 
 SKY_LUT = 1024  # gradient samples over sin(elevation) ∈ [0, 1]
@@ -26,8 +26,9 @@ LN_005 = math.log(0.05)  # contrast 0.05^(d/V) = exp(LN_005·d/V)
 
 # Each theme's 3D look: sky stops [(elevation °, colour)], ground, birds, accent, sun
 # [(azimuth °, elevation °)] and its glow (colour, radius °), treeline. The birds of dusk
-# are starlings against the light: albedo ≈ 0.07, lit from below by a few per cent of the
-# sky's light, so close to black.
+# are starlings against the light: albedo ≈ 0.07 under this sky's light on a level
+# surface reads (25, 22, 35) on their backs, their undersides a few per cent of that,
+# (2, 1, 3): seen from the ground, from below and the side, between the two, near black.
 THEMES_3D = {
     "light": dict(sky=((0.0, "#EDE8DC"), (30.0, "#DCDCDA"), (90.0, "#C6D0DC")),
                   ground="#D6D0C0", bird="#2848CD", accent="#BE441C", sun=None,
@@ -126,7 +127,7 @@ def elevation_table(sky: Sky, eye_m: float) -> np.ndarray:
     if not math.isinf(sky.visibility):
         with np.errstate(divide="ignore"):
             keep = np.exp(LN_005 * (eye_m / -s) / sky.visibility)
-    ground = keep[:, None] * sky.ground + (1 - keep[:, None]) * sky.lut[0]
+    ground = keep[:, None] * sky.ground + (1 - keep[:, None]) * airlight(sky)
     return np.column_stack([np.concatenate([ground, sky.lut]),
                             np.concatenate([1 - keep, np.ones(SKY_LUT)])])
 
@@ -172,9 +173,11 @@ def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_c
 
 @serial
 def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
-                encode, out):
+                levels, dither, out):
     """Each pixel of `out` (h, w, 4) BGRA, pixel (x, y) being (ox + x, oy + y) of the full
-    frame: the sRGB codes of `_ray_colour`, interpolated between GRID_PX grid points."""
+    frame: the sRGB values (0…255, `levels` over linear light) of `_ray_colour`,
+    interpolated between GRID_PX grid points, plus `dither` at (Y, X) modulo its size,
+    floored to codes."""
     h, w = out.shape[0], out.shape[1]
     gx0, gy0 = ox // GRID_PX, oy // GRID_PX
     gw = (ox + w - 1) // GRID_PX - gx0 + 2
@@ -188,7 +191,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                                      focal, right, up, forward, table, glow, sun,
                                      sun_colour, rgb)
             for c in range(3):
-                codes[j, i, c] = encode[int(rgb[c] * ENCODE_STEPS + 0.5)]
+                codes[j, i, c] = levels[int(rgb[c] * ENCODE_STEPS + 0.5)]
     mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon crosses the cell
     for j in range(gh - 1):
         for i in range(gw - 1):
@@ -196,26 +199,38 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
             hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
             mixed[j, i] = lo < 0.0 <= hi
     row = np.empty((gw, 3), np.float32)
+    mask_y, mask_x = dither.shape[0] - 1, dither.shape[1] - 1  # sizes: powers of two
     for y in range(h):
         Y = oy + y
+        pattern = dither[Y & mask_y]
         j = Y // GRID_PX - gy0
         ty = (Y % GRID_PX) / GRID_PX
         for i in range(gw):  # this row's values at the grid's columns
             for c in range(3):
                 row[i, c] = codes[j, i, c] + (codes[j + 1, i, c] - codes[j, i, c]) * ty
-        for x in range(w):
-            X = ox + x
-            i = X // GRID_PX - gx0
+        for i in range(gw - 1):  # the pixels of each grid cell along the row
+            left = (gx0 + i) * GRID_PX
+            lo, hi = max(left - ox, 0), min(left + GRID_PX - ox, w)
             if mixed[j, i]:
-                _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun,
-                            sun_colour, rgb)
-                for c in range(3):
-                    out[y, x, 2 - c] = encode[int(rgb[c] * ENCODE_STEPS + 0.5)]
-            else:
-                tx = (X % GRID_PX) / GRID_PX
-                for c in range(3):
-                    out[y, x, 2 - c] = int(row[i, c] + (row[i + 1, c] - row[i, c]) * tx + 0.5)
-            out[y, x, 3] = 255
+                for x in range(lo, hi):
+                    _ray_colour(ox + x, Y, cx, cy, focal, right, up, forward, table, glow,
+                                sun, sun_colour, rgb)
+                    d = pattern[(ox + x) & mask_x]
+                    for c in range(3):
+                        out[y, x, 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
+                    out[y, x, 3] = 255
+                continue
+            r0, g0, b0 = row[i, 0], row[i, 1], row[i, 2]
+            dr = (row[i + 1, 0] - r0) / GRID_PX
+            dg = (row[i + 1, 1] - g0) / GRID_PX
+            db = (row[i + 1, 2] - b0) / GRID_PX
+            for x in range(lo, hi):
+                k = ox + x - left
+                d = pattern[(ox + x) & mask_x]
+                out[y, x, 0] = int(b0 + db * k + d)
+                out[y, x, 1] = int(g0 + dg * k + d)
+                out[y, x, 2] = int(r0 + dr * k + d)
+                out[y, x, 3] = 255
 
 
 def _window_key(sky: Sky, window) -> tuple:
@@ -244,7 +259,7 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
                 p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
-                sky.sun, sky.sun_colour, ENCODE, out)
+                sky.sun, sky.sun_colour, LEVELS, DITHER, out)
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
     if _last.get("key") == key:
@@ -268,23 +283,76 @@ PROFILE_SAMPLES = 8192  # around the full horizon: 0.46 m apart at 600 m
 @lru_cache(maxsize=8)
 def horizon_profile(kind: str, seed: int) -> np.ndarray:
     """(PROFILE_SAMPLES,) heights, as a share of the treeline's height, at azimuths
-    2π·i/PROFILE_SAMPLES: rounded crowns of trees of random width and height, or a reed
-    bed's thin spikes over a low mass. Seeded: the same scene draws the same horizon."""
+    2π·i/PROFILE_SAMPLES: a treeline (`tree_crowns`) or a reed bed (`reed_blades`), the
+    tallest 1. Seeded: the same scene draws the same horizon."""
     rng = np.random.default_rng([seed, 0x7EE5])
-    n = PROFILE_SAMPLES
-    if kind == "reeds":
-        mass = 0.25 + 0.05 * np.sin(np.linspace(0, 2 * np.pi * 7, n) + rng.uniform(0, 7))
-        spikes = rng.uniform(0.0, 1.0, n) ** 3 * (rng.uniform(0, 1, n) < 0.35)
-        return mass + 0.7 * spikes
-    heights = np.full(n, 0.12)
-    start = 0
-    while start < n:  # crowns side by side, overlapping a little, each a half-ellipse
-        width = int(rng.integers(8, 30))
-        top = rng.uniform(0.45, 1.0)
-        i = np.arange(start, start + 2 * width + 1)
-        shape = top * np.sqrt(np.clip(1.0 - ((i - start - width) / width) ** 2, 0.0, 1.0))
-        np.maximum.at(heights, i % n, shape)
-        start += int(width * rng.uniform(1.2, 2.0))
+    heights = reed_blades(rng, PROFILE_SAMPLES) if kind == "reeds" else \
+        tree_crowns(rng, PROFILE_SAMPLES)
+    return heights / heights.max()
+
+
+def smooth_noise(rng, n: int, period: int) -> np.ndarray:
+    """(n,) noise in [−1, 1] varying over about `period` samples, periodic over n."""
+    knots = rng.uniform(-1.0, 1.0, max(n // period, 2))
+    x = np.arange(n) * len(knots) / n
+    return np.interp(x, np.arange(len(knots) + 1), np.append(knots, knots[0]))
+
+
+# Samples per unit of the profile's height at the default treeline (15 m tall, samples
+# 0.46 m apart at 600 m): crowns are built round in metres there.
+ASPECT = TREELINE_HEIGHT_M / (2 * math.pi * TREELINE_DISTANCE_M / PROFILE_SAMPLES)
+
+
+def _disc(heights: np.ndarray, centre: float, base: float, radius: float) -> None:
+    """Raise `heights` (periodic) to the top of a disc of `radius` (height units, round
+    at ASPECT) centred `base` high at sample `centre`."""
+    half = radius * ASPECT
+    i = np.arange(int(centre - half), int(centre + half) + 2)
+    x = np.clip(np.abs(i - centre) / half, 0.0, 1.0)
+    np.maximum.at(heights, i % len(heights), base + radius * np.sqrt(1.0 - x * x))
+
+
+def tree_crowns(rng, n: int) -> np.ndarray:
+    """A treeline's heights over n samples: trees side by side, crowns touching, over a
+    low hedge; each crown a body and a few lobes of its own size on top (irregular, not
+    a dome), now and then a tall narrow poplar, here and there a gap in the row."""
+    heights = 0.12 + 0.05 * smooth_noise(rng, n, 40)  # the hedge and scrub beneath
+    start = 0.0
+    while start < n:
+        tall = rng.uniform() < 0.08
+        top = rng.uniform(0.8, 1.0) if tall else rng.uniform(0.4, 0.8)
+        radius = top * (rng.uniform(0.12, 0.18) if tall else rng.uniform(0.22, 0.42))
+        centre = start + radius * ASPECT
+        body = top - radius * rng.uniform(1.0, 1.3)
+        _disc(heights, centre, body - radius, radius)  # the crown's lower mass
+        if tall:  # a poplar: a stack of discs narrowing to its top
+            for k in range(4):
+                _disc(heights, centre, body - radius + k * radius * 0.8,
+                      radius * (0.95 - 0.18 * k))
+        for _ in range(int(rng.integers(2, 6))):  # lobes along its top
+            lobe = radius * rng.uniform(0.3, 0.55)
+            offset = rng.uniform(-0.8, 0.8) * radius
+            base = body + math.sqrt(max(radius ** 2 - offset ** 2, 0.0)) * 0.6 - lobe
+            _disc(heights, centre + offset * ASPECT, base, lobe)
+        start = centre + radius * ASPECT * rng.uniform(0.7, 1.1) + \
+            (rng.integers(10, 40) if rng.uniform() < 0.03 else 0)
+    leaves = 0.015 * rng.uniform(-1.0, 1.0, n)  # a ragged edge of leaves
+    return np.maximum(heights + leaves, 0.0)
+
+
+def reed_blades(rng, n: int) -> np.ndarray:
+    """A reed bed's heights over n samples: a dense low mass of leaves, thin blades above
+    it (a sample wide: they taper to a point), and tall stems each carrying a plume that
+    droops to one side."""
+    heights = 0.3 + 0.06 * smooth_noise(rng, n, 60) + 0.03 * rng.uniform(-1, 1, n)
+    blades = rng.uniform(size=n) < 0.5
+    heights[blades] += 0.5 * rng.uniform(0.0, 1.0, blades.sum()) ** 2
+    for stem in np.flatnonzero(rng.uniform(size=n) < 0.03):
+        top = rng.uniform(0.75, 1.0)
+        side = 1 if rng.uniform() < 0.7 else -1  # most lean with the wind
+        length = int(rng.integers(2, 5))
+        i = stem + side * np.arange(length + 1)
+        np.maximum.at(heights, i % n, top - 0.18 * np.arange(length + 1) / length)
     return heights
 
 
@@ -315,11 +383,23 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     return np.column_stack([u, v])[near] if near.sum() >= 2 else None
 
 
+def airlight(sky: Sky) -> np.ndarray:
+    """(3,) linear RGB the haze between the camera and the ground or the treeline tends
+    to. Sunlit, it is the horizon's colour. With the sun below the horizon the air near
+    the ground lies in the earth's shadow: it scatters only the light around it, the
+    sky above and the ground below, evenly over the sphere (the gradient is sampled
+    evenly in sin(elevation), so evenly in solid angle), far darker than the horizon's
+    glow, which is lit high up."""
+    if sky.sun[2] >= 0:  # also: no sun
+        return sky.lut[0]
+    return 0.5 * (sky.lut.mean(axis=0) + sky.ground)
+
+
 def hazed_treeline(sky: Sky) -> np.ndarray:
-    """(3,) linear RGB: the treeline's colour hazed by its distance toward the horizon's."""
+    """(3,) linear RGB: the treeline's colour hazed by its distance toward the airlight."""
     keep = 1.0 if math.isinf(sky.visibility) else \
         math.exp(LN_005 * sky.treeline_distance / sky.visibility)
-    return keep * sky.treeline_colour + (1 - keep) * sky.lut[0]
+    return keep * sky.treeline_colour + (1 - keep) * airlight(sky)
 
 
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
