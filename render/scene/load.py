@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SceneError
+from .checks3d import check_hunt_and_landing
 from .schema import (MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D, SECTIONS_3D, Scene,
                      bird_estimate)
 from .values import convert, show, suggest
@@ -181,6 +182,7 @@ def _check_relations(values, merged, path, sources, rejected, problems):
 
     flock, world = values["flock"], values["world"]
     _check_dimensions(values, merged, where, usable, problems)
+    check_hunt_and_landing(values, merged, where, usable, problems)
     output = values["output"]
     if output.loop and usable("output.loop", "output.crossfade", "output.fps",
                               "output.frames", "scene.duration"):
