@@ -9,7 +9,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..scene import Scene
-from . import flight, settled, step3d
+from . import flight, hunt3d, settled, step3d
 from .forces import flocking3d, roost
 from .snapshot import Snapshot, follow_start, follow_step
 from .state import streams
@@ -81,6 +81,8 @@ class Simulation3D:
         k = r.topological_count if self.how.topological else 1
         self._work = step3d.workspace3(n, k, 1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
         self.noise = scene.flight.noise if scene.flight is not None else 0.0
+        self.finale = hunt3d.Finale(scene, n, (self.roost.x, self.roost.y))
+        self._still = np.zeros((n, 3))
         self._follow = follow_start(scene, self.positions)
         self.step_index = -scene.scene.settle_steps
         kept = settled.load(scene) if cache and self.step_index < 0 else None
@@ -122,7 +124,8 @@ class Simulation3D:
         return None
 
     def hawk_position(self):
-        return None
+        """Where the hunting hawk is (3 floats, m), None while it waits."""
+        return self.finale.told(self.time_s).hawk
 
     def advance(self) -> Snapshot:
         """Advance one step; returns the Snapshot of the state that was read (with its
@@ -135,14 +138,21 @@ class Simulation3D:
         home = roost.at_step(self.roost, pos.mean(axis=0), work.fwd.mean(axis=0),
                              self.homing, self.side)
         self.homing, self.side = home.homing, home.side
+        finale = self.finale
+        told = finale.told(self.time_s) if finale.active else None
+        extra = finale.step(self.step_index, pos, vel, work.fwd, work.idx, work.count,
+                            work.d2[:, -1]) if finale.active else self._still
         new_pos, new_vel, new_bank = step3d.move3(
             pos, vel, self.bank, work.fwd, self.how.topological, work.idx, work.count,
             work.sums, self.rules, home, self.flight, self.noise, self.scene.scene.seed,
-            self.step_index)
+            self.step_index, extra, finale.state)
         count = work.sums[:, flocking3d.COUNT].astype(np.int64)
         snap = Snapshot(self.step_index, pos, vel, count, work.tested.copy(),
-                        work.sums[:, flocking3d.NEAREST].copy(), None, None,
-                        self._follow_step(pos), bank=self.bank)
+                        work.sums[:, flocking3d.NEAREST].copy(), None,
+                        told.hawk if told else None, self._follow_step(pos), bank=self.bank,
+                        attack=told.attack if told else False,
+                        landed=told.landed if told and finale.land.active else None,
+                        last_attack=told.last_attack if told else None)
         self.positions, self.velocities, self.bank = new_pos, new_vel, new_bank
         self.step_index += 1
         return snap

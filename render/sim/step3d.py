@@ -15,6 +15,7 @@ import numpy as np
 from . import flight as _flight
 from . import noise
 from .forces import flocking3d, roost
+from .forces.landing import LANDED, LANDING
 from .jit import parallel, prange, serial
 from .nearest import build_grid, nearest_visible, sample
 
@@ -89,9 +90,11 @@ def neighbourhood(pos, vel, how: Neighbours3, rules: flocking3d.Flocking3,
 
 @parallel
 def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, home, fl, noise_sd, seed,
-          step):
+          step, extra, state):
     """Every bird's step: its sums (from its neighbour lists idx, count when `lists`,
-    written into sums; else read from sums), then rules + roost + noise, then flight.
+    written into sums; else read from sums), then rules + roost + noise + `extra` (n, 3)
+    m/s² (render.sim.hunt3d), then flight. state (n,) int8 (forces.landing): a landing
+    bird has no roost steering (its extra has the funnel), a landed one stays at rest.
     Returns new (pos (n, 3), vel (n, 3), bank (n,))."""
     n = pos.shape[0]
     new_pos = np.empty((n, 3))
@@ -100,10 +103,17 @@ def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, home, fl, noise_s
     for i in prange(n):
         if lists:
             flocking3d.bird_list_sums(i, pos, fwd, idx, count, rules, sums[i])
+        if state[i] == LANDED:
+            new_pos[i, 0], new_pos[i, 1], new_pos[i, 2] = pos[i, 0], pos[i, 1], pos[i, 2]
+            new_vel[i, 0], new_vel[i, 1], new_vel[i, 2] = 0.0, 0.0, 0.0
+            new_bank[i] = 0.0
+            continue
         f0, f1, f2 = fwd[i, 0], fwd[i, 1], fwd[i, 2]
         a0, a1, a2 = flocking3d.accel(rules, sums[i], f0, f1, f2)
-        r0, r1, r2 = roost.accel(home, pos[i, 2], f0, f1)
-        a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
+        if state[i] != LANDING:
+            r0, r1, r2 = roost.accel(home, pos[i, 2], f0, f1)
+            a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
+        a0, a1, a2 = a0 + extra[i, 0], a1 + extra[i, 1], a2 + extra[i, 2]
         if noise_sd > 0.0:
             n0, n1, n2 = noise.normal3(seed, i, step)
             a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
