@@ -35,7 +35,9 @@ class FrameState:
     birds' mask (n,); exposure: the sub-frame (positions, velocities) pairs of motion blur,
     else (); view: the camera's (None: the whole world); time: the frame's time, s (index /
     fps); hawk: its position (d floats) at the step the frame samples, None while it is
-    not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank)."""
+    not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank);
+    attack: whether a hunting hawk's attack is on; landed: (n,) bool, None without a
+    landing."""
 
     index: int
     positions: np.ndarray
@@ -47,6 +49,8 @@ class FrameState:
     time: Fraction = Fraction(0)
     hawk: tuple[float, ...] | None = None
     bank: np.ndarray | None = None
+    attack: bool = False
+    landed: np.ndarray | None = None
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -56,7 +60,10 @@ class FrameState:
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
                    view_at(scene, float(frame.time), frame.followed), frame.time,
-                   frame.snapshot.hawk, None if bank is None else bank.copy())
+                   frame.snapshot.hawk, None if bank is None else bank.copy(),
+                   getattr(frame.snapshot, "attack", False),
+                   None if getattr(frame.snapshot, "landed", None) is None
+                   else frame.snapshot.landed.copy())
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
