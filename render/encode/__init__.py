@@ -140,7 +140,9 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
         from .npz import NpzWriter
 
         landing = scene.roost is not None and scene.roost.landing_at is not None
-        return NpzWriter(output, hawk=scene.hawk is not None, landed=landing, **options)
+        hunt = scene.hawk is not None and scene.hawk.mode == "hunt"
+        return NpzWriter(output, hawk=scene.hawk is not None, attack=hunt, landed=landing,
+                         **options)
     from .usd import UsdWriter
 
     return UsdWriter(output, width=scene.render.width_max, **options)
