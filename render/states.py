@@ -68,16 +68,27 @@ class FrameState:
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
         if self.exposure:
-            exposure = tuple((top_down(p), top_down(v)) for p, v in self.exposure)
-            return draw_exposure(canvas, scene, exposure, self.neighbours, self.accent,
-                                 view=self.view)
-        return draw_frame(canvas, scene, *self.drawn(), view=self.view)
+            keep = self.shown(scene)
+            exposure = tuple((top_down(p[keep]), top_down(v[keep]))
+                             for p, v in self.exposure)
+            return draw_exposure(canvas, scene, exposure, self.neighbours[keep],
+                                 self.accent[keep], view=self.view)
+        return draw_frame(canvas, scene, *self.drawn(scene), view=self.view)
 
-    def drawn(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def shown(self, scene: Scene | None) -> slice | np.ndarray:
+        """The birds drawn: all, or (with `[roost] landed = "hidden"`) those not landed."""
+        r = scene.roost if scene is not None else None
+        if self.landed is None or r is None or r.landed != "hidden":
+            return slice(None)
+        return ~self.landed
+
+    def drawn(self, scene: Scene | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                        np.ndarray, np.ndarray]:
         """(positions, velocities, neighbours, accent) as the drawing takes them: the
-        positions and velocities seen from above, (n, 2)."""
-        return (top_down(self.positions), top_down(self.velocities), self.neighbours,
-                self.accent)
+        positions and velocities seen from above, (n, 2), of the birds `shown`."""
+        keep = self.shown(scene)
+        return (top_down(self.positions[keep]), top_down(self.velocities[keep]),
+                self.neighbours[keep], self.accent[keep])
 
 
 def top_down(vectors: np.ndarray) -> np.ndarray:

@@ -45,7 +45,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
 
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
         written = write_atomically(output, lambda tmp: write_vector(
-            tmp, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
+            tmp, scene, scene.output.size, dpi, *still.drawn(scene), view=still.view,
             title=title), overwrite=overwrite)
     elif tile_size is not None:
         written = write_atomically(output, lambda tmp: _tiled_still(
@@ -81,7 +81,7 @@ def _tiled_still(scene: Scene, still: FrameState, tile: int, path: Path, *, dpi:
     from .encode.still import PngStream
 
     width, height = scene.output.size
-    paths = frame_paths(scene, (width, height), *still.drawn(), view=still.view)
+    paths = frame_paths(scene, (width, height), *still.drawn(scene), view=still.view)
     png = PngStream(path, width, height, dpi=dpi, text=text)
     # cairo rasterises a streak cut by the surface's border a shade differently from one
     # that runs on: each tile gets an apron, cropped away.

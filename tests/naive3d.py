@@ -208,21 +208,26 @@ def naive_zig_accel(step, start, side, fwd, zig, zig_steps):
     return np.column_stack([-fwd[:, 1] * a, fwd[:, 0] * a, np.zeros(len(e))])
 
 
-def naive_landing(step, pos, vel, peel, state, roost, radius, slope, strength, low=0.5,
-                  damping=1.0, scale=10.0):
+def naive_landing(step, pos, fwd, peel, state, roost, radius, slope, strength, low=0.5,
+                  scale=10.0, steepest=1.5, climb=0.5):
     """(new state, landing steering (n, 3)): flying → landing at the peel step, landing →
-    landed below `low` m within radius of roost (x, y); the steering toward the roost
-    horizontally and toward slope·max(h − radius, 0) vertically, damped."""
+    landed below `low` m within radius of roost (x, y); the steering strength·(d − fwd),
+    d the unit vector toward the roost descending at slope (beyond the radius) plus the
+    height over the funnel slope·max(h − radius, 0) over `scale`, within [−climb,
+    steepest]; straight down over the roost itself."""
     state = state.copy()
     state[(state == 0) & (step >= peel)] = 1
     dx, dy = roost[0] - pos[:, 0], roost[1] - pos[:, 1]
     h = np.hypot(dx, dy)
     state[(state == 1) & (pos[:, 2] < low) & (h < radius)] = 2
+    funnel = slope * np.maximum(h - radius, 0.0)
+    down = np.clip(np.where(h > radius, slope, 0.0) + (pos[:, 2] - funnel) / scale,
+                   -climb, steepest)
     safe = np.where(h > 0, h, 1.0)
-    err = np.clip((slope * np.maximum(h - radius, 0.0) - pos[:, 2]) / scale, -1, 1)
-    acc = np.column_stack([strength * dx / safe * (h > 0), strength * dy / safe * (h > 0),
-                           strength * err - damping * vel[:, 2]])
-    return state, acc
+    d = np.where((h > 0)[:, None], np.column_stack([dx / safe, dy / safe, -down]),
+                 (0.0, 0.0, -1.0))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    return state, strength * (d - fwd)
 
 
 def naive_border_ratio(points, nn_median, inside, depth, ball):

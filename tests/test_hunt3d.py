@@ -61,10 +61,10 @@ def test_zig_and_landing_steering_match_the_reference():
     state = RNG.integers(0, 3, n).astype(np.int8)
     land = landing.Landing(True, 3.0, -2.0, 15.0, 0.6, 6.0)
     wv = _wv()
-    out = extra_accel(0, pos, vel, fwd, Startle(False, 0, 0, 0, 1, 0), wv, start, side,
+    out = extra_accel(0, pos, fwd, Startle(False, 0, 0, 0, 1, 0), wv, start, side,
                       land, state)
     ref = naive_zig_accel(0, start, side, fwd, 12.0, 50)
-    _, funnel = naive_landing(0, pos, vel, np.zeros(n, np.int64), state, (3.0, -2.0), 15.0,
+    _, funnel = naive_landing(0, pos, fwd, np.zeros(n, np.int64), state, (3.0, -2.0), 15.0,
                               0.6, 6.0)
     ref = ref + np.where((state == 1)[:, None], funnel, 0.0)
     ref[state == 2] = 0.0
@@ -202,3 +202,44 @@ def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):
     done = subprocess.run([sys.executable, "-m", "render", str(scene), "--check", *HUNT,
                            *extra], capture_output=True, text=True)
     assert done.returncode == 2 and needle in done.stderr, done.stderr
+
+
+def test_landed_birds_are_nobodys_neighbours():
+    from naive_neighbours import k_nearest_visible as naive_knn
+    from render.sim import step3d
+    from render.sim.forces.flocking3d import Flocking3
+    from render.sim.nearest import cos_half_blind
+
+    pos, vel, fwd, _, _ = _flock(300)
+    landed = RNG.random(len(pos)) < 0.3
+    how = step3d.Neighbours3(True, 7, math.inf)
+    rules = Flocking3(math.inf, cos_half_blind(90.0), 0.2, 1.37, 1.0, 1.0, 1.0)
+    work = step3d.workspace3(len(pos), 7, 2.0)
+    step3d.neighbourhood(pos, vel, how, rules, work, landed)
+    flying = np.flatnonzero(~landed)
+    ref_j, ref_d2 = naive_knn(pos[flying], fwd[flying], 7, blind_angle=90.0)[:2]
+    np.testing.assert_array_equal(work.idx[flying], np.where(ref_j >= 0, flying[ref_j], -1))
+    np.testing.assert_allclose(work.d2[flying], ref_d2, rtol=0, atol=1e-9)
+    assert np.all(work.count[landed] == 0)
+    assert not np.isin(work.idx[flying], np.flatnonzero(landed)).any()
+
+
+@pytest.mark.parametrize("landed_key", ["ground", "hidden"])
+def test_the_top_down_drawing_hides_landed_birds_when_asked(landed_key):
+    from render.draw.surface import Canvas
+    from render.scene.load import build_scene
+    from render.states import FrameState
+
+    raw = {"world": {"dimensions": 3, "width": 60.0, "height": 40.0},
+           "flock": {"count": 40}, "rules": {"neighbours": "topological"}, "flight": {},
+           "roost": {"landing_at": 1.0, "landed": landed_key},
+           "output": {"size": "160x120"}, "scene": {"duration": 2.0}}
+    scene = build_scene(raw, "s.toml")
+    pos = RNG.uniform((5, 5, 0), (55, 35, 20), (40, 3))
+    vel = np.tile((10.0, 0.0, 0.0), (40, 1))
+    landed = np.arange(40) < 20
+    state = FrameState(0, pos, vel, np.full(40, 7.0), np.zeros(40, bool), landed=landed)
+    drawn = state.draw(Canvas(scene.output.size), scene)
+    flying = FrameState(0, pos[~landed], vel[~landed], np.full(20, 7.0), np.zeros(20, bool))
+    alone = flying.draw(Canvas(scene.output.size), scene)
+    assert np.array_equal(drawn, alone) == (landed_key == "hidden")

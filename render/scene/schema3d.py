@@ -62,3 +62,5 @@ class RoostSettings:
                                    lo=0, lo_open=True)
     landing_strength: float = setting(6.0, "The landing's steering toward the roost and "
                                       "down the funnel.", unit="m/s²", lo=0, lo_open=True)
+    landed: str = setting("ground", "How landed birds are drawn: where they landed, on the "
+                          "ground, or hidden.", kind="choice", choices=("ground", "hidden"))

@@ -19,7 +19,7 @@ from .jit import parallel, prange
 
 
 @parallel
-def extra_accel(step, pos, vel, fwd, startle, wv, zig_start, zig_side, land, state):
+def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
     """(n, 3) m/s²: each bird's turn away from the hawk, its zig and, while landing, the
     funnel (which then replaces the roost's steering, see step3d.move3)."""
     n = pos.shape[0]
@@ -31,7 +31,8 @@ def extra_accel(step, pos, vel, fwd, startle, wv, zig_start, zig_side, land, sta
         z0, z1, z2 = waves.accel(wv, step, zig_start[i], zig_side[i], fwd[i, 0], fwd[i, 1])
         a0, a1, a2 = a0 + z0, a1 + z1, a2 + z2
         if state[i] == landing.LANDING:
-            l0, l1, l2 = landing.accel(land, pos[i, 0], pos[i, 1], pos[i, 2], vel[i, 2])
+            l0, l1, l2 = landing.accel(land, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0],
+                                       fwd[i, 1], fwd[i, 2])
             a0, a1, a2 = a0 + l0, a1 + l1, a2 + l2
         out[i, 0], out[i, 1], out[i, 2] = a0, a1, a2
     return out
@@ -126,7 +127,7 @@ class Finale:
             state = np.empty_like(self.state)
             landing.advance_state(self.land, step, pos, self.peel, self.state, state)
             self.state = state
-        return extra_accel(step, pos, vel, fwd, startle, self.waves, self.zig_start,
+        return extra_accel(step, pos, fwd, startle, self.waves, self.zig_start,
                            self.zig_side, self.land, self.state)
 
     def _record(self, t: float, step: int, pos: np.ndarray, start: np.ndarray) -> None:

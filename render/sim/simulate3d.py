@@ -11,6 +11,7 @@ from tqdm import tqdm
 from ..scene import Scene
 from . import flight, hunt3d, settled, step3d
 from .forces import flocking3d, roost
+from .forces.landing import LANDED
 from .snapshot import Snapshot, follow_start, follow_step
 from .state import streams
 
@@ -73,6 +74,7 @@ class Simulation3D:
         self.world = World3()
         self.flight = flight.flight(scene)
         self.rules = flocking3d.flocking3(scene)
+        self._separating = self.rules._replace(w_ali=0.0, w_coh=0.0)
         self.roost = roost.roost(scene)
         self.homing, self.side = False, 1.0  # the roost's return: on?, which way
         r = scene.rules
@@ -133,18 +135,21 @@ class Simulation3D:
         pos = np.ascontiguousarray(self.positions, dtype=np.float64)
         vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
         work = self._work
-        step3d.neighbourhood(pos, vel, self.how, self.rules, work)
-        # Fixed-order means (numpy's pairwise sum over a fixed n): thread-independent.
-        home = roost.at_step(self.roost, pos.mean(axis=0), work.fwd.mean(axis=0),
-                             self.homing, self.side)
-        self.homing, self.side = home.homing, home.side
         finale = self.finale
+        landed = finale.state == LANDED if finale.land.active else None
+        step3d.neighbourhood(pos, vel, self.how, self.rules, work, landed)
+        # Fixed-order means (numpy's pairwise sum over a fixed n): thread-independent.
+        # The flying birds' only, once some have landed.
+        flying = slice(None) if landed is None or not landed.any() else ~landed
+        home = roost.at_step(self.roost, pos[flying].mean(axis=0),
+                             work.fwd[flying].mean(axis=0), self.homing, self.side)
+        self.homing, self.side = home.homing, home.side
         told = finale.told(self.time_s) if finale.active else None
         extra = finale.step(self.step_index, pos, vel, work.fwd, work.idx, work.count,
                             work.d2[:, -1]) if finale.active else self._still
         new_pos, new_vel, new_bank = step3d.move3(
             pos, vel, self.bank, work.fwd, self.how.topological, work.idx, work.count,
-            work.sums, self.rules, home, self.flight, self.noise, self.scene.scene.seed,
+            work.sums, self.rules, self._separating, home, self.flight, self.noise, self.scene.scene.seed,
             self.step_index, extra, finale.state)
         count = work.sums[:, flocking3d.COUNT].astype(np.int64)
         snap = Snapshot(self.step_index, pos, vel, count, work.tested.copy(),

@@ -62,39 +62,66 @@ def forward(vel, out):
 
 
 def neighbourhood(pos, vel, how: Neighbours3, rules: flocking3d.Flocking3,
-                  work: Workspace3) -> None:
+                  work: Workspace3, landed: np.ndarray | None = None) -> None:
     """Find the neighbours of the state (pos, vel), (n, 3): topological, into work.idx,
     d2, count (and the next radius); metric, straight into work.sums. work.fwd: the
-    forward vectors."""
+    forward vectors. landed: (n,) bool or None; a landed bird is nobody's neighbour and
+    has none (topological only: a hunt or a landing needs topological neighbours)."""
     forward(vel, work.fwd)
-    if how.topological:
-        radii = sample(work.radius)
-        ok = np.isfinite(radii)
-        side = 0.7 * float(np.median(radii[ok])) / 1.05 if ok.any() else 1.0
-        grid = build_grid(pos, side)
-        max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
-        nearest_visible(work.radius, grid.start, *grid.folds, grid.side, 3, grid.order,
-                        grid.pos, work.fwd, rules.cos_blind, max_d2, work.idx, work.d2,
-                        work.count)
-        kth = work.d2[:, -1]
-        # Next step's first ball: a little beyond this k-th distance (a bird short of k
-        # neighbours keeps a growing guess).
-        np.copyto(work.radius, np.where(np.isfinite(kth), np.sqrt(kth) * 1.05,
-                                        np.minimum(work.radius * 1.5, 1e6)))
-        work.tested[:] = work.count
+    if how.topological and landed is not None and landed.any():
+        _among_flying(pos, how, rules, work, np.flatnonzero(~landed))
+    elif how.topological:
+        _topological(pos, how, rules, work)
     else:
         grid = build_grid(pos, rules.radius)
         flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
                                *grid.folds, grid.side, rules, work.sums, work.tested)
 
 
+def _topological(pos, how: Neighbours3, rules: flocking3d.Flocking3,
+                 work: Workspace3) -> None:
+    """The k nearest visible of every bird of pos into work (and the next radius)."""
+    radii = sample(work.radius)
+    ok = np.isfinite(radii)
+    side = 0.7 * float(np.median(radii[ok])) / 1.05 if ok.any() else 1.0
+    grid = build_grid(pos, side)
+    max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
+    nearest_visible(work.radius, grid.start, *grid.folds, grid.side, 3, grid.order,
+                    grid.pos, work.fwd, rules.cos_blind, max_d2, work.idx, work.d2,
+                    work.count)
+    kth = work.d2[:, -1]
+    # Next step's first ball: a little beyond this k-th distance (a bird short of k
+    # neighbours keeps a growing guess).
+    np.copyto(work.radius, np.where(np.isfinite(kth), np.sqrt(kth) * 1.05,
+                                    np.minimum(work.radius * 1.5, 1e6)))
+    work.tested[:] = work.count
+
+
+def _among_flying(pos, how: Neighbours3, rules: flocking3d.Flocking3, work: Workspace3,
+                  flying: np.ndarray) -> None:
+    """The topological search over the birds `flying` (indices) alone, scattered back into
+    work; the other (landed) birds get no neighbours."""
+    sub = work._replace(idx=work.idx[flying], d2=work.d2[flying],
+                        count=work.count[flying], radius=work.radius[flying],
+                        tested=work.tested[flying], fwd=work.fwd[flying])
+    _topological(np.ascontiguousarray(pos[flying]), how, rules, sub)
+    work.count[:] = 0
+    work.d2[:] = np.inf
+    work.idx[:] = -1
+    work.tested[:] = 0
+    work.idx[flying] = np.where(sub.idx >= 0, flying[np.maximum(sub.idx, 0)], -1)
+    work.d2[flying], work.count[flying] = sub.d2, sub.count
+    work.radius[flying], work.tested[flying] = sub.radius, sub.tested
+
+
 @parallel
-def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, home, fl, noise_sd, seed,
-          step, extra, state):
+def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, separating, home, fl,
+          noise_sd, seed, step, extra, state):
     """Every bird's step: its sums (from its neighbour lists idx, count when `lists`,
     written into sums; else read from sums), then rules + roost + noise + `extra` (n, 3)
     m/s² (render.sim.hunt3d), then flight. state (n,) int8 (forces.landing): a landing
-    bird has no roost steering (its extra has the funnel), a landed one stays at rest.
+    bird has the rules `separating` (rules without cohesion and alignment) and no roost
+    steering (its extra has the funnel), a landed one stays at rest.
     Returns new (pos (n, 3), vel (n, 3), bank (n,))."""
     n = pos.shape[0]
     new_pos = np.empty((n, 3))
@@ -109,7 +136,8 @@ def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, home, fl, noise_s
             new_bank[i] = 0.0
             continue
         f0, f1, f2 = fwd[i, 0], fwd[i, 1], fwd[i, 2]
-        a0, a1, a2 = flocking3d.accel(rules, sums[i], f0, f1, f2)
+        a0, a1, a2 = flocking3d.accel(rules if state[i] != LANDING else separating, sums[i],
+                                      f0, f1, f2)
         if state[i] != LANDING:
             r0, r1, r2 = roost.accel(home, pos[i, 2], f0, f1)
             a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2

@@ -6,9 +6,10 @@ The hawk has its own speeds and turn-rate limit: it pursues a point `dive_height
 its target (the densest bird, or the flock's edge bird nearest it, or each in turn),
 dives on it at `dive_speed` once it is over it and at least `period` has passed since the
 last dive, misses (it is past the target's altitude, or 4 s have gone), climbs away for
-`climb_time`, and pursues again. An attack runs from a dive's start to 5 s after the
-climb-out. All it reads of the flock are fixed-order reductions (a mean, an argmin), so
-its path does not depend on the thread count.
+`climb_time` (levelling off CEILING dive heights above its target), and pursues again.
+An attack runs from a dive's start to 5 s after the climb-out. All it reads of the flock
+are fixed-order reductions (a mean, an argmin), so its path does not depend on the
+thread count.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..jit import inline
 ATTACK_TAIL = 5.0     # s after the climb-out that an attack lasts (issue 20)
 DIVE_LIMIT = 4.0      # s: a dive that has not passed its target by then has missed
 STANDOFF = 150.0      # m behind the flock where the hawk appears
+CEILING = 2.0         # dive heights over its target that a climb stops at
 
 
 class Startle(NamedTuple):
@@ -117,9 +119,11 @@ class HawkFlight:
             if off[2] > 0.0 or t - self.since >= DIVE_LIMIT:  # below its target: missed
                 self.phase, self.since = "climb", t
                 self.attack_until = t + ATTACK_TAIL
-        else:  # climb away: level heading, nose up
-            heading = self.vel / max(float(np.linalg.norm(self.vel)), 1e-12)
-            aim, speed = np.array([heading[0], heading[1], 0.6]), s.speed
+        else:  # climb away: the level heading, nose up until CEILING dive heights up
+            flat = np.array([self.vel[0], self.vel[1], 0.0])
+            flat /= max(float(np.linalg.norm(flat)), 1e-12)
+            up = 0.6 if off[2] > -CEILING * s.dive_height else 0.0
+            aim, speed = flat + (0.0, 0.0, up), s.speed
             if t - self.since >= s.climb_time:
                 self.phase, self.since = "pursue", t
                 self.target = choose_target(s.target, self.attacks, pos, kth_d2, self.pos)

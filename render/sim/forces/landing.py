@@ -3,11 +3,14 @@ funnel down into the reed bed and stay there.
 
 Each bird has a peel-off step, landing_at plus a seeded share of `landing_spread`. From
 it the bird is landing: the roost's altitude spring and return no longer act on it;
-instead it is steered horizontally toward the roost by `strength` and vertically toward
-the funnel's height slope·max(h − radius, 0) (h its horizontal distance from the roost),
-damped, so the birds far out come down gently and those over the reeds drop into them.
+instead its heading is turned (by `strength`) toward the roost and down the funnel, whose
+height is slope·max(h − radius, 0) (h its horizontal distance from the roost): a bird
+above the funnel descends more steeply, so the birds far out come down gently and those
+over the reeds drop into them.
 It is flight (banked, within the speed limits); a landing bird inside the reed bed below
-LANDED_Z is landed: it stays where it is, at rest, from then on.
+LANDED_Z is landed: it stays where it is, at rest, from then on, and is nobody's
+neighbour (step3d.neighbourhood). A landing bird keeps only the separation of the rules
+(step3d.move3): cohesion and alignment would hold it in the flock overhead.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from ..jit import inline, parallel, prange
 
 FLYING, LANDING, LANDED = 0, 1, 2
 LANDED_Z = 0.5   # m: a landing bird this low over the reeds has landed
-DAMPING = 1.0    # 1/s on the vertical speed, so the funnel does not bounce
-FUNNEL_SCALE = 10.0  # m off the funnel's height at which the vertical steering saturates
+FUNNEL_SCALE = 10.0  # m: each this far above the funnel steepens the descent by 1 (slope)
+DESCENT_MOST = 1.5   # the steepest descent steered for (1.5: 56°) ...
+CLIMB_MOST = 0.5     # ... and the steepest climb, for a bird under the funnel
 
 
 class Landing(NamedTuple):
@@ -73,12 +77,20 @@ def advance_state(p, step, pos, peel, state, new_state):
 
 
 @inline
-def accel(p, x, y, z, vz):
-    """A landing bird's steering (m/s², 3 floats): toward the roost horizontally, toward
-    the funnel's height vertically, damped."""
+def accel(p, x, y, z, f0, f1, f2):
+    """A landing bird's steering (m/s², 3 floats) at (x, y, z) flying along the unit
+    forward vector f: strength·(d − f), d the unit direction toward the roost that
+    descends at the funnel's slope plus (z − funnel height)/FUNNEL_SCALE (within
+    [−CLIMB_MOST, DESCENT_MOST]): the bird turns down the funnel without braking."""
     dx, dy = p.x - x, p.y - y
     h = math.sqrt(dx * dx + dy * dy)
-    ax, ay = (p.strength * dx / h, p.strength * dy / h) if h > 0.0 else (0.0, 0.0)
     height = p.slope * max(h - p.radius, 0.0)
-    err = max(-1.0, min(1.0, (height - z) / FUNNEL_SCALE))
-    return ax, ay, p.strength * err - DAMPING * vz
+    down = (p.slope if h > p.radius else 0.0) + (z - height) / FUNNEL_SCALE
+    down = max(-CLIMB_MOST, min(DESCENT_MOST, down))
+    if h > 0.0:
+        d0, d1, d2 = dx / h, dy / h, -down
+    else:
+        d0, d1, d2 = 0.0, 0.0, -1.0
+    norm = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    return (p.strength * (d0 / norm - f0), p.strength * (d1 / norm - f1),
+            p.strength * (d2 / norm - f2))
