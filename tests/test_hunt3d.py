@@ -243,3 +243,27 @@ def test_the_top_down_drawing_hides_landed_birds_when_asked(landed_key):
     flying = FrameState(0, pos[~landed], vel[~landed], np.full(20, 7.0), np.zeros(20, bool))
     alone = flying.draw(Canvas(scene.output.size), scene)
     assert np.array_equal(drawn, alone) == (landed_key == "hidden")
+
+
+def test_the_hawk_climbs_away_to_a_bounded_height_and_attacks_again():
+    from types import SimpleNamespace
+
+    from render.sim.forces.hunt import CEILING, HawkFlight
+
+    s = SimpleNamespace(start=0.0, speed=20.0, dive_speed=30.0, turn_rate=90.0,
+                        dive_height=30.0, climb_time=4.0, period=12.0, target="alternate")
+    n, dt = 200, 0.01
+    pos = RNG.normal(size=(n, 3)) * (15.0, 6.0, 2.0) + (0.0, 0.0, 50.0)
+    vel = np.tile((10.0, 0.0, 0.0), (n, 1))
+    kth = RNG.random(n)
+    hawk, heights, attacking = HawkFlight(), [], []
+    for step in range(round(60.0 / dt)):
+        t = step * dt
+        hawk.step(s, t, dt, pos + vel * t, vel, kth, math.inf)
+        heights.append(hawk.pos[2] - 50.0)
+        attacking.append(hawk.attacking(t))
+    assert hawk.attacks >= 3
+    # Over the flock's mid-plane (its birds within a few metres): the ceiling, plus the
+    # little a levelling turn overshoots.
+    assert max(heights) <= CEILING * s.dive_height + 3.0
+    assert np.mean(attacking) <= 0.5
