@@ -252,10 +252,11 @@ def test_the_hawk_climbs_away_to_a_bounded_height_and_attacks_again():
 
     s = SimpleNamespace(start=0.0, speed=20.0, dive_speed=30.0, turn_rate=90.0,
                         dive_height=30.0, climb_time=4.0, period=12.0, target="alternate")
+    rng = np.random.default_rng(5)
     n, dt = 200, 0.01
-    pos = RNG.normal(size=(n, 3)) * (15.0, 6.0, 2.0) + (0.0, 0.0, 50.0)
+    pos = rng.normal(size=(n, 3)) * (15.0, 6.0, 2.0) + (0.0, 0.0, 50.0)
     vel = np.tile((10.0, 0.0, 0.0), (n, 1))
-    kth = RNG.random(n)
+    kth = rng.random(n)
     hawk, heights, attacking = HawkFlight(), [], []
     for step in range(round(60.0 / dt)):
         t = step * dt
