@@ -139,8 +139,9 @@ class Simulation3D:
         landed = finale.state == LANDED if finale.land.active else None
         step3d.neighbourhood(pos, vel, self.how, self.rules, work, landed)
         # Fixed-order means (numpy's pairwise sum over a fixed n): thread-independent.
-        # The flying birds' only, once some have landed.
-        flying = slice(None) if landed is None or not landed.any() else ~landed
+        # The flying birds' only, once some (not all) have landed.
+        flying = ~landed if landed is not None and 0 < landed.sum() < len(landed) \
+            else slice(None)
         home = roost.at_step(self.roost, pos[flying].mean(axis=0),
                              work.fwd[flying].mean(axis=0), self.homing, self.side)
         self.homing, self.side = home.homing, home.side

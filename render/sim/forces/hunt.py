@@ -105,14 +105,22 @@ class HawkFlight:
             return
         target = pos[self.target]
         off = target - self.pos
+        flat = np.array([self.vel[0], self.vel[1], 0.0])
+        flat /= max(float(np.linalg.norm(flat)), 1e-12)
         if self.phase == "pursue":
-            aim = off + (0.0, 0.0, s.dive_height)
-            speed = s.speed
-            if math.hypot(off[0], off[1]) < s.dive_height and off[2] < 0.0 and \
-                    t - self.last_dive >= s.period and t < open_until:
+            aim, speed = off + (0.0, 0.0, s.dive_height), s.speed
+            over = math.hypot(off[0], off[1]) < s.dive_height
+            if over and off[2] < 0.0 and t - self.last_dive >= s.period and \
+                    t < open_until:
                 self.phase, self.since, self.last_dive = "dive", t, t
                 self.attack_from, self.attack_until = t, math.inf
                 self.attacks += 1
+            elif over or t >= open_until:
+                # Not diving yet (or no more, once the landing began): fly on through at
+                # the pursuit's height rather than loop over the target (a loop at a
+                # limited turn rate corkscrews upward).
+                hold = (off[2] + s.dive_height) / s.dive_height
+                aim = flat + (0.0, 0.0, max(-0.5, min(0.5, hold)))
         elif self.phase == "dive":
             aim, speed = off + vel[self.target] * (np.linalg.norm(off) / s.dive_speed), \
                 s.dive_speed
@@ -120,8 +128,6 @@ class HawkFlight:
                 self.phase, self.since = "climb", t
                 self.attack_until = t + ATTACK_TAIL
         else:  # climb away: the level heading, nose up until CEILING dive heights up
-            flat = np.array([self.vel[0], self.vel[1], 0.0])
-            flat /= max(float(np.linalg.norm(flat)), 1e-12)
             up = 0.6 if off[2] > -CEILING * s.dive_height else 0.0
             aim, speed = flat + (0.0, 0.0, up), s.speed
             if t - self.since >= s.climb_time:
