@@ -206,22 +206,36 @@ def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):
 
 def test_landed_birds_are_nobodys_neighbours():
     from naive_neighbours import k_nearest_visible as naive_knn
+    from render.scene.load import build_scene
     from render.sim import step3d
-    from render.sim.forces.flocking3d import Flocking3
-    from render.sim.nearest import cos_half_blind
+    from render.sim.forces import roost
+    from render.sim.simulate3d import Simulation3D
 
+    raw = {"world": {"dimensions": 3}, "flock": {"count": 300},
+           "rules": {"neighbours": "topological", "topological_count": 7,
+                     "blind_angle": 90.0}, "flight": {}, "roost": {},
+           "scene": {"duration": 1.0, "settle_steps": 0}}
+    sim = Simulation3D(build_scene(raw, "s.toml"), cache=False)
     pos, vel, fwd, _, _ = _flock(300)
     landed = RNG.random(len(pos)) < 0.3
-    how = step3d.Neighbours3(True, 7, math.inf)
-    rules = Flocking3(math.inf, cos_half_blind(90.0), 0.2, 1.37, 1.0, 1.0, 1.0)
-    work = step3d.workspace3(len(pos), 7, 2.0)
-    step3d.neighbourhood(pos, vel, how, rules, work, landed)
+    state = np.where(landed, landing.LANDED, landing.FLYING).astype(np.int8)
+    n, k = len(pos), 7
+    fin = step3d.Finale3(np.zeros((n, 3)), state, np.empty((n, k), np.int64), np.empty(n))
+    work = step3d.workspace3(n, True, 2.0)
+    centroid, heading = step3d.forward(pos, vel, work.fwd)
+    home = roost.at_step(sim.roost, centroid, heading, False, 1.0)
+    new = step3d.step3(pos, vel, np.zeros(n), sim.how, sim.rules, home, sim.flight, 0.0, 0, 0,
+                       work, fin)
     flying = np.flatnonzero(~landed)
-    ref_j, ref_d2 = naive_knn(pos[flying], fwd[flying], 7, blind_angle=90.0)[:2]
-    np.testing.assert_array_equal(work.idx[flying], np.where(ref_j >= 0, flying[ref_j], -1))
-    np.testing.assert_allclose(work.d2[flying], ref_d2, rtol=0, atol=1e-9)
-    assert np.all(work.count[landed] == 0)
-    assert not np.isin(work.idx[flying], np.flatnonzero(landed)).any()
+    ref_j, ref_d2 = naive_knn(pos[flying], fwd[flying], k, blind_angle=90.0)[:2]
+    np.testing.assert_array_equal(fin.idx[flying], np.where(ref_j >= 0, flying[ref_j], -1))
+    np.testing.assert_allclose(fin.kth[flying], ref_d2[:, -1], rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(new.count[flying], (ref_j >= 0).sum(axis=1))
+    assert np.all(new.count[landed] == 0) and np.all(fin.idx[landed] == -1)
+    assert not np.isin(fin.idx[flying], np.flatnonzero(landed)).any()
+    # A landed bird stays where it is, at rest.
+    np.testing.assert_array_equal(new.pos[landed], pos[landed])
+    assert not new.vel[landed].any() and not new.bank[landed].any()
 
 
 @pytest.mark.parametrize("landed_key", ["ground", "hidden"])

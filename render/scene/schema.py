@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .fields import MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, setting
-from .schema3d import FlightSettings, RoostSettings
+from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
+                     follow_time_setting, setting)
+from .schema3d import (PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings, Camera3DSettings,
+                       FlightSettings, RoostSettings)
 
 
 @dataclass(frozen=True)
@@ -233,28 +235,62 @@ class CameraSettings:
         None, "Keyframes [[t, x, y, width, rotation], …], eased between, held outside; "
         "override centre, width and rotation.", kind="path5", unit="s, world units, deg",
         optional=True)
-    easing: str = setting("ease-in-out", "Between keyframes.", kind="choice",
-                          choices=("linear", "ease-in-out"))
+    easing: str = easing_setting()
     follow: str = setting("none", "centroid: the centre glides after the flock's centroid, "
                           "critically damped (open worlds only).", kind="choice",
                           choices=("none", "centroid"))
-    follow_time: float = setting(1.5, "Follow's smoothing time: the spring's 1/ω.",
-                                 unit="s", lo=0, lo_open=True)
+    follow_time: float = follow_time_setting()
 
 
 @dataclass(frozen=True)
 class PaletteSettings:
     """The colours: a built-in theme, each colour overridable."""
 
-    theme: str = setting("light", "Built-in colours.", kind="choice", choices=("light", "dark"))
-    background: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
-    ink: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+    theme: str = setting("light", "Built-in colours (dusk: near-black birds against a "
+                         "sunset, with a treeline in 3D).", kind="choice",
+                         choices=("light", "dark", "dusk"))
+    background: str | None = setting(None, "Override, #RRGGBB (3D: a flat sky unless sky "
+                                     "is given).", kind="color", optional=True)
+    ink: str | None = setting(None, "Override, #RRGGBB (3D: the birds, unless bird is "
+                              "given).", kind="color", optional=True)
     accent: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+    sky: tuple[tuple[float, str], ...] | None = setting(
+        None, "3D: the sky's colour stops [[elevation, \"#RRGGBB\"], …] by elevation angle "
+        "seen from the camera, increasing, interpolated in linear light and held beyond "
+        "the first and last; default the theme's.", kind="stops", unit="degrees",
+        optional=True)
+    ground: str | None = setting(None, "3D: the ground below the horizon, hazed toward the "
+                                 "horizon's colour with distance; default the theme's.",
+                                 kind="color", optional=True)
+    bird: str | None = setting(None, "3D: the birds' colour; default the theme's (dusk: "
+                               "albedo 0.07 lit from below, near black).", kind="color",
+                               optional=True)
+    sun: tuple[float, float] | None = setting(
+        None, "3D: where the sun is [azimuth, elevation], azimuth counter-clockwise from "
+        "+x; default the theme's (dusk: 1.5° below the horizon; light, dark: none).",
+        kind="angles", unit="degrees", optional=True)
+    sun_colour: str | None = setting(None, "3D: the sun glow's colour, added to the sky.",
+                                     kind="color", optional=True)
+    sun_glow: float | None = setting(None, "3D: the glow's radius around the sun (0: no "
+                                     "glow); default 14 (dusk), 10.", unit="degrees", lo=0,
+                                     hi=180, optional=True)
+    treeline: str | None = setting(None, "3D: a silhouette along the horizon; default the "
+                                   "theme's (dusk: trees).", kind="choice",
+                                   choices=("none", "trees", "reeds"), optional=True)
+    treeline_colour: str | None = setting(None, "3D: the silhouette's colour before haze.",
+                                          kind="color", optional=True)
+    treeline_distance: float | None = setting(None, "3D: how far the treeline stands from "
+                                              "the camera; default 600.", unit="m", lo=0,
+                                              lo_open=True, optional=True)
+    treeline_height: float | None = setting(None, "3D: its tallest trees or reeds; default "
+                                            "15.", unit="m", lo=0, lo_open=True,
+                                            optional=True)
 
 
 THEMES = {
     "light": {"background": "#E7E2D5", "ink": "#2848CD", "accent": "#BE441C"},
     "dark": {"background": "#0B0D12", "ink": "#96B4FF", "accent": "#FF7854"},
+    "dusk": {"background": "#E59C6A", "ink": "#151318", "accent": "#6B2A1A"},
 }
 
 
@@ -313,6 +349,8 @@ SECTIONS: dict[str, type] = {
     "rules": RulesSettings,
     "flight": FlightSettings,
     "roost": RoostSettings,
+    "bird": BirdSettings,
+    "atmosphere": AtmosphereSettings,
     "attractor": AttractorSettings,
     "field": FieldSettings,
     "containment": ContainmentSettings,
@@ -323,9 +361,15 @@ SECTIONS: dict[str, type] = {
     "output": OutputSettings,
 }
 # Forces that are on when their section is present (and `enabled` is not false).
-OPTIONAL_SECTIONS = {"flight", "roost", "attractor", "field", "containment", "hawk", "camera"}
+OPTIONAL_SECTIONS = {"flight", "roost", "atmosphere", "attractor", "field", "containment", "hawk",
+                     "camera"}
 # Sections only a 3D world reads, and the 2D forces a 3D world does not have (yet).
-SECTIONS_3D = ("flight", "roost")
+SECTIONS_3D = ("flight", "roost", "atmosphere", "bird")
+# A 3D world reads these sections with its own keys (a 2D camera's centre and zoom mean
+# nothing to a pinhole).
+SECTIONS_3D_CLASSES: dict[str, type] = {"camera": Camera3DSettings}
+# Built in 3D whether present or not (defaults); None in 2D.
+ALWAYS_3D = ("bird",)
 SECTIONS_2D = ("attractor", "field", "containment")
 
 
@@ -339,11 +383,13 @@ class Scene:
     rules: RulesSettings
     flight: FlightSettings | None
     roost: RoostSettings | None
+    bird: BirdSettings | None
+    atmosphere: AtmosphereSettings | None
     attractor: AttractorSettings | None
     field: FieldSettings | None
     containment: ContainmentSettings | None
     hawk: HawkSettings | None
-    camera: CameraSettings | None
+    camera: CameraSettings | Camera3DSettings | None
     palette: PaletteSettings
     render: RenderSettings
     output: OutputSettings

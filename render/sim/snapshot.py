@@ -41,23 +41,22 @@ class Snapshot:
 
 
 def follow_start(scene: Scene, pos: np.ndarray):
-    """The follow spring's state at the seeded flock (positions (n, d); its centroid's
-    first two coordinates, seen from above), or None unless the camera follows it. The
-    spring runs at the simulation's step, not the frame rate, so every fps and every
-    still sees the same camera path."""
+    """The follow spring's state at the seeded flock (positions (n, d); its centroid's d
+    coordinates), or None unless the camera follows it. The spring runs at the simulation's
+    step, not the frame rate, so every fps and every still sees the same camera path."""
     cam = scene.camera
     if cam is None or cam.follow != "centroid":
         return None
-    centroid = pos[:, :2].mean(axis=0)
+    centroid = pos.mean(axis=0)
     return (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
 
 
 def follow_step(state, pos: np.ndarray, dt: float):
     """(next state, the followed point now): one semi-implicit step of a critically damped
-    spring toward the centroid of pos[:, :2], x'' = ω²(c − x) − 2ω x'."""
+    spring toward the centroid of pos (n, d), x'' = ω²(c − x) − 2ω x'."""
     if state is None:
         return None, None
     x, v, omega = state
-    centroid = pos[:, :2].mean(axis=0)
+    centroid = pos.mean(axis=0)
     v = v + (omega * omega * (centroid - x) - 2.0 * omega * v) * dt
     return (x + v * dt, v, omega), tuple(float(c) for c in x)
