@@ -26,6 +26,11 @@ pytestmark = pytest.mark.slow
 BASELINE = Path(__file__).resolve().parent / "golden" / "baseline.json"
 RECORD = os.environ.get("BOIDS_GOLDEN_RECORD") == "1"
 SHIPPED = sorted(p.stem for p in SCENES.glob("*.toml"))
+# A scene too big to settle in CI is pinned smaller: murmuration3d's 20,000 birds as 1,000
+# settled for 3 s, the landing brought into the frames the cases draw (the hunt starts at 2 s).
+SMALLER = {"murmuration3d": ("--set", "flock.count=1000", "--set", "scene.settle_steps=300",
+                             "--set", "roost.landing_at=3.0", "--set",
+                             "roost.landing_spread=2.0")}
 
 
 def decoded(pngs: list[Path]) -> list[str]:
@@ -66,7 +71,7 @@ def compare(case: str, value) -> None:
 def test_png_frames_of_every_shipped_scene(cli, tmp_path, name, size, frames):
     out = tmp_path / "frames"
     r = cli(SCENES / f"{name}.toml", "-o", f"{out}/", "--size", size, "--frames", frames,
-            "--quiet")
+            "--quiet", *SMALLER.get(name, ()))
     assert r.code == 0, r.err
     compare(f"frames/{name}/{size}/{frames}", decoded(frames_in(out)))
 
@@ -110,7 +115,8 @@ def test_render_on_a_local_cluster(cli, tmp_path):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_stats(cli, tmp_path, name):
     out = tmp_path / "stats.csv"
-    r = cli(SCENES / f"{name}.toml", "--stats", out, "--frames", "200", "--quiet")
+    r = cli(SCENES / f"{name}.toml", "--stats", out, "--frames", "200", "--quiet",
+            *SMALLER.get(name, ()))
     assert r.code == 0, r.err
     rows = out.read_text().splitlines()
     compare(f"stats/{name}", [len(rows), hashlib.sha256(out.read_bytes()).hexdigest()])

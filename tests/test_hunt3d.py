@@ -259,6 +259,33 @@ def test_the_top_down_drawing_hides_landed_birds_when_asked(landed_key):
     assert np.array_equal(drawn, alone) == (landed_key == "hidden")
 
 
+@pytest.mark.parametrize("landed_key", ["ground", "hidden"])
+def test_the_cameras_drawing_hides_landed_birds_when_asked(landed_key):
+    from render.draw.surface import Canvas
+    from render.draw3d.camera import pose_at
+    from render.scene.load import build_scene
+    from render.states import FrameState
+
+    raw = {"world": {"dimensions": 3, "width": 60.0, "height": 40.0},
+           "flock": {"count": 40}, "rules": {"neighbours": "topological"}, "flight": {},
+           "roost": {"landing_at": 1.0, "landed": landed_key},
+           "camera": {"position": [30.0, -30.0, 10.0], "look_at": [30.0, 20.0, 10.0]},
+           "output": {"size": "160x120"}, "scene": {"duration": 2.0}}
+    scene = build_scene(raw, "s.toml")
+    pose = pose_at(scene, 0.0, None, *scene.output.size)
+    pos = RNG.uniform((15, 15, 2), (45, 25, 18), (40, 3))
+    vel = np.tile((10.0, 0.0, 0.0), (40, 1))
+    landed = np.arange(40) % 2 == 0
+    bank = np.full(40, 0.1)
+    state = FrameState(0, pos, vel, np.full(40, 7.0), np.zeros(40, bool), pose=pose,
+                       bank=bank, landed=landed)
+    drawn = state.draw(Canvas(scene.output.size), scene)
+    flying = FrameState(0, pos[~landed], vel[~landed], np.full(20, 7.0), np.zeros(20, bool),
+                        pose=pose, bank=bank[~landed])
+    alone = flying.draw(Canvas(scene.output.size), scene)
+    assert np.array_equal(drawn, alone) == (landed_key == "hidden")
+
+
 def test_the_hawk_climbs_away_to_a_bounded_height_and_attacks_again():
     from types import SimpleNamespace
 
