@@ -19,18 +19,13 @@ import imageio_ffmpeg
 import pytest
 from PIL import Image
 
-from conftest import SCENES
+from conftest import SCENES, SMALLER
 
 pytestmark = pytest.mark.slow
 
 BASELINE = Path(__file__).resolve().parent / "golden" / "baseline.json"
 RECORD = os.environ.get("BOIDS_GOLDEN_RECORD") == "1"
 SHIPPED = sorted(p.stem for p in SCENES.glob("*.toml"))
-# A scene too big to settle in CI is pinned smaller: murmuration3d's 20,000 birds as 1,000
-# settled for 3 s, the landing brought into the frames the cases draw (the hunt starts at 2 s).
-SMALLER = {"murmuration3d": ("--set", "flock.count=1000", "--set", "scene.settle_steps=300",
-                             "--set", "roost.landing_at=3.0", "--set",
-                             "roost.landing_spread=2.0")}
 
 
 def decoded(pngs: list[Path]) -> list[str]:
