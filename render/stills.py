@@ -38,7 +38,8 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
                                   tile_size=tile_size).tile
     if not overwrite and output.exists():
         raise UsageError(f"{output}: exists (--no-overwrite)")
-    still = state_at(scene, time, quiet=quiet)
+    # Only the birds drawn, for every way of drawing the still below.
+    still = state_at(scene, time, quiet=quiet).visible(scene)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
     if output.suffix.lower() in (".pdf", ".svg"):
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SceneError
+from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
 from .schema3d import PALETTE_3D_KEYS, keyframes
@@ -188,6 +189,7 @@ def _check_relations(values, merged, path, sources, rejected, problems):
 
     flock, world = values["flock"], values["world"]
     _check_dimensions(values, merged, where, usable, problems)
+    check_hunt_and_landing(values, merged, where, usable, problems)
     if world.dimensions == 3 and values["camera"] is not None:
         _check_camera3d(values, where, usable, problems)
     output = values["output"]

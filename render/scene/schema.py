@@ -171,14 +171,20 @@ class ContainmentSettings:
 
 @dataclass(frozen=True)
 class HawkSettings:
-    """A repulsor flying straight chords through the flock, one pass per period."""
+    """The hawk. 2D (`mode = "chord"`): a repulsor flying straight chords through the
+    flock, one pass per period. 3D (`mode = "hunt"`, SPEC §11): a hawk that pursues, dives,
+    misses, climbs away and attacks again; birds within `radius` turn away and zig."""
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
-    period: float = setting(10.33, "Time between the starts of two passes.", unit="s",
+    mode: str = setting("chord", "chord: straight passes (2D only); hunt: pursue, dive, "
+                        "climb away, again (3D only).", kind="choice", choices=("chord", "hunt"))
+    period: float = setting(10.33, "Time between the starts of two passes (hunt: the "
+                            "shortest time between two dives).", unit="s",
                             lo=0, lo_open=True)
     duration: float = setting(4.3, "Time the hawk is out on each pass (≤ period).", unit="s",
                               lo=0, lo_open=True)
-    start: float = setting(1.0, "Time the first pass starts.", unit="s")
+    start: float = setting(1.0, "Time the first pass starts (hunt: the pursuit).",
+                           unit="s")
     bearing: float = setting(20.0, "Direction of the first chord; each pass adds the golden "
                              "angle (≈137.5°).", unit="degrees")
     speed: float = setting(3.0, "The hawk's speed: each pass is a chord of length "
@@ -187,8 +193,29 @@ class HawkSettings:
     radius: float = setting(13.3, "Reach of the hawk's repulsion.", unit="world units",
                             lo=0, lo_open=True)
     strength: float = setting(160.0, "Repulsion at the hawk's centre: "
-                              "strength·(1 − d/radius)² for d < radius.",
+                              "strength·(1 − d/radius)² for d < radius (hunt: the "
+                              "startled birds' turn away, strength·(1 − d/radius)).",
                               unit="world units/s²", lo=0)
+    dive_speed: float = setting(30.0, "hunt: the hawk's speed in a dive.", unit="m/s", lo=0,
+                                lo_open=True)
+    turn_rate: float = setting(90.0, "hunt: the fastest the hawk's heading turns.",
+                               unit="degrees/s", lo=0, lo_open=True)
+    dive_height: float = setting(30.0, "hunt: how far above its target the hawk starts "
+                                 "a dive.", unit="m", lo=0, lo_open=True)
+    climb_time: float = setting(4.0, "hunt: how long the hawk climbs away after a miss.",
+                                unit="s", lo=0, lo_open=True)
+    target: str = setting("alternate", "hunt: what each attack aims at: the densest bird, "
+                          "a bird at the flock's edge, or each in turn.", kind="choice",
+                          choices=("alternate", "dense", "edge"))
+    zig: float = setting(12.0, "hunt: the lateral acceleration of a zig (a quick roll "
+                         "sideways and back).", unit="m/s²", lo=0)
+    zig_time: float = setting(0.5, "hunt: how long a zig lasts.", unit="s", lo=0,
+                              lo_open=True)
+    reaction_time: float = setting(0.076, "hunt: the delay before a bird copies a zig "
+                                   "among its k nearest (Hemelrijk et al. 2015).", unit="s",
+                                   lo=0, lo_open=True)
+    refractory: float = setting(3.0, "hunt: a bird that has zigged does not zig again for "
+                                "this long (so the waves do not echo).", unit="s", lo=0)
 
 
 @dataclass(frozen=True)
@@ -343,7 +370,7 @@ SECTIONS_3D = ("flight", "roost", "atmosphere", "bird")
 SECTIONS_3D_CLASSES: dict[str, type] = {"camera": Camera3DSettings}
 # Built in 3D whether present or not (defaults); None in 2D.
 ALWAYS_3D = ("bird",)
-SECTIONS_2D = ("attractor", "field", "containment", "hawk")
+SECTIONS_2D = ("attractor", "field", "containment")
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,20 @@ class RoostSettings:
                                      "radius (StarDisplay's 0.01 N/m on 0.08 kg).",
                                      unit="1/s²", lo=0)
     return_cap: float = setting(1.5, "Cap on that sideways steering.", unit="m/s²", lo=0)
+    landing_at: float | None = setting(None, "The finale: from this time (after settling) "
+                                       "the birds peel off and land in the roost.",
+                                       unit="s", optional=True)
+    landing_spread: float = setting(20.0, "Birds peel off over this long, one by one.",
+                                    unit="s", lo=0)
+    landing_radius: float = setting(15.0, "Radius of the reed bed they land in.", unit="m",
+                                    lo=0, lo_open=True)
+    landing_slope: float = setting(0.6, "The funnel: a landing bird descends toward "
+                                   "slope × its horizontal distance beyond the reed bed.",
+                                   lo=0, lo_open=True)
+    landing_strength: float = setting(6.0, "The landing's steering toward the roost and "
+                                      "down the funnel.", unit="m/s²", lo=0, lo_open=True)
+    landed: str = setting("ground", "How landed birds are drawn: where they landed, on the "
+                          "ground, or hidden.", kind="choice", choices=("ground", "hidden"))
 
 
 # The default 3D camera: a viewer standing this far from the roost (on its −y side),

@@ -20,6 +20,9 @@ class Snapshot:
     (None without containment). hawk: the hawk's (x, y) while it is out, else None.
     followed: the flock's centroid (d floats) smoothed by the camera's critically damped
     follow (None unless the camera follows it). bank: (n,) radians, None in 2D.
+    3D hunt and landing (render.sim.hunt3d): attack, whether an attack is on; landed: (n,)
+    bool (None without a landing); last_attack: the last finished attack's (number, wave
+    speed m/s, share startled by the hawk, share that zigged), None before the first.
     """
 
     step: int
@@ -32,6 +35,9 @@ class Snapshot:
     hawk: tuple[float, float] | None = None
     followed: tuple[float, ...] | None = None
     bank: np.ndarray | None = None
+    attack: bool = False
+    landed: np.ndarray | None = None
+    last_attack: tuple[int, float, float, float] | None = None
 
 
 def follow_start(scene: Scene, pos: np.ndarray):

@@ -20,6 +20,7 @@ import numpy as np
 from . import flight as _flight
 from . import noise
 from .forces import flocking3d, roost
+from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial
 from .nearest import CHUNK, NEAR, build_grid, cell_side, search
 
@@ -61,6 +62,27 @@ class Step3(NamedTuple):
     nearest: np.ndarray
 
 
+class Finale3(NamedTuple):
+    """What the hunt and the landing (render.sim.hunt3d) bring to a step, each array empty
+    (length 0) without them: extra (n, 3) m/s² steering added to every bird's; state (n,)
+    int8 (forces.landing: a LANDING bird has the rules' separation alone, cohesion and
+    alignment off, and no roost steering; a LANDED one stays at rest and, topological, is
+    nobody's neighbour); out: written by a topological step, idx (n, k) int64 each bird's
+    neighbours (bird indices, nearest first, −1 past its count) and kth (n,) the k-th
+    squared distance, m² (inf: short of k)."""
+
+    extra: np.ndarray
+    state: np.ndarray
+    idx: np.ndarray
+    kth: np.ndarray
+
+
+def no_finale(k: int) -> Finale3:
+    """The Finale3 of a flock without a hunt or a landing."""
+    return Finale3(np.empty((0, 3)), np.empty(0, np.int8), np.empty((0, k), np.int64),
+                   np.empty(0))
+
+
 @serial
 def forward(pos, vel, out):
     """Unit forward vectors of vel (n, 3) into out (+x for a bird at rest); returns the
@@ -82,12 +104,26 @@ def forward(pos, vel, out):
 
 @inline
 def _fly(i, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
-         new_pos, new_vel, new_bank):
-    """Bird i at (x, y, z), forward f, with its sums `row`: rules + roost + noise, then
-    flight, into row i of new_pos, new_vel, new_bank."""
-    a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
-    r0, r1, r2 = roost.accel(home, z, f0, f1)
-    a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
+         extra, states, new_pos, new_vel, new_bank):
+    """Bird i at (x, y, z), forward f, with its sums `row`: rules + roost + the finale's
+    extra steering + noise, then flight, into row i of new_pos, new_vel, new_bank (extra,
+    states: a Finale3's, maybe empty)."""
+    state = states[i] if states.shape[0] > 0 else 0
+    if state == LANDED:
+        new_pos[i, 0], new_pos[i, 1], new_pos[i, 2] = x, y, z
+        new_vel[i, 0], new_vel[i, 1], new_vel[i, 2] = 0.0, 0.0, 0.0
+        new_bank[i] = 0.0
+        return
+    if state == LANDING:
+        separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
+                                          rules.sigma, rules.w_sep, 0.0, 0.0)
+        a0, a1, a2 = flocking3d.accel(separating, row, f0, f1, f2)
+    else:
+        a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
+        r0, r1, r2 = roost.accel(home, z, f0, f1)
+        a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
+    if extra.shape[0] > 0:
+        a0, a1, a2 = a0 + extra[i, 0], a1 + extra[i, 1], a2 + extra[i, 2]
     if noise_sd > 0.0:
         n0, n1, n2 = noise.normal3(seed, i, step)
         a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
@@ -98,12 +134,16 @@ def _fly(i, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed
 
 @parallel
 def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
-                     vel, bank, rules, home, fl, noise_sd, seed, step, new_pos, new_vel,
-                     new_bank, count, tested_out, nearest):
-    """Every bird's step from its k nearest visible birds (nearest.search over the grid
-    given in grid order), into its rows of the arrays of a Step3 (new_pos … nearest);
-    each bird's next first radius into radius (n,): a little beyond its k-th distance
-    (short of k: a growing guess, no larger than the max range)."""
+                     vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, idx,
+                     kth2, new_pos, new_vel, new_bank, count, tested_out, nearest):
+    """Every bird of the grid's step from its k nearest visible birds of the grid
+    (nearest.search over the grid given in grid order, g_order its bird indices), into
+    its rows of the arrays of a Step3 (new_pos … nearest) and, when idx is not empty, its
+    neighbours and k-th squared distance into idx, kth2 (extra … kth2: a Finale3's); each
+    bird's
+    next first radius into radius (n,): a little beyond its k-th distance (short of k: a
+    growing guess, no larger than the max range)."""
+    lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
     for c in prange((n + CHUNK - 1) // CHUNK):
@@ -123,39 +163,73 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
             count[i] = found
             tested_out[i] = tested
             nearest[i] = row[flocking3d.NEAREST]
+            if lists:
+                kth2[i] = kth
+                for j in range(k):
+                    idx[i, j] = g_order[best_s[j]] if j < found else -1
             _fly(i, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel, bank, rules,
-                 home, fl, noise_sd, seed, step, new_pos, new_vel, new_bank)
+                 home, fl, noise_sd, seed, step, extra, states, new_pos, new_vel, new_bank)
 
 
 @parallel
-def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step, new_pos,
-                new_vel, new_bank, count, nearest):
+def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step, extra,
+                states, new_pos, new_vel, new_bank, count, nearest):
     """Every bird's step from its sums (n, N_SUMS3; flocking3d.metric_sums) into its rows
-    of the arrays of a Step3 (new_pos … nearest, not tested)."""
+    of the arrays of a Step3 (new_pos … nearest, not tested); extra, states: a
+    Finale3's."""
     for i in prange(pos.shape[0]):
         count[i] = np.int64(sums[i, flocking3d.COUNT])
         nearest[i] = sums[i, flocking3d.NEAREST]
         _fly(i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
-             vel, bank, rules, home, fl, noise_sd, seed, step, new_pos, new_vel, new_bank)
+             vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
+             new_vel, new_bank)
 
 
 def step3(pos, vel, bank, how: Neighbours3, rules: flocking3d.Flocking3, home, fl,
-          noise_sd: float, seed: int, step: int, work: Workspace3) -> Step3:
+          noise_sd: float, seed: int, step: int, work: Workspace3,
+          fin: Finale3 | None = None) -> Step3:
     """One step of the state (pos, vel (n, 3), bank (n,)) whose forward vectors are in
-    work.fwd (see `forward`), under the roost `home` of this step (roost.at_step)."""
+    work.fwd (see `forward`), under the roost `home` of this step (roost.at_step), with
+    the hunt's and the landing's `fin` (None: neither)."""
     n = len(pos)
     out = Step3(np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n, np.int64),
                 np.empty(n, np.int64), np.empty(n))
+    fin = fin if fin is not None else no_finale(how.k)
     if how.topological:
-        grid = build_grid(pos, cell_side(work.radius), cells=False, fwd=work.fwd)
-        max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
-        topological_step(work.radius, grid.start, *grid.folds, grid.side, grid.order,
-                         grid.pos, grid.fwd, max_d2, how.k, vel, bank, rules, home, fl,
-                         noise_sd, seed, step, *out)
+        _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin,
+                     out)
     else:
         grid = build_grid(pos, rules.radius)
         flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
                                *grid.folds, grid.side, rules, work.sums, out.tested)
         metric_step(pos, vel, bank, work.fwd, work.sums, rules, home, fl, noise_sd, seed,
-                    step, out.pos, out.vel, out.bank, out.count, out.nearest)
+                    step, fin.extra, fin.state, out.pos, out.vel, out.bank, out.count,
+                    out.nearest)
     return out
+
+
+def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin,
+                 out) -> None:
+    """The topological step3 into `out`: the grid over the birds not landed (all of them,
+    without a landing); a landed bird stays at rest with no neighbours."""
+    landed = fin.state == LANDED if fin.state.shape[0] > 0 else None
+    if landed is None or not landed.any():
+        grid = build_grid(pos, cell_side(work.radius), cells=False, fwd=work.fwd)
+        order = grid.order
+    else:
+        # The grid's order mapped back to bird indices, ascending within a cell like the
+        # whole flock's: the tie-break by bird index holds.
+        flying = np.flatnonzero(~landed)
+        grid = build_grid(np.ascontiguousarray(pos[flying]), cell_side(work.radius[flying]),
+                          cells=False, fwd=np.ascontiguousarray(work.fwd[flying]))
+        order = flying[grid.order]
+        out.pos[landed], out.vel[landed], out.bank[landed] = pos[landed], 0.0, 0.0
+        out.count[landed], out.tested[landed], out.nearest[landed] = 0, 0, math.inf
+        if fin.idx.shape[0] > 0:
+            fin.idx[landed], fin.kth[landed] = -1, math.inf
+        if len(flying) == 0:
+            return
+    max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
+    topological_step(work.radius, grid.start, *grid.folds, grid.side, order, grid.pos,
+                     grid.fwd, max_d2, how.k, vel, bank, rules, home, fl, noise_sd, seed,
+                     step, *fin, *out)
