@@ -1,0 +1,265 @@
+"""The 3D murmuration measured against issue 20's targets (real starlings), for one seed
+and flock size: `python benchmarks/murmuration_targets.py --seed 0 --birds 5000` prints
+the table measure | target | measured | ok.
+
+The shipped scene runs as it is (its settling, its hunt, its landing at `landing_at`),
+with only the seed and the bird count changed. Sampled cheaply, as the issue asks: the
+shape, the cluster and the border ratio every 0.5 s of simulated time, the correlation
+length every 2 s on 1,500 sampled birds, the sky cover every 5 s through the default
+camera. The flock's measures are over [0, 60) s after settling (attack samples left out
+where the target says so); the landing over [landing_at, landing_at + 60) s.
+
+`run(seed, birds)` returns a `Run` (the series); `table(run)` the rows; tests/
+test_targets3d.py asserts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's render, not an installed one
+SHAPE_EVERY, XI_EVERY, SKY_EVERY = 0.5, 2.0, 5.0   # s of simulated time
+WINDOW = 60.0                                      # s measured after settling
+SPLIT_SHARE, SPLIT_HOLD, REJOIN_WITHIN = 0.2, 2.0, 20.0
+
+
+def scene_path() -> Path:
+    """The shipped 3D murmuration (murmuration.toml once it is the 3D film)."""
+    for name in ("murmuration.toml", "murmuration3d.toml"):
+        path = ROOT / "scenes" / name
+        if path.exists() and "dimensions = 3" in path.read_text():
+            return path
+    raise FileNotFoundError("no 3D murmuration scene under scenes/")
+
+
+@dataclass
+class Run:
+    """The sampled series of one run (each list one entry per sample)."""
+
+    seed: int
+    birds: int
+    shape: list[dict] = field(default_factory=list)    # every SHAPE_EVERY s
+    xi: list[tuple[float, float, bool]] = field(default_factory=list)  # (ξ, L, attack)
+    sky: list[float] = field(default_factory=list)     # covered share inside the outline
+    attack_steps: int = 0
+    steps: int = 0
+    attacks: list[dict] = field(default_factory=list)
+    landed_after: float = math.nan   # share landed landing_at + 60 s (nan: no landing)
+    lowest_m: float = math.inf       # the lowest bird's altitude over the whole run
+    seconds: float = 0.0
+
+
+def load(seed: int, birds: int, extra=()):
+    from render.scene import load_scene
+
+    sets = [("scene.seed", str(seed)), ("flock.count", str(birds)), *extra]
+    return load_scene(scene_path(), [(k, v, "--set") for k, v in sets])
+
+
+def sky_cover(scene, time_s: float, snap) -> float:
+    """Share of the sky inside the flock's outline that birds cover, through the default
+    camera at the scene's output size: the frame drawn transparent, its alpha blurred by
+    a Gaussian of 1% of the frame's width, the outline where that exceeds 0.02."""
+    from scipy.ndimage import gaussian_filter
+
+    from render.draw3d.camera import pose_at
+    from render.draw3d.optics import compose
+    from render.draw3d.sky import sky_for
+    from render.draw3d.streaks import look_of, shutter_of, streaks
+
+    width, height = scene.output.size
+    pose = pose_at(scene, time_s, snap.followed, width, height)
+    flying = np.ones(len(snap.positions), bool) if snap.landed is None else ~snap.landed
+    s = streaks(pose, snap.positions[flying], snap.velocities[flying], snap.bank[flying],
+                np.zeros(int(flying.sum()), bool), look_of(scene), shutter_of(scene))
+    alpha = compose(s, sky_for(scene, pose), (0, 0, width, height), True)[..., 3] / 255.0
+    outline = gaussian_filter(alpha, 0.01 * width) > 0.02
+    return float(alpha[outline].mean()) if outline.any() else math.nan
+
+
+def cluster_shares(points: np.ndarray) -> np.ndarray:
+    """Each set of birds linked at under flockstats3d.LINK_M as its share, largest first
+    (scipy's connected components: the same sets as flockstats3d.largest_cluster, tested
+    there against them, and faster)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    from render.sim.flockstats3d import LINK_M
+
+    n = len(points)
+    pairs = cKDTree(points).query_pairs(LINK_M * (1 - 1e-12), output_type="ndarray")
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    return np.sort(np.bincount(label))[::-1] / n
+
+
+def shape_sample(snap, t: float) -> dict:
+    from render.sim import flockstats3d as fs
+    from render.sim.diagnostics3d import nearest_distances, shape
+
+    flying = snap.positions if snap.landed is None else snap.positions[~snap.landed]
+    vel = snap.velocities if snap.landed is None else snap.velocities[~snap.landed]
+    speed = np.linalg.norm(vel, axis=1)
+    unit = vel / np.maximum(speed, 1e-12)[:, None]
+    major, middle, minor, angle = shape(flying)
+    nn = float(np.median(nearest_distances(flying)))
+    shares = cluster_shares(flying)
+    return dict(t=t, attack=bool(snap.attack), nn=nn, major=major,
+                middle_ratio=middle / minor, longest_ratio=major / minor,
+                vertical=math.cos(math.radians(angle)), speed=float(np.median(speed)),
+                polarisation=float(np.linalg.norm(unit.mean(axis=0))),
+                cluster=float(shares[0]), second=float(shares[1]) if len(shares) > 1 else 0.0,
+                border=fs.border_ratio(flying, nn) if not snap.attack else math.nan,
+                altitude=float(np.median(flying[:, 2])))
+
+
+def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True) -> Run:
+    """The shipped scene for `seed` with `birds`, measured (see the module)."""
+    from render.sim import flockstats3d as fs
+    from render.sim.simulate import Simulation
+
+    began = time.monotonic()
+    scene = load(seed, birds, extra)
+    dt = scene.scene.dt
+    landing_at = scene.roost.landing_at if scene.roost is not None else None
+    end = WINDOW if not (landing and landing_at is not None) else landing_at + 60.0
+    every = {name: max(1, round(s / dt)) for name, s in
+             (("shape", SHAPE_EVERY), ("xi", XI_EVERY), ("sky", SKY_EVERY))}
+    out = Run(seed, birds)
+    sim = Simulation(scene)
+    for step in range(round(end / dt)):
+        snap = sim.advance()
+        t = step * dt
+        out.lowest_m = min(out.lowest_m, float(snap.positions[:, 2].min()))
+        if t >= WINDOW:
+            continue
+        out.steps += 1
+        out.attack_steps += bool(snap.attack)
+        if step % every["shape"] == 0:
+            out.shape.append(shape_sample(snap, t))
+        if step % every["xi"] == 0:
+            out.xi.append((*fs.correlation_length(snap.positions, snap.velocities),
+                           bool(snap.attack)))
+        if sky and step % every["sky"] == 0 and not snap.attack:
+            out.sky.append(sky_cover(scene, t, snap))
+    for a in sim.finale.done:
+        if a.start < WINDOW:
+            inside = [s["speed"] for s in out.shape if a.start <= s["t"] < a.end]
+            out.attacks.append(dict(start=a.start, end=a.end, startled=a.startled_share(),
+                                    wave=a.wave_speed(), zigged=a.zigged_share(),
+                                    speed=float(np.median(inside)) if inside else math.nan))
+    if landing and landing_at is not None:
+        out.landed_after = float(sim.finale.told(end).landed.mean())
+    out.seconds = time.monotonic() - began
+    return out
+
+
+def longest_split(shape: list[dict]) -> tuple[float, float]:
+    """(how long, s, the longest split lasted — two clusters of ≥ SPLIT_SHARE each — and
+    how long after it began the flock was one again (≥ 90% in one cluster), inf: never)."""
+    best = (0.0, math.inf)
+    i = 0
+    while i < len(shape):
+        if shape[i]["second"] < SPLIT_SHARE:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(shape) and shape[j + 1]["second"] >= SPLIT_SHARE:
+            j += 1
+        held = shape[j]["t"] - shape[i]["t"] + SHAPE_EVERY
+        back = next((s["t"] - shape[i]["t"] for s in shape[j + 1:] if s["cluster"] >= 0.9),
+                    math.inf)
+        if held >= SPLIT_HOLD and (best[0] < SPLIT_HOLD or back < best[1]):
+            best = (held, back)
+        elif best[0] < SPLIT_HOLD and held > best[0]:
+            best = (held, back)
+        i = j + 1
+    return best
+
+
+def table(r: Run) -> list[tuple[str, str, str, bool]]:
+    """Rows (measure, target, measured, met) of issue 20's table for one run."""
+    s = r.shape
+    quiet = [x for x in s if not x["attack"]]
+    med = lambda key, rows=s: float(np.median([x[key] for x in rows]))  # noqa: E731
+    majors = np.array([x["major"] for x in s])
+    cv = float(majors.std() / majors.mean())
+    xi = [a / b for a, b, attack in r.xi if math.isfinite(a) and b > 0]
+    xi_l = float(np.median(xi)) if xi else math.nan
+    one = float(np.mean([x["cluster"] >= 0.9 for x in quiet])) if quiet else math.nan
+    held, back = longest_split(s)
+    attack_share = r.attack_steps / max(r.steps, 1)
+    startled = [a["startled"] for a in r.attacks]
+    waves = [a["wave"] for a in r.attacks]
+    speeds = [a["speed"] for a in r.attacks]
+    wave_ok = bool(r.attacks) and all(5.0 <= w <= 25.0 and w > v
+                                      for w, v in zip(waves, speeds))
+    sky = float(np.nanmedian(r.sky)) if r.sky else math.nan
+    fmt = lambda xs: ", ".join(f"{x:.3g}" for x in xs) or "—"  # noqa: E731
+    rows = [
+        ("nearest-neighbour distance, median (m)", "0.7–1.5", med("nn"),
+         0.7 <= med("nn") <= 1.5),
+        ("middle / thinnest, median", "2–4", med("middle_ratio"),
+         2 <= med("middle_ratio") <= 4),
+        ("longest / thinnest, median", "4–8", med("longest_ratio"),
+         4 <= med("longest_ratio") <= 8),
+        ("|thinnest axis · vertical|, median", "≥ 0.85", med("vertical"), med("vertical") >= 0.85),
+        ("speed, median (m/s)", "9–13", med("speed"), 9 <= med("speed") <= 13),
+        ("polarisation outside attacks, median", "0.85–0.98", med("polarisation", quiet),
+         0.85 <= med("polarisation", quiet) <= 0.98),
+        ("non-attack samples ≥ 90% in one 5 m cluster", "≥ 80%", one, one >= 0.8),
+        ("longest axis' coefficient of variation", "≥ 0.15", cv, cv >= 0.15),
+        ("longest split (s held, s to rejoin)", "≥ 2 s, ≤ 20 s (one seed of 5)",
+         f"{held:.1f}, {back:.1f}", held >= SPLIT_HOLD and back <= REJOIN_WITHIN),
+        ("border ratio, median outside attacks", "≥ 1.1", med("border", quiet),
+         med("border", quiet) >= 1.1),
+        ("ξ / L, median", "0.2–0.5", xi_l, 0.2 <= xi_l <= 0.5),
+        ("attacks begun in 60 s", "≥ 3", len(r.attacks), len(r.attacks) >= 3),
+        ("share of time in an attack", "≤ 40%", attack_share, attack_share <= 0.4),
+        ("share startled by the hawk, per attack", "≥ 10% each", fmt(startled),
+         bool(startled) and min(startled) >= 0.1),
+        ("wave speed per attack (m/s) / birds' median", "5–25, above", f"{fmt(waves)} / "
+         f"{fmt(speeds)}", wave_ok),
+        ("sky covered inside the outline, median", "25–60%", sky, 0.25 <= sky <= 0.6),
+        ("landed 60 s after landing_at", "≥ 95%", r.landed_after, r.landed_after >= 0.95),
+        ("lowest bird (m)", "≥ 0", r.lowest_m, r.lowest_m >= 0.0),
+    ]
+    return [(m, t, v if isinstance(v, str) else f"{v:.3g}", ok) for m, t, v, ok in rows]
+
+
+def xi_of(r: Run) -> tuple[float, float]:
+    """(median ξ, median L) over the run's correlation samples, m."""
+    good = [(a, b) for a, b, _ in r.xi if math.isfinite(a)]
+    return float(np.median([a for a, _ in good])), float(np.median([b for _, b in good]))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--birds", type=int, default=5000)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a scene override, as the CLI's --set (for tuning)")
+    p.add_argument("--no-landing", action="store_true", help="stop at 60 s")
+    p.add_argument("--no-sky", action="store_true", help="skip the sky cover")
+    a = p.parse_args(argv)
+    extra = [tuple(s.split("=", 1)) for s in a.set]
+    r = run(a.seed, a.birds, extra, landing=not a.no_landing, sky=not a.no_sky)
+    print(f"seed {a.seed}, {a.birds} birds, {' '.join(a.set)} ({r.seconds:.0f} s)")
+    print("| measure | target | measured | met |\n|---|---|---|---|")
+    for m, t, v, ok in table(r):
+        print(f"| {m} | {t} | {v} | {'yes' if ok else 'NO'} |")
+    print("ξ, L (m): %.1f, %.1f" % xi_of(r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
