@@ -64,12 +64,9 @@ def load(seed: int, birds: int, extra=()):
     return load_scene(scene_path(), [(k, v, "--set") for k, v in sets])
 
 
-def sky_cover(scene, time_s: float, snap) -> float:
-    """Share of the sky inside the flock's outline that birds cover, through the default
-    camera at the scene's output size: the frame drawn transparent, its alpha blurred by
-    a Gaussian of 1% of the frame's width, the outline where that exceeds 0.02."""
-    from scipy.ndimage import gaussian_filter
-
+def frame(scene, time_s: float, snap, transparent: bool) -> np.ndarray:
+    """The frame through the scene's camera at its output size: (h, w, 4) BGRA uint8,
+    premultiplied (landed birds left out)."""
     from render.draw3d.camera import pose_at
     from render.draw3d.optics import compose
     from render.draw3d.sky import sky_for
@@ -80,8 +77,26 @@ def sky_cover(scene, time_s: float, snap) -> float:
     flying = np.ones(len(snap.positions), bool) if snap.landed is None else ~snap.landed
     s = streaks(pose, snap.positions[flying], snap.velocities[flying], snap.bank[flying],
                 np.zeros(int(flying.sum()), bool), look_of(scene), shutter_of(scene))
-    alpha = compose(s, sky_for(scene, pose), (0, 0, width, height), True)[..., 3] / 255.0
-    outline = gaussian_filter(alpha, 0.01 * width) > 0.02
+    return compose(s, sky_for(scene, pose), (0, 0, width, height), transparent)
+
+
+def save_still(scene, time_s: float, snap, folder: Path) -> None:
+    from PIL import Image
+
+    pixels = frame(scene, time_s, snap, False)
+    folder.mkdir(parents=True, exist_ok=True)
+    tag = "attack" if snap.attack else "quiet"
+    Image.fromarray(pixels[..., 2::-1].copy()).save(folder / f"t{time_s:06.1f}_{tag}.png")
+
+
+def sky_cover(scene, time_s: float, snap) -> float:
+    """Share of the sky inside the flock's outline that birds cover, through the default
+    camera at the scene's output size: the frame drawn transparent, its alpha blurred by
+    a Gaussian of 1% of the frame's width, the outline where that exceeds 0.02."""
+    from scipy.ndimage import gaussian_filter
+
+    alpha = frame(scene, time_s, snap, True)[..., 3] / 255.0
+    outline = gaussian_filter(alpha, 0.01 * scene.output.size[0]) > 0.02
     return float(alpha[outline].mean()) if outline.any() else math.nan
 
 
@@ -122,8 +137,10 @@ def shape_sample(snap, t: float) -> dict:
                 altitude=float(np.median(flying[:, 2])))
 
 
-def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True) -> Run:
-    """The shipped scene for `seed` with `birds`, measured (see the module)."""
+def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
+        stills: Path | None = None) -> Run:
+    """The shipped scene for `seed` with `birds`, measured (see the module); `stills`: a
+    folder to save a frame into every 2.5 s (PNG, named by time and attack or not)."""
     from render.sim import flockstats3d as fs
     from render.sim.simulate import Simulation
 
@@ -140,6 +157,8 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True)
         snap = sim.advance()
         t = step * dt
         out.lowest_m = min(out.lowest_m, float(snap.positions[:, 2].min()))
+        if stills is not None and step % (every["sky"] // 2) == 0:
+            save_still(scene, t, snap, stills)
         if t >= WINDOW:
             continue
         out.steps += 1
@@ -250,9 +269,11 @@ def main(argv=None) -> int:
                    help="a scene override, as the CLI's --set (for tuning)")
     p.add_argument("--no-landing", action="store_true", help="stop at 60 s")
     p.add_argument("--no-sky", action="store_true", help="skip the sky cover")
+    p.add_argument("--stills", type=Path, help="save a frame every 2.5 s into this folder")
     a = p.parse_args(argv)
     extra = [tuple(s.split("=", 1)) for s in a.set]
-    r = run(a.seed, a.birds, extra, landing=not a.no_landing, sky=not a.no_sky)
+    r = run(a.seed, a.birds, extra, landing=not a.no_landing, sky=not a.no_sky,
+            stills=a.stills)
     print(f"seed {a.seed}, {a.birds} birds, {' '.join(a.set)} ({r.seconds:.0f} s)")
     print("| measure | target | measured | met |\n|---|---|---|---|")
     for m, t, v, ok in table(r):
