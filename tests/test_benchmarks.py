@@ -86,3 +86,12 @@ def test_export_rows_from_hand_worked_turns():
     floor = row("full export's floor")
     assert floor["value"] == 32.0 and floor["ratio"] == 63.0 / 2 / 28.0
     assert row("CPU the export adds")["value"] == 1e3 * 11.0 / 600
+
+
+def test_results_say_which_sections_ran_and_what_is_left():
+    run = _run_module()
+    row = {"figure": "x", "value": 1.0, "unit": "ms"}
+    whole = run.report([row], False, list(run.SECTIONS), 0)
+    assert "Partial" not in whole and "Sections:" not in whole and "| x | 1 ms |" in whole
+    cut = run.report([row], False, ["sim", "sim3d"], 1)
+    assert "Sections: sim, sim3d." in cut and "Partial: 1 section(s) still to run." in cut

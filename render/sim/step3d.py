@@ -103,16 +103,17 @@ def forward(pos, vel, out):
 
 
 @inline
-def _fly(i, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
+def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
          extra, states, new_pos, new_vel, new_bank):
-    """Bird i at (x, y, z), forward f, with its sums `row`: rules + roost + the finale's
-    extra steering + noise, then flight, into row i of new_pos, new_vel, new_bank (extra,
-    states: a Finale3's, maybe empty)."""
-    state = states[i] if states.shape[0] > 0 else 0
+    """Bird i (its noise) at (x, y, z), forward f, with its sums `row`: rules + roost +
+    the finale's extra steering + noise, then flight, from row q of vel, bank, extra,
+    states (the last two a Finale3's, maybe empty) into row q of new_pos, new_vel,
+    new_bank."""
+    state = states[q] if states.shape[0] > 0 else 0
     if state == LANDED:
-        new_pos[i, 0], new_pos[i, 1], new_pos[i, 2] = x, y, z
-        new_vel[i, 0], new_vel[i, 1], new_vel[i, 2] = 0.0, 0.0, 0.0
-        new_bank[i] = 0.0
+        new_pos[q, 0], new_pos[q, 1], new_pos[q, 2] = x, y, z
+        new_vel[q, 0], new_vel[q, 1], new_vel[q, 2] = 0.0, 0.0, 0.0
+        new_bank[q] = 0.0
         return
     if state == LANDING:
         separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
@@ -123,13 +124,52 @@ def _fly(i, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed
         r0, r1, r2 = roost.accel(home, z, f0, f1)
         a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
     if extra.shape[0] > 0:
-        a0, a1, a2 = a0 + extra[i, 0], a1 + extra[i, 1], a2 + extra[i, 2]
+        a0, a1, a2 = a0 + extra[q, 0], a1 + extra[q, 1], a2 + extra[q, 2]
     if noise_sd > 0.0:
         n0, n1, n2 = noise.normal3(seed, i, step)
         a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
-    (new_pos[i, 0], new_pos[i, 1], new_pos[i, 2], new_vel[i, 0], new_vel[i, 1],
-     new_vel[i, 2], new_bank[i]) = _flight.fly(fl, x, y, z, vel[i, 0], vel[i, 1], vel[i, 2],
-                                               bank[i], a0, a1, a2)
+    (new_pos[q, 0], new_pos[q, 1], new_pos[q, 2], new_vel[q, 0], new_vel[q, 1],
+     new_vel[q, 2], new_bank[q]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
+                                               bank[q], a0, a1, a2)
+
+
+@serial
+def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s_extra,
+             s_states):
+    """Rows order[q] of vel, bank, radius (and extra, states when not empty) into row q of
+    the s_ arrays: the birds' state in grid order, gathered in one pass so the step reads
+    memory in order (read at random inside the step, the rows cost more than the search
+    at 100,000 birds). Serial, like `forward`: a pass over memory."""
+    for q in range(order.shape[0]):
+        i = order[q]
+        s_vel[q, 0], s_vel[q, 1], s_vel[q, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
+        s_bank[q] = bank[i]
+        s_radius[q] = radius[i]
+        if extra.shape[0] > 0:
+            s_extra[q, 0], s_extra[q, 1], s_extra[q, 2] = extra[i, 0], extra[i, 1], extra[i, 2]
+        if states.shape[0] > 0:
+            s_states[q] = states[i]
+
+
+@serial
+def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius, s_idx,
+               s_kth2, pos, vel, bank, count, tested, nearest, radius, idx, kth2):
+    """Row q of the s_ arrays (grid order) into row order[q] of the others (bird order);
+    s_idx, s_kth2 only when idx is not empty."""
+    lists = idx.shape[0] > 0
+    for q in range(order.shape[0]):
+        i = order[q]
+        pos[i, 0], pos[i, 1], pos[i, 2] = s_pos[q, 0], s_pos[q, 1], s_pos[q, 2]
+        vel[i, 0], vel[i, 1], vel[i, 2] = s_vel[q, 0], s_vel[q, 1], s_vel[q, 2]
+        bank[i] = s_bank[q]
+        count[i] = s_count[q]
+        tested[i] = s_tested[q]
+        nearest[i] = s_nearest[q]
+        radius[i] = s_radius[q]
+        if lists:
+            kth2[i] = s_kth2[q]
+            for j in range(idx.shape[1]):
+                idx[i, j] = s_idx[q, j]
 
 
 @parallel
@@ -137,12 +177,13 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
                      vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, idx,
                      kth2, new_pos, new_vel, new_bank, count, tested_out, nearest):
     """Every bird of the grid's step from its k nearest visible birds of the grid
-    (nearest.search over the grid given in grid order, g_order its bird indices), into
-    its rows of the arrays of a Step3 (new_pos … nearest) and, when idx is not empty, its
-    neighbours and k-th squared distance into idx, kth2 (extra … kth2: a Finale3's); each
-    bird's
-    next first radius into radius (n,): a little beyond its k-th distance (short of k: a
-    growing guess, no larger than the max range)."""
+    (nearest.search over the grid given in grid order, g_order its bird indices). Every
+    array is in grid order: row q is the bird in slot q. In: radius (its first search
+    radius), vel, bank and a Finale3's extra, states (maybe empty). Out: its rows of the
+    arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
+    beyond its k-th distance; short of k, a growing guess no larger than the max range)
+    and, when idx is not empty, its neighbours (bird indices) and k-th squared distance
+    into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -152,23 +193,23 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
         row = np.empty(flocking3d.N_SUMS3)
         near = np.empty(NEAR, np.int64)
         for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            i = g_order[q]
-            found, tested = search(q, radius[i], start, fx, fy, fz, side, 3, g_order, g_pos,
+            found, tested = search(q, radius[q], start, fx, fy, fz, side, 3, g_order, g_pos,
                                    g_fwd, rules.cos_blind, max_d2, best_s, best_d2, near)
             kth = best_d2[k - 1]
-            radius[i] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
-                min(radius[i] * 1.5, 1e6, max_r)
+            radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
+                min(radius[q] * 1.5, 1e6, max_r)
             x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
             flocking3d.listed_sums(x, y, z, g_pos, g_fwd, best_s, found, rules, row)
-            count[i] = found
-            tested_out[i] = tested
-            nearest[i] = row[flocking3d.NEAREST]
+            count[q] = found
+            tested_out[q] = tested
+            nearest[q] = row[flocking3d.NEAREST]
             if lists:
-                kth2[i] = kth
+                kth2[q] = kth
                 for j in range(k):
-                    idx[i, j] = g_order[best_s[j]] if j < found else -1
-            _fly(i, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel, bank, rules,
-                 home, fl, noise_sd, seed, step, extra, states, new_pos, new_vel, new_bank)
+                    idx[q, j] = g_order[best_s[j]] if j < found else -1
+            _fly(g_order[q], q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
+                 bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
+                 new_vel, new_bank)
 
 
 @parallel
@@ -180,7 +221,7 @@ def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step
     for i in prange(pos.shape[0]):
         count[i] = np.int64(sums[i, flocking3d.COUNT])
         nearest[i] = sums[i, flocking3d.NEAREST]
-        _fly(i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
+        _fly(i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
              vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
              new_vel, new_bank)
 
@@ -230,6 +271,17 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
         if len(flying) == 0:
             return
     max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
-    topological_step(work.radius, grid.start, *grid.folds, grid.side, order, grid.pos,
-                     grid.fwd, max_d2, how.k, vel, bank, rules, home, fl, noise_sd, seed,
-                     step, *fin, *out)
+    m, k = len(order), how.k
+    s_in = (np.empty((m, 3)), np.empty(m), np.empty(m),
+            np.empty((m if fin.extra.shape[0] else 0, 3)),
+            np.empty(m if fin.state.shape[0] else 0, np.int8))
+    to_slots(order, vel, bank, work.radius, fin.extra, fin.state, *s_in)
+    s_vel, s_bank, s_radius, s_extra, s_states = s_in
+    lists = fin.idx.shape[0] > 0
+    s_out = Step3(np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
+                  np.empty(m, np.int64), np.empty(m))
+    s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
+    topological_step(s_radius, grid.start, *grid.folds, grid.side, order, grid.pos,
+                     grid.fwd, max_d2, k, s_vel, s_bank, rules, home, fl, noise_sd, seed,
+                     step, s_extra, s_states, s_idx, s_kth2, *s_out)
+    from_slots(order, *s_out, s_radius, s_idx, s_kth2, *out, work.radius, fin.idx, fin.kth)
