@@ -309,3 +309,20 @@ def test_the_hawk_climbs_away_to_a_bounded_height_and_attacks_again():
     # little a levelling turn overshoots.
     assert max(heights) <= CEILING * s.dive_height + 3.0
     assert np.mean(attacking[:4500]) <= 0.5 and not any(attacking[5000:])
+
+
+def test_an_edge_attack_aims_at_the_flocks_face_not_a_straggler():
+    from render.sim.forces.hunt import choose_target
+
+    rng = np.random.default_rng(9)
+    pos = rng.normal(size=(100, 3)) * (10.0, 4.0, 2.0)
+    pos[7] = (40.0, 0.0, 0.0)                 # a straggler far out toward the hawk
+    kth = np.full(100, 4.0)
+    kth[7] = 100.0
+    face = np.argsort(pos[:, 0])[-10:]        # the tenth of the birds nearest the hawk
+    dense = face[face != 7][0]
+    kth[dense] = 1.0                          # the densest of them
+    kth[np.argsort(pos[:, 0])[0]] = 0.5       # denser still, but on the far side
+    hawk = np.array([200.0, 0.0, 0.0])
+    assert choose_target("edge", 1, pos, kth, hawk) == dense
+    assert choose_target("alternate", 0, pos, kth, hawk) == np.argsort(pos[:, 0])[0]

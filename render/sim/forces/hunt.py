@@ -152,17 +152,23 @@ class HawkFlight:
         self.pos[2] = max(self.pos[2], 0.0)
 
 
+EDGE_SHARE = 0.1  # the flock's edge facing the hawk: this share of its birds
+
+
 def choose_target(mode: str, attacks: int, pos: np.ndarray, kth_d2: np.ndarray,
                   hawk: np.ndarray) -> int:
-    """The next target: the densest bird (least k-th neighbour distance), or the edge
-    bird nearest the hawk (farthest from the centroid toward it); "alternate" starts
-    dense. Ties go to the lowest index (argmin/argmax)."""
+    """The next target: the densest bird (least k-th neighbour distance), or a bird at
+    the edge: the densest of the EDGE_SHARE of birds farthest from the centroid toward
+    the hawk (the flock's face, not a straggler off its tip, which a dive would pass
+    alone); "alternate" starts dense. Ties go to the lowest index (argmin)."""
     if mode == "dense" or (mode == "alternate" and attacks % 2 == 0):
         return int(np.argmin(kth_d2))
     centre = pos.mean(axis=0)
     toward = hawk - centre
     toward /= max(float(np.linalg.norm(toward)), 1e-12)
-    return int(np.argmax((pos - centre) @ toward))
+    along = (pos - centre) @ toward
+    edge = np.flatnonzero(along >= np.sort(along)[-max(1, round(EDGE_SHARE * len(pos)))])
+    return int(edge[np.argmin(kth_d2[edge])])
 
 
 def hunting(scene: Scene) -> bool:
