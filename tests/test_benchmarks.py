@@ -95,3 +95,11 @@ def test_results_say_which_sections_ran_and_what_is_left():
     assert "Partial" not in whole and "Sections:" not in whole and "| x | 1 ms |" in whole
     cut = run.report([row], False, ["sim", "sim3d"], 1)
     assert "Sections: sim, sim3d." in cut and "Partial: 1 section(s) still to run." in cut
+
+
+def test_a_difference_reads_as_one_not_as_a_ratio():
+    run = _run_module()
+    row = run.figures.result("VMAF", 86.6, "", reference=86.8, ratio=-0.2,
+                             compared=" points (difference)")
+    assert "| -0.2 points (difference) |" in run.table([row])
+    assert "| 1.5× |" in run.table([run.figures.result("t", 3.0, "s", reference=2.0)])
