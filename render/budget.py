@@ -38,7 +38,7 @@ VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
 SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
 EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
 EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
-# A frame's file, bytes per pixel, by suffix: the murmuration at 480x270 (animated images)
+# A frame's file, bytes per pixel, by suffix: the plate at 480x270 (animated images)
 # and 1080p to 4K (the rest), rounded up. ProRes 4444 about 0.42, PNG 0.09 to 0.17, JPEG
 # 0.16, EXR 0.39, GIF 0.25, WebP 0.2, APNG 0.5, H.264 and VP9 far less. cluster.py bounds
 # a segment's result by them.

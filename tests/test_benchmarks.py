@@ -77,7 +77,7 @@ def test_export_rows_from_hand_worked_turns():
         (found,) = [r for r in rows if r["figure"].startswith(start)]
         return found
 
-    export = row("full export, murmuration")
+    export = row("full export, plate")
     assert (export["value"], export["reference"]) == (34.0, 29.0)
     assert export["ratio"] == 33.0 / 28.0  # the median turn's, not 34 / 29
     assert "1.83 of 2 cores busy" in row("ffmpeg alone, CPU")["figure"]
