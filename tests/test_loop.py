@@ -18,7 +18,7 @@ def renders(tmp_path_factory):
     from conftest import SCENES
 
     tmp = tmp_path_factory.mktemp("loop")
-    scene = SCENES / "murmuration.toml"
+    scene = SCENES / "plate.toml"
     assert main([str(scene), "-o", f"{tmp}/loop/", "--loop", "--crossfade", "0.5",
                  *LOOP]) == 0
     long = [a if a != "45" else "60" for a in LOOP]
