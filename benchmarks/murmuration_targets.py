@@ -33,7 +33,7 @@ SPLIT_SHARE, SPLIT_HOLD, REJOIN_WITHIN = 0.2, 2.0, 20.0
 
 def scene_path() -> Path:
     """The shipped 3D murmuration (murmuration.toml once it is the 3D film)."""
-    for name in ("murmuration.toml", "murmuration3d.toml"):
+    for name in ("murmuration.toml",):
         path = ROOT / "scenes" / name
         if path.exists() and "dimensions = 3" in path.read_text():
             return path
@@ -251,6 +251,7 @@ def table(r: Run) -> list[tuple[str, str, str, bool]]:
         ("sky covered inside the outline, median", "25–60%", sky, 0.25 <= sky <= 0.6),
         ("landed 60 s after landing_at", "≥ 95%", r.landed_after, r.landed_after >= 0.95),
         ("lowest bird (m)", "≥ 0", r.lowest_m, r.lowest_m >= 0.0),
+        ("altitude, median (m; preferred 50)", "—", med("altitude"), True),
     ]
     return [(m, t, v if isinstance(v, str) else f"{v:.3g}", ok) for m, t, v, ok in rows]
 
