@@ -1,0 +1,73 @@
+"""The shipped 3D murmuration against issue 20's targets (real starlings), measured by
+benchmarks/murmuration_targets.py: the shape every 0.5 s, the correlation length every
+2 s on a sample, the sky cover through the default camera, the hunt's attacks and the
+landing.
+
+CI runs seed 0 at 5,000 birds (the size the issue's ξ/L target names beside 20,000): one
+run of the scene's 30 s settling, its 60 s of hunt and its 60 s of landing. The issue's
+full set — seeds 0–4 of the shipped 20,000 birds, the split across seeds and ξ's growth
+from 5,000 to 20,000 birds — costs about an hour of two cores and runs with
+`BOIDS_TARGETS=full` (see docs/model.md for the figures measured).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import murmuration_targets as mt  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+FULL = os.environ.get("BOIDS_TARGETS") == "full"
+SHIPPED = 20000
+RUNS = [(seed, SHIPPED) for seed in range(5)] if FULL else [(0, 5000)]
+
+
+@lru_cache(maxsize=None)
+def measured(seed: int, birds: int) -> mt.Run:
+    return mt.run(seed, birds)
+
+
+# Each row of the table (its measure's name, as murmuration_targets.table spells it).
+MEASURES = ("nearest-neighbour", "middle / thinnest", "longest / thinnest", "|thinnest axis",
+            "speed", "polarisation", "non-attack samples", "longest axis'", "border ratio",
+            "ξ / L", "attacks begun", "share of time", "share startled", "wave speed",
+            "sky covered", "landed", "lowest bird")
+# Targets the model does not meet yet (docs/starlings.md says what was tried): asserted
+# all the same, as expected failures that must fail, so one that starts to hold is seen.
+OPEN = {"border ratio": "the border is no denser than the centre by 10% on every seed",
+        "sky covered": "the flock covers 6–8% of its outline, not 25–60%"}
+
+
+@pytest.mark.parametrize("measure", [
+    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=OPEN[m])) if m in OPEN
+    else m for m in MEASURES])
+@pytest.mark.parametrize("seed, birds", RUNS)
+def test_each_run_meets_the_target(seed, birds, measure):
+    rows = [row for row in mt.table(measured(seed, birds)) if row[0].startswith(measure)]
+    assert len(rows) == 1, measure
+    name, target, value, ok = rows[0]
+    assert ok, f"{name}: {value} (target {target})"
+
+
+@pytest.mark.skipif(not FULL, reason="the full set: BOIDS_TARGETS=full")
+def test_some_seed_splits_and_rejoins():
+    splits = [mt.longest_split(measured(seed, birds).shape) for seed, birds in RUNS]
+    assert any(held >= mt.SPLIT_HOLD and back <= mt.REJOIN_WITHIN for held, back in splits), \
+        splits
+
+
+@pytest.mark.skipif(not FULL, reason="the full set: BOIDS_TARGETS=full")
+def test_the_correlation_length_grows_with_the_flock():
+    small, large = mt.xi_of(measured(0, 5000)), mt.xi_of(measured(0, SHIPPED))
+    for xi, length in (small, large):
+        assert 0.2 <= xi / length <= 0.5
+    assert large[0] / small[0] >= 0.8 * large[1] / small[1]
+    assert math.isfinite(large[0])
