@@ -40,10 +40,13 @@ MEASURES = ("nearest-neighbour", "middle / thinnest", "longest / thinnest", "|th
             "speed", "polarisation", "non-attack samples", "longest axis'", "border ratio",
             "ξ / L", "attacks begun", "share of time", "share startled", "wave speed",
             "sky covered", "landed", "lowest bird")
-# Targets the model does not meet yet (docs/starlings.md says what was tried): asserted
-# all the same, as expected failures that must fail, so one that starts to hold is seen.
-OPEN = {"border ratio": "the border is no denser than the centre by 10% on every seed",
-        "sky covered": "the flock covers 6–8% of its outline, not 25–60%"}
+# Targets seed 0 at 5,000 birds does not meet yet (docs/starlings.md says what was
+# tried): asserted all the same, as expected failures that must fail, so one that starts
+# to hold is seen. The full set marks none: it reports every target missed.
+OPEN = {} if FULL else {
+    "share startled": "its second attack (at the flock's edge) startles 5.6%",
+    "sky covered": "the flock covers 6–9% of its outline, not 25–60%",
+    "landed": "88–90% landed 60 s after landing_at"}
 
 
 @pytest.mark.parametrize("measure", [
