@@ -27,6 +27,7 @@ from .executor import Cluster, Executor, Threads
 from .loop import SeamMeter, crossfade_frames
 from .scene import Scene
 from .sim import diagnostics as measures
+from .sim.loop import loop_start
 from .states import FrameState, simulated
 
 
@@ -82,12 +83,32 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
 
             draw_on_cluster(scene, states, target, executor, bar)
         else:
-            seam = SeamMeter(scene, crossfade) if crossfade else None
-            _draw_here(scene, states, target, executor or Threads(), bar, seam)
+            seam = _meter(scene, target, crossfade)
+            _draw_here(scene, _metered(states, seam), target, executor or Threads(), bar,
+                       seam)
     if seam and seam.report():
         print(f"boids-render: {seam.report()}", file=sys.stderr)
+        if rows is not None:
+            for row, loop in zip(rows, seam.rows()):
+                row.update(loop)
     _keep(diagnostics, rows, scene)
     return target.count
+
+
+def _meter(scene: Scene, target: Target, crossfade: int) -> SeamMeter | None:
+    """The loop's measures (None: not a loop), its start t₀ the one the states take."""
+    if not crossfade:
+        return None
+    start = loop_start(scene, target.count, crossfade) / scene.output.fps
+    return SeamMeter(scene, crossfade, float(start))
+
+
+def _metered(states: Iterable[FrameState], seam: SeamMeter | None) -> Iterator[FrameState]:
+    """`states`, each shown to `seam` (when given) on its way past."""
+    for state in states:
+        if seam:
+            seam.add_state(state)
+        yield state
 
 
 def _primed(states: Iterator[FrameState]) -> Iterator[FrameState]:

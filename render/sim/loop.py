@@ -1,55 +1,166 @@
-"""Seamless loops: over the clip's first frames the flock dissolves, bird by bird, from the
-state just after the clip's end into the state at its start, so the last frame flows into
-the first.
+"""Seamless loops: a clip of `count` frames starting at frame t₀ of the simulation, whose
+first `crossfade` frames carry the flock from where it is just after the clip's end
+(frames t₀+count …, the tail) into where it is at the start (frames t₀ …, the head), so
+the last frame flows into the first and every frame reads as uninterrupted flight.
 
-A pixel cross-dissolve of two flocks shows both at once: a ghosted double flock with twice
-the ink. Gliding paired birds between the two states fares no better: the mean of two
-unrelated positions contracts the flock and thins the ink mid-way. Here each bird is drawn
-once, from the tail's state until its own moment in the crossfade (drawn once from the
-seed, eased so few birds switch at either end), then from the clip's: the ink stays as it
-is, and every frame differs from the one before by a few dozen birds.
+Three choices make that so (docs/loops.md has the measures):
+- t₀ is searched: the start whose flock the end resembles best (birds per grid cell and
+  their mean velocity, compared half-way through the morph), within the clip's first half;
+- each tail bird is paired with a head bird near it heading the same way (`pairing.pair`),
+  the accent birds among themselves, so no bird crosses the frame;
+- each pair follows the Hermite blend of its two trajectories: with w = 3s² − 2s³ over
+  the morph (s from 0 to 1), position p = pₜ + w·(pₕ − pₜ) and velocity (the heading
+  drawn) vₜ + w·(vₕ − vₜ): both start as the tail's and end as the head's, with zero
+  slope of w at both ends, and each bird is drawn whole in every frame. The drawn velocity
+  leaves out the glide w′·(pₕ − pₜ): a streak shows the bird's flight, not its drift
+  toward its partner (which `render.loop.SeamMeter` measures as speed).
+
+Earlier ways failed visibly: a pixel cross-dissolve ghosts a double flock; a bird-by-bird
+dissolve scrambles the local headings mid-way; gliding bird i to bird i drags birds across
+the frame. Works on (n, d) states, any d.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
+from fractions import Fraction
 
 import numpy as np
 
+from .pairing import pair
 from .simulate import Frame, Simulation, frames
 
-# Child of the scene's seed for the loop's switching moments (0–2 are flock, accent, field).
+# The loop's start is searched within this share of the clip (simulated once more: cheap
+# next to drawing), a candidate every third of the morph.
+SEARCH, STRIDE = 1.0, 3
+# Child of the scene's seed for the jumping pairs' switching moments (0–2 are flock,
+# accent, field).
 STREAM_LOOP = 3
+# A pair glides while its speed stays under this share of the measures' limit (1.5× the
+# scene's maximum speed); a pair further apart switches (fades out and in).
+GLIDE = 0.95 * 1.5
+
+
+@functools.lru_cache(maxsize=4)
+def loop_start(scene, count: int, crossfade: int) -> int:
+    """t₀: the frame, within the clip's first `SEARCH` share (a candidate every
+    crossfade/`STRIDE` frames), at which the fewest pairs of the morph would have to
+    switch rather than glide (`gliding`), compared at the morph's middle. Ties go to the
+    earlier start."""
+    fps, middle = scene.output.fps, crossfade // 2
+    step = max(1, crossfade // STRIDE)
+    candidates = set(range(0, int(count * SEARCH) + 1, step))
+    sim = Simulation(scene)
+    accent = np.asarray(sim.accent, bool)
+    starts: dict[int, tuple] = {}
+    best, best_score = 0, np.inf
+    for frame in frames(sim, fps, max(candidates) + count + 1, first=middle):
+        k = frame.index - middle
+        if k in candidates:
+            starts[k] = (frame.positions.copy(), frame.velocities.copy())
+        if k - count in candidates:
+            head = starts.pop(k - count)
+            partner = partners(scene, (frame.positions, frame.velocities), head, accent,
+                               crossfade)
+            score = float((~gliding(scene, (frame.positions, frame.velocities), head,
+                                    partner, crossfade)).mean())
+            if score < best_score:
+                best, best_score = k - count, score
+    return best
+
+
+def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int):
+    """Tail bird i becomes head bird partner[i] ((n,) int64; accent birds among
+    themselves); `tail`, `head`: (positions, velocities) at the morph's middle."""
+    partner = np.empty(accent.size, np.int64)
+    span = crossfade / float(scene.output.fps)
+    for group in (np.flatnonzero(accent), np.flatnonzero(~accent)):
+        found = pair(tail[0][group], tail[1][group], head[0][group], head[1][group],
+                     horizon=span / 2, extent=wrapping(scene, tail[0]))
+        partner[group] = group[found]
+    return partner
+
+
+def gliding(scene, tail: tuple, head: tuple, partner: np.ndarray, crossfade: int):
+    """Which pairs glide ((n,) bool): at the morph's middle, where the glide is fastest
+    (w′ = 1.5 / span), flight plus glide stays under `GLIDE` × the maximum speed."""
+    span = crossfade / float(scene.output.fps)
+    gap = head[0][partner] - tail[0]
+    extent = wrapping(scene, tail[0])
+    if extent is not None:
+        gap -= extent * np.round(gap / extent)
+    flight = 0.5 * (tail[1] + head[1][partner]) + 1.5 * gap / span
+    return np.sqrt((flight * flight).sum(axis=1)) <= GLIDE * scene.flock.max_speed
+
+
+def wrapping(scene, positions: np.ndarray) -> np.ndarray | None:
+    """The world's (d,) size where it wraps (distances cross the edge), else None."""
+    return world_size(scene)[:positions.shape[1]] if scene.world.boundary == "wrap" else None
 
 
 def switch_moments(seed: int, count: int) -> np.ndarray:
-    """When each bird switches, in [0, 1) of the crossfade, eased (smoothstep's inverse
-    spreads switches toward the middle). (n,)."""
+    """When each switching pair switches, in [0, 1) of the morph, spread evenly so the
+    pixels change at a steady rate. (n,)."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed).spawn(
         STREAM_LOOP + 1)[STREAM_LOOP]))
-    u = rng.random(count)
-    return 0.5 - np.sin(np.arcsin(1.0 - 2.0 * u) / 3.0)
+    return rng.random(count)
 
 
-def looped(scene, head: Iterator[Frame], count: int, crossfade: int) -> Iterator[Frame]:
-    """The frames of `head` (frames 0..count−1), the first `crossfade` of them taking each
-    bird from the tail (frames count..count+crossfade−1 of a second run of the same scene)
-    until that bird's switching moment."""
-    tail_sim = Simulation(scene)
+def world_size(scene) -> np.ndarray:
+    """The world's size along each axis (x, y; z where the world has a depth), float64."""
+    world = scene.world
+    return np.array([world.width, world.height, getattr(world, "depth", 0.0)], float)
+
+
+def looped(scene, head: Iterator[Frame], start: int, count: int, crossfade: int,
+           accent: np.ndarray) -> Iterator[Frame]:
+    """The loop's frames 0..count−1 from `head` (the simulation's frames start ..
+    start+count−1), re-indexed from 0 (time index / fps); the first `crossfade` morph from
+    the tail (frames start+count … of a second run of the same scene)."""
+    fps = scene.output.fps
     tail = [(f.positions.copy(), f.velocities.copy(), f.snapshot.neighbours.copy())
-            for f in frames(tail_sim, scene.output.fps, crossfade, first=count)]
-    moment = switch_moments(scene.scene.seed, scene.count)
+            for f in frames(Simulation(scene), fps, crossfade, first=start + count)]
+    buffered = []
     for frame in head:
-        i = frame.index
-        if i >= crossfade:
+        k = frame.index - start
+        frame = dataclasses.replace(frame, index=k, time=Fraction(k) / fps)
+        if k >= crossfade:
             yield frame
             continue
+        buffered.append(frame)
+        if len(buffered) < crossfade:
+            continue
+        yield from morph(scene, tail, buffered, accent)
+
+
+def morph(scene, tail: list[tuple], head: list[Frame], accent: np.ndarray) -> Iterator[Frame]:
+    """The morph's frames: `head`'s frames with each bird carried from its tail partner's
+    trajectory (`tail`: (positions, velocities, neighbours) per frame) into its own: a
+    glide, or for a pair too far apart a switch at its own moment."""
+    c = len(head)
+    middle = c // 2
+    extent = wrapping(scene, head[0].positions)
+    mid_tail = tail[middle][:2]
+    mid_head = (head[middle].positions, head[middle].velocities)
+    partner = partners(scene, mid_tail, mid_head, accent, c)
+    glides = gliding(scene, mid_tail, mid_head, partner, c)
+    moment = switch_moments(scene.scene.seed, accent.size)
+    for i, frame in enumerate(head):
+        s = i / c
+        w = np.where(glides, 3 * s * s - 2 * s ** 3, (moment < s).astype(float))[:, None]
         t_pos, t_vel, t_nb = tail[i]
-        old = (moment >= i / crossfade)[:, None]
-        pos = np.where(old, t_pos, frame.positions)
-        vel = np.where(old, t_vel, frame.velocities)
-        nb = np.where(old[:, 0], t_nb, frame.snapshot.neighbours)
+        # Rows in the tail's order (frame 0 is then exactly the frame after the last); the
+        # frame after the morph is the clip's, in its own order.
+        delta = frame.positions[partner] - t_pos
+        if extent is not None:
+            delta -= extent * np.round(delta / extent)
+        pos = t_pos + w * delta
+        if extent is not None:
+            pos = np.mod(pos, extent)
+        vel = t_vel + w * (frame.velocities[partner] - t_vel)
+        nb = np.where(w[:, 0] < 0.5, t_nb, frame.snapshot.neighbours[partner])
         snap = dataclasses.replace(frame.snapshot, neighbours=nb)
         yield dataclasses.replace(frame, positions=pos, velocities=vel, snapshot=snap,
                                   exposure=())
