@@ -270,3 +270,19 @@ def test_pairing_counts_distance_across_a_wrapping_edge():
     wrapped = pair(pa, v, pb, v, horizon=0.5, extent=np.array([10.0, 10.0]))
     assert wrapped.tolist() == [0, 1, 2]
     assert pair(pa, v, pb, v, horizon=0.5).tolist() == [1, 0, 2]
+
+
+def test_a_loop_still_is_the_loop_frame_and_from_draws_it_again(cli, small_scene, tmp_path):
+    args = ("--loop", "--crossfade", "0.3", "--frames", "30", "--size", "160x90", "-q")
+    assert cli(small_scene, "-o", f"{tmp_path}/seq/", *args).code == 0
+    frames = sorted((tmp_path / "seq").glob("*.png"))
+    fps = 30  # the small scene's
+    for k in (4, 20):  # in the morph, after it
+        still = tmp_path / f"still{k}.png"
+        assert cli(small_scene, "--still", f"{k}/{fps}", "-o", still, *args).code == 0
+        assert np.array_equal(pixels(still), pixels(frames[k]))
+        again = tmp_path / f"again{k}.png"
+        assert cli("--from", still, "-o", again).code == 0
+        assert np.array_equal(pixels(again), pixels(still))
+    r = cli(small_scene, "--still", "1/1000", "-o", tmp_path / "x.png", *args)
+    assert r.code == 2 and "a loop's still is one of its frames" in r.err
