@@ -286,3 +286,14 @@ def test_a_loop_still_is_the_loop_frame_and_from_draws_it_again(cli, small_scene
         assert np.array_equal(pixels(again), pixels(still))
     r = cli(small_scene, "--still", "1/1000", "-o", tmp_path / "x.png", *args)
     assert r.code == 2 and "a loop's still is one of its frames" in r.err
+
+
+def test_a_loop_drawn_on_a_cluster_is_reported(cli, small_scene, tmp_path):
+    pytest.importorskip("distributed")
+    args = ("--loop", "--crossfade", "0.3", "--frames", "30", "--size", "160x90")
+    here = cli(small_scene, "-o", f"{tmp_path}/here/", *args)
+    there = cli(small_scene, "-o", f"{tmp_path}/there/", *args, "--scheduler", "local",
+                "--workers", "1")
+    assert here.code == there.code == 0, there.err
+    line = lambda r: re.search(r"loop seam .*", r.err).group(0)  # noqa: E731
+    assert line(there) == line(here)  # the same frames, measured the same
