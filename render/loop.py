@@ -57,11 +57,16 @@ class SeamMeter:
     (`coherence`) in each morph frame against the 1st–99th percentile of the others';
     (3) the ink coverage in each morph frame against the median; (4) the fastest bird
     during the morph (from the states, consecutive positions) against the scene's maximum
-    speed. `crossfade` frames from the first are the morph's (for a clip that is not a
-    loop: the frames the morph would take). `start`: the loop's t₀ in the simulation, s."""
+    speed. `crossfade` frames from the first are the morph's. `start`: the loop's t₀ in the
+    simulation, s. `window`: the morph's first frame (0 in a loop, whose morph the loop's
+    wrap brackets with ordinary frames on both sides; a clip that is not a loop is measured
+    with the frames the morph would take in its middle, so that there too the band comes
+    from flight before and after them, not only from what follows)."""
 
-    def __init__(self, scene: Scene | None, crossfade: int, start: float = 0.0):
+    def __init__(self, scene: Scene | None, crossfade: int, start: float = 0.0,
+                 window: int = 0):
         self.scene, self.crossfade, self.start = scene, crossfade, start
+        self.window = window
         self.first = self.last = None
         self.steps: list[float] = []
         self.coverage: list[float] = []
@@ -84,7 +89,7 @@ class SeamMeter:
 
     def add_state(self, state) -> None:
         """The next frame's state (a `FrameState`): the speeds of the morph's birds."""
-        if state.index >= self.crossfade:
+        if not self.window <= state.index < self.window + self.crossfade:
             return
         if self.previous is not None and self.scene is not None:
             delta = state.positions - self.previous
@@ -102,11 +107,12 @@ class SeamMeter:
         steps = self.steps + ([float(np.abs(self.first - self.last).mean())] if wrap else [])
         median = float(np.median(self.steps))
         cover = float(np.median(self.coverage))
-        blend = self.coverage[:self.crossfade]
+        inside = slice(self.window, self.window + self.crossfade)
+        blend = self.coverage[inside]
         low, high = (min(blend) / cover - 1, max(blend) / cover - 1) if cover else (np.nan,) * 2
-        rest = self.coherence[self.crossfade:] or self.coherence
+        rest = (self.coherence[:self.window] + self.coherence[inside.stop:]) or self.coherence
         band = np.percentile(rest, BAND)
-        morph = self.coherence[:self.crossfade]
+        morph = self.coherence[inside]
         return {"start_s": self.start, "seam": float(np.abs(self.first - self.last).mean()),
                 "median_step": median, "max_step": max(steps),
                 "coverage_low": low, "coverage_high": high,

@@ -41,6 +41,9 @@ STREAM_LOOP = 3
 # A pair glides while its speed stays under this share of the measures' limit (1.5× the
 # scene's maximum speed); a pair further apart switches (fades out and in).
 GLIDE = 0.95 * 1.5
+# The pull's time constant, as a share of the morph; the drift it may add to a bird's own
+# flight, in maximum speeds; the last share of the morph, where the residual closes.
+PULL_TIME, DRIFT, SNAP = 0.25, 0.45, 1.0
 
 
 @functools.lru_cache(maxsize=4)
@@ -118,10 +121,8 @@ def looped(scene, head: Iterator[Frame], start: int, count: int, crossfade: int,
            accent: np.ndarray) -> Iterator[Frame]:
     """The loop's frames 0..count−1 from `head` (the simulation's frames start ..
     start+count−1), re-indexed from 0 (time index / fps); the first `crossfade` morph from
-    the tail (frames start+count … of a second run of the same scene)."""
+    the guided tail (`guided_tail`)."""
     fps = scene.output.fps
-    tail = [(f.positions.copy(), f.velocities.copy(), f.snapshot.neighbours.copy())
-            for f in frames(Simulation(scene), fps, crossfade, first=start + count)]
     buffered = []
     for frame in head:
         k = frame.index - start
@@ -132,35 +133,92 @@ def looped(scene, head: Iterator[Frame], start: int, count: int, crossfade: int,
         buffered.append(frame)
         if len(buffered) < crossfade:
             continue
-        yield from morph(scene, tail, buffered, accent)
+        yield from morph(scene, buffered, start, count, accent)
 
 
-def morph(scene, tail: list[tuple], head: list[Frame], accent: np.ndarray) -> Iterator[Frame]:
-    """The morph's frames: `head`'s frames with each bird carried from its tail partner's
-    trajectory (`tail`: (positions, velocities, neighbours) per frame) into its own: a
-    glide, or for a pair too far apart a switch at its own moment."""
-    c = len(head)
+def morph(scene, head: list[Frame], start: int, count: int,
+          accent: np.ndarray) -> Iterator[Frame]:
+    """The morph's frames: the tail (frames start+count … of the simulation) flown on by
+    the flocking rules with each bird pulled toward its head partner (`Guided`), then, over
+    the last `SNAP` of the morph, the residual closed exactly; a pair too far apart to
+    meet switches instead, at its own moment. Rows in the tail's order (frame 0 is then
+    exactly the frame after the last); the frame after the morph is the clip's."""
+    c, fps = len(head), scene.output.fps
     middle = c // 2
     extent = wrapping(scene, head[0].positions)
-    mid_tail = tail[middle][:2]
-    mid_head = (head[middle].positions, head[middle].velocities)
+    free = frames(Simulation(scene), fps, 1, first=start + count + middle)
+    mid = next(free)
+    mid_tail, mid_head = (mid.positions, mid.velocities), (head[middle].positions,
+                                                           head[middle].velocities)
     partner = partners(scene, mid_tail, mid_head, accent, c)
     glides = gliding(scene, mid_tail, mid_head, partner, c)
     moment = switch_moments(scene.scene.seed, accent.size)
-    for i, frame in enumerate(head):
+    guided = Guided(scene, partner, start, count, c)
+    for i, (frame, t) in enumerate(zip(head, frames(guided, fps, c, first=start + count))):
         s = i / c
-        w = np.where(glides, 3 * s * s - 2 * s ** 3, (moment < s).astype(float))[:, None]
-        t_pos, t_vel, t_nb = tail[i]
-        # Rows in the tail's order (frame 0 is then exactly the frame after the last); the
-        # frame after the morph is the clip's, in its own order.
-        delta = frame.positions[partner] - t_pos
+        snap = np.clip((s - (1 - SNAP)) / SNAP, 0.0, 1.0)
+        w = np.where(glides, snap * snap * (3 - 2 * snap), (moment < s).astype(float))[:, None]
+        delta = frame.positions[partner] - t.positions
         if extent is not None:
             delta -= extent * np.round(delta / extent)
-        pos = t_pos + w * delta
+        pos = t.positions + w * delta
         if extent is not None:
             pos = np.mod(pos, extent)
-        vel = t_vel + w * (frame.velocities[partner] - t_vel)
-        nb = np.where(w[:, 0] < 0.5, t_nb, frame.snapshot.neighbours[partner])
-        snap = dataclasses.replace(frame.snapshot, neighbours=nb)
-        yield dataclasses.replace(frame, positions=pos, velocities=vel, snapshot=snap,
-                                  exposure=())
+        vel = t.velocities + w * (frame.velocities[partner] - t.velocities)
+        nb = np.where(w[:, 0] < 0.5, t.snapshot.neighbours, frame.snapshot.neighbours[partner])
+        yield dataclasses.replace(frame, positions=pos, velocities=vel, exposure=(),
+                                  snapshot=dataclasses.replace(frame.snapshot, neighbours=nb))
+
+
+class Guided:
+    """The tail's simulation (frames start+count … of the scene) with each bird pulled, as
+    the morph goes on, toward its partner's state in the head (frames start …, a second
+    simulation run in step): after each step of the flocking rules, the velocity relaxes
+    toward the partner's velocity plus the gap over `PULL_TIME` and the position drifts
+    along the gap over `PULL_TIME` (at most `DRIFT` × the maximum speed), both weighted by
+    a smoothstep from 0 at the morph's start to 1 at its end. The rules still act on every
+    bird, so neighbours turn together and the streaks keep their lanes. Exposes what
+    `frames` samples: scene, dt, world, step_index, advance()."""
+
+    def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int):
+        fps = float(scene.output.fps)
+        self.scene, self.partner = scene, partner
+        self.tail, self.head = Simulation(scene), Simulation(scene)
+        self.dt, self.world = self.tail.dt, self.tail.world
+        self.begin = int((start + count) / fps / self.dt)  # the step of the morph's frame 0
+        self.offset = int(round(count / fps / self.dt))  # tail step − head step
+        self.steps = crossfade / fps / self.dt
+        self.span = crossfade / fps
+        self.extent = wrapping(scene, self.tail.positions)
+
+    @property
+    def step_index(self) -> int:
+        return self.tail.step_index
+
+    def advance(self):
+        snap = self.tail.advance()
+        k = self.tail.step_index
+        if k <= self.begin:
+            return snap
+        while self.head.step_index < k - self.offset:
+            self.head.advance()
+        s = min(1.0, (k - self.begin) / self.steps)
+        self.tail.positions, self.tail.velocities = self.pulled(s * s * (3 - 2 * s))
+        return snap
+
+    def pulled(self, g: float) -> tuple[np.ndarray, np.ndarray]:
+        """The tail's state after one step's pull of weight `g` (0–1)."""
+        pos, vel, dt = self.tail.positions, self.tail.velocities, self.dt
+        gap = self.head.positions[self.partner] - pos
+        if self.extent is not None:
+            gap -= self.extent * np.round(gap / self.extent)
+        tau = PULL_TIME * self.span
+        vel = vel + min(1.0, g * dt / tau) * (self.head.velocities[self.partner] - vel)
+        drift = g * gap / tau
+        cap = DRIFT * self.scene.flock.max_speed
+        size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
+        drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
+        pos = pos + dt * drift
+        if self.extent is not None:
+            pos = np.mod(pos, self.extent)
+        return pos, vel
