@@ -1,4 +1,4 @@
-"""Whole-program figures: a full export against ffmpeg alone, peak memory, a poster drawn
+"""Whole-program figures: a full export (2D and 3D) against ffmpeg alone, peak memory, a poster drawn
 in tiles, start-up.
 
 Each function returns a list of result dicts {figure, value, unit, reference, ratio,
@@ -14,12 +14,14 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from figures import result
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENE = ROOT / "scenes" / "murmuration.toml"
+SCENE3D = ROOT / "scenes" / "flock3d.toml"
 CLI = [sys.executable, "-m", "render"]
 
 
@@ -37,55 +39,144 @@ def _children_seconds() -> float:
 def _timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
     """Wall and CPU seconds of `cmd`, the CPU counting the children it waits for."""
     cpu, start = _children_seconds(), time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+    # From the checkout's root, `-m render` runs this checkout, not an installed one.
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                   cwd=ROOT, **kw)
     return time.perf_counter() - start, _children_seconds() - cpu
 
 
-def _raw_frames(path: Path, size: str, frames: int) -> None:
-    """The murmuration's frames as raw BGRA, drawn by boids-render (not timed)."""
-    from render.draw.streaks import draw_frame
+def _raw_frames(path: Path, scene, frames: int) -> dict:
+    """The scene's first `frames` frames as raw BGRA, drawn by boids-render (not timed
+    against ffmpeg). Returns what that took: "settling", seconds to seed and settle the
+    flock; "simulating" and "drawing", CPU ms per frame (all threads) of the simulation
+    and of the drawing; "first", frame 0's state."""
     from render.draw.surface import Canvas
-    from render.scene import load_scene
-    from render.sim.simulate import Simulation, frames as frame_states
+    from render.states import simulated
 
-    scene = load_scene(SCENE, [("output.size", f'"{size}"', "bench")])
-    sim = Simulation(scene)
+    start = time.perf_counter()
+    states = iter(simulated(scene, 0, frames))
+    took = {"settling": time.perf_counter() - start, "simulating": 0.0, "drawing": 0.0}
     canvas = Canvas(scene.output.size)
     with open(path, "wb") as fh:
-        for f in frame_states(sim, scene.output.fps, frames):
-            fh.write(draw_frame(canvas, scene, f.positions, f.velocities,
-                                f.snapshot.neighbours, sim.accent).tobytes())
+        for _ in range(frames):
+            begun = time.process_time()
+            state = next(states)
+            simulated_at = time.process_time()
+            pixels = state.draw(canvas, scene)
+            took["simulating"] += simulated_at - begun
+            took["drawing"] += time.process_time() - simulated_at
+            fh.write(pixels.tobytes())
+            took.setdefault("first", state)
+    for key in ("simulating", "drawing"):
+        took[key] *= 1e3 / frames
+    return took
+
+
+def _turns(raw: Path, scene, export: list[str], repeats: int, env=None) -> list[tuple]:
+    """((wall, CPU) of ffmpeg alone encoding `raw` with the export's settings (crf 18,
+    preset medium, yuv420p, BT.709), (wall, CPU) of the `export` command) in turns, after
+    one untimed export that warms the JIT cache and the page cache."""
+    from render.encode.video import _H264, ffmpeg_exe
+
+    size = "x".join(map(str, scene.output.size))
+    encode = [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgra",
+              "-s", size, "-framerate", str(scene.output.fps), "-i", str(raw), "-an", *_H264,
+              "-crf", "18", str(raw.with_name("ffmpeg.mp4"))]
+    _timed(export, env=env)
+    # In turns, and the ratio from each turn's pair: a busy spell of the host then
+    # slows both sides of a pair, instead of all of one side.
+    return [(_timed_cpu(encode), _timed_cpu(export, env=env)) for _ in range(repeats)]
+
+
+@contextmanager
+def _cache_home(folder: str):
+    """XDG_CACHE_HOME (where the settled states are kept) at `folder` while inside;
+    yields the environment for the subprocesses run with it."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = folder
+    try:
+        yield dict(os.environ)
+    finally:
+        if before is None:
+            del os.environ["XDG_CACHE_HOME"]
+        else:
+            os.environ["XDG_CACHE_HOME"] = before
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
 
 
 def export_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
     """Full export of the murmuration against ffmpeg alone encoding the same frames from raw
-    with the same settings (crf 18, preset medium, yuv420p, BT.709), in turns; see
-    `export_rows` for what is reported."""
-    from render.encode.video import _H264, ffmpeg_exe
+    with the same settings, in turns; see `export_rows` for what is reported."""
+    from render.scene import load_scene
 
     size, frames = ("480x270", 60) if quick else ("1920x1080", 600)
     repeats = 1 if quick else repeats
+    scene = load_scene(SCENE, [("output.size", f'"{size}"', "bench")])
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "frames.bgra"
-        _raw_frames(raw, size, frames)
-        encode = [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgra",
-                  "-s", size, "-framerate", "60", "-i", str(raw), "-an", *_H264,
-                  "-crf", "18", str(Path(tmp) / "ffmpeg.mp4")]
+        _raw_frames(raw, scene, frames)
         export = [*CLI, str(SCENE), "-o", str(Path(tmp) / "export.mp4"), "--size", size,
                   "--frames", str(frames), "--quiet"]
-        _timed(export)  # warm the JIT cache and the page cache
-        # In turns, and the ratio from each turn's pair: a busy spell of the host then
-        # slows both sides of a pair, instead of all of one side.
-        pairs = [(_timed_cpu(encode), _timed_cpu(export)) for _ in range(repeats)]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
-    return export_rows(pairs, frames, size, cores)
+        pairs = _turns(raw, scene, export, repeats)
+    return export_rows(pairs, frames, size, _cores())
 
 
-def export_rows(pairs, frames: int, size: str, cores: int) -> list[dict]:
+def export3d_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
+    """Full export of a 20,000-bird scenes/flock3d.toml (its follow camera, dusk sky,
+    optics) against ffmpeg alone on the same frames, as `export_vs_ffmpeg`. The flock
+    settles once, into an empty cache of settled states, while the raw frames are drawn:
+    every timed export reads it back (settling excluded), and its time is reported beside."""
+    from render.scene import load_scene
+
+    size, frames, count, settle = (("480x270", 30, 2_000, 300) if quick
+                                   else ("1920x1080", 300, 20_000, None))
+    repeats = 1 if quick else repeats
+    sets = [("flock.count", str(count))] + \
+        ([] if settle is None else [("scene.settle_steps", str(settle))])
+    scene = load_scene(SCENE3D, [("output.size", f'"{size}"', "bench"),
+                                 *((k, v, "bench") for k, v in sets)])
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "frames.bgra"
+        with _cache_home(tmp) as env:  # the settled states' cache, empty
+            took = _raw_frames(raw, scene, frames)
+        span = flock_span(took["first"])
+        export = [*CLI, str(SCENE3D), "-o", str(Path(tmp) / "export.mp4"), "--size", size,
+                  "--frames", str(frames), "--quiet",
+                  *(a for k, v in sets for a in ("--set", f"{k}={v}"))]
+        pairs = _turns(raw, scene, export, repeats, env)
+    steps = scene.scene.settle_steps
+    name = f"flock3d, {count:,} birds (spanning {span:.0%} of the width)"
+    return [*export_rows(pairs, frames, size, _cores(), name=name, prefix="3D ",
+                         target="≤ 1.6× ffmpeg alone"),
+            result(f"3D settling before frame 0, {count:,} birds, {steps:,} steps "
+                   f"(excluded above: read back from its cache)", took["settling"], "s"),
+            result("3D of the export's own CPU per frame: the simulation's, in process",
+                   took["simulating"], "ms"),
+            result("3D of the export's own CPU per frame: the drawing's (sky, streaks, "
+                   "optics), in process", took["drawing"], "ms")]
+
+
+def flock_span(state) -> float:
+    """The share of the frame's width the middle 95% of a 3D state's birds span."""
+    import numpy as np
+
+    pose = state.pose
+    rel = state.positions - pose.position
+    ahead = rel @ pose.forward > pose.near
+    u = pose.focal * (rel[ahead] @ pose.right) / (rel[ahead] @ pose.forward)
+    lo, hi = np.percentile(u, [2.5, 97.5])
+    return float(hi - lo) / pose.width
+
+
+def export_rows(pairs, frames: int, size: str, cores: int, *, name: str = "murmuration",
+                prefix: str = "", target: str = "≤ 1.15× ffmpeg alone") -> list[dict]:
     """The export's figures from turns of ((wall, CPU) of ffmpeg alone, (wall, CPU) of the
     export), seconds: medians of each side, and the median of each turn's export ÷ ffmpeg
-    alone as the ratio.
+    alone as the ratio; figures named after the scene `name`, each after `prefix`.
 
     And what bounds that ratio on this machine: no run finishes before its CPU time spread
     over all `cores`, so the export's CPU ÷ cores, against ffmpeg alone's wall time, is the
@@ -99,17 +190,16 @@ def export_rows(pairs, frames: int, size: str, cores: int) -> list[dict]:
     ratio = statistics.median(f / a for (a, _), (f, _) in pairs)
     floor = statistics.median(c / cores / a for (a, _), (_, c) in pairs)
     added = statistics.median(1e3 * (c - ac) / frames for (_, ac), (_, c) in pairs)
-    label = f"full export, murmuration, {frames} frames, {size}, crf 18 medium"
-    return [result(f"ffmpeg alone, same {frames} frames from raw", alone, "s"),
-            result(label, full, "s", reference=alone, target="≤ 1.15× ffmpeg alone",
-                   ratio=ratio),
-            result(f"ffmpeg alone, CPU ({alone_cpu / alone:.2f} of {cores} cores busy)",
-                   alone_cpu, "s"),
-            result("full export, CPU of boids-render and its ffmpeg", full_cpu, "s",
+    label = f"{prefix}full export, {name}, {frames} frames, {size}, crf 18 medium"
+    return [result(f"{prefix}ffmpeg alone, same {frames} frames from raw", alone, "s"),
+            result(label, full, "s", reference=alone, target=target, ratio=ratio),
+            result(f"{prefix}ffmpeg alone, CPU ({alone_cpu / alone:.2f} of {cores} cores "
+                   f"busy)", alone_cpu, "s"),
+            result(f"{prefix}full export, CPU of boids-render and its ffmpeg", full_cpu, "s",
                    reference=alone_cpu),
-            result("CPU the export adds to encoding alone, per frame", added, "ms"),
-            result(f"full export's floor: its CPU ÷ {cores} cores, against ffmpeg alone",
-                   full_cpu / cores, "s", reference=alone, ratio=floor,
+            result(f"{prefix}CPU the export adds to encoding alone, per frame", added, "ms"),
+            result(f"{prefix}full export's floor: its CPU ÷ {cores} cores, against ffmpeg "
+                   f"alone", full_cpu / cores, "s", reference=alone, ratio=floor,
                    target="the lowest ratio its work allows here")]
 
 

@@ -142,8 +142,10 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float) -> Estimate:
     d = scene.dimensions
     suffix = Path(output).suffix.lower()
     if suffix == ".npz":
-        disk = frames * (birds * (2 * d + 1) * 8 + 8 + (d * 8 if scene.hawk else 0)) \
-            + birds * 9
+        landing = scene.roost is not None and scene.roost.landing_at is not None
+        disk = frames * (birds * (2 * d + 1) * 8 + 8 + (d * 8 if scene.hawk else 0)
+                         + (1 if scene.hawk and scene.hawk.mode == "hunt" else 0)
+                         + (birds if landing else 0)) + birds * 9
     else:
         per_bird += frames * USD_BYTES_PER_BIRD_FRAME
         per = USDA_BYTES_PER_BIRD_FRAME if suffix == ".usda" else USDC_BYTES_PER_BIRD_FRAME

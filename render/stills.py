@@ -39,15 +39,13 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
                                   tile_size=tile_size).tile
     if not overwrite and output.exists():
         raise UsageError(f"{output}: exists (--no-overwrite)")
-    still = state_at(scene, time, quiet=quiet)
+    # Only the birds drawn, for every way of drawing the still below.
+    still = state_at(scene, time, quiet=quiet).visible(scene)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
     if output.suffix.lower() in (".pdf", ".svg"):
-        from .draw.vector import write_vector
-
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
-        written = write_atomically(output, lambda tmp: write_vector(
-            tmp, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
-            title=title), overwrite=overwrite)
+        written = write_atomically(output, lambda tmp: _vector_still(
+            scene, still, tmp, dpi=dpi, title=title), overwrite=overwrite)
     elif tile_size is not None:
         written = write_atomically(output, lambda tmp: _tiled_still(
             scene, still, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
@@ -86,33 +84,73 @@ def _loop_state(scene: Scene, time: Fraction, *, quiet: bool) -> FrameState:
     return next(itertools.islice(states, int(index), None))
 
 
+def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,
+                  title: str) -> None:
+    """The still as a PDF/SVG page: 2D streak outlines, or 3D depth-sorted streaks over
+    a vector sky."""
+    if still.pose is not None:
+        from .draw3d.frame import write_vector3d
+
+        write_vector3d(path, scene, still.pose, still.positions, still.velocities,
+                       still.bank, still.accent, dpi=dpi, title=title)
+        return
+    from .draw.vector import write_vector
+
+    write_vector(path, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
+                 title=title)
+
+
 def _tiled_still(scene: Scene, still: FrameState, tile: int, path: Path, *, dpi: float,
                  text: dict[str, str]) -> None:
     """Draw the still tile by tile and stream it into the PNG at `path` a band of rows at a
     time: memory holds one band, whatever the poster's size. Tiles are whole-pixel windows
-    onto the same outlines, so the result equals the untiled drawing (tested); each tile
+    onto the same streaks, so the result equals the untiled drawing (tested); each tile
     gets only the streaks that reach it, so a tile costs what it shows."""
-    from .draw.streaks import crop_paths, fill_frame, frame_paths
     from .encode.still import PngStream
 
     width, height = scene.output.size
-    paths = frame_paths(scene, (width, height), *still.drawn(), view=still.view)
+    window = _windows3d(scene, still) if still.pose is not None else _windows2d(scene, still)
     png = PngStream(path, width, height, dpi=dpi, text=text)
-    # cairo rasterises a streak cut by the surface's border a shade differently from one
-    # that runs on: each tile gets an apron, cropped away.
-    a = budget.TILE_APRON
     for y0 in range(0, height, tile):
         rows = min(tile, height - y0)
         band = np.empty((rows, width, 3), np.uint8)
-        in_band = crop_paths(paths, y=(y0 - a, y0 + rows + a))
         for x0 in range(0, width, tile):
             cols = min(tile, width - x0)
-            in_tile = crop_paths(in_band, x=(x0 - a, x0 + cols + a))
-            pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), in_tile,
-                                origin=(x0 - a, y0 - a))
-            band[:, x0:x0 + cols] = pixels[a:a + rows, a:a + cols, 2::-1]
+            band[:, x0:x0 + cols] = window(x0, y0, cols, rows)[:, :, 2::-1]
         png.write_rows(band)
     png.close()
+
+
+def _windows2d(scene: Scene, still: FrameState):
+    """(x, y, w, h) → that window of the 2D still, (h, w, 4) BGRA."""
+    from .draw.streaks import crop_paths, fill_frame, frame_paths
+
+    paths = frame_paths(scene, scene.output.size, *still.drawn(), view=still.view)
+    # cairo rasterises a streak cut by the surface's border a shade differently from one
+    # that runs on: each tile gets an apron, cropped away.
+    a = budget.TILE_APRON
+
+    def window(x0: int, y0: int, cols: int, rows: int) -> np.ndarray:
+        in_band = crop_paths(paths, y=(y0 - a, y0 + rows + a))
+        in_tile = crop_paths(in_band, x=(x0 - a, x0 + cols + a))
+        pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), in_tile,
+                            origin=(x0 - a, y0 - a))
+        return pixels[a:a + rows, a:a + cols]
+
+    return window
+
+
+def _windows3d(scene: Scene, still: FrameState):
+    """(x, y, w, h) → that window of the 3D still, (h, w, 4) BGRA: the streaks projected
+    once for the whole frame, each window composited on its own (no apron needed: the
+    compositor's pixels do not depend on the window)."""
+    from .draw3d.frame import composed, exposures
+
+    layers = exposures(scene, still.pose, still.exposure or ((still.positions,
+                                                              still.velocities),),
+                       still.bank, still.accent)
+    return lambda x0, y0, cols, rows: composed(scene, still.pose, layers,
+                                               (x0, y0, cols, rows))
 
 
 def _supersampled(scene: Scene, still: FrameState) -> np.ndarray:

@@ -173,3 +173,76 @@ def model_of(scene) -> dict:
                  inner=ro.radius * (1 - ro.hysteresis), k_return=ro.return_strength,
                  cap=ro.return_cap)
     return m
+
+
+# --- The hunt's waves and the landing (SPEC §11), from docs/model.md's description. ---
+
+def naive_zig_begin(step, pos, fwd, knn, start, side, hawk, range2, reaction, refractory):
+    """(start, side) after `step`: refractory birds keep theirs; birds within the startle
+    range of hawk (3,) or None begin, turning away; else a bird copies the side of its
+    nearest listed neighbour that began exactly `reaction` steps ago. knn: list of index
+    arrays (nearest first)."""
+    new_start, new_side = start.copy(), side.copy()
+    free = step - start >= refractory
+    startled = np.zeros(len(pos), bool)
+    if hawk is not None:
+        off = pos - np.asarray(hawk)
+        startled = free & ((off ** 2).sum(axis=1) < range2)
+        left = np.column_stack([-fwd[:, 1], fwd[:, 0]])
+        away = np.where((left * off[:, :2]).sum(axis=1) >= 0.0, 1.0, -1.0)
+        new_start[startled], new_side[startled] = step, away[startled]
+    for i in np.flatnonzero(free & ~startled):
+        hits = [j for j in knn[i] if step - start[j] == reaction]
+        if hits:
+            new_start[i], new_side[i] = step, side[hits[0]]
+    return new_start, new_side
+
+
+def naive_zig_accel(step, start, side, fwd, zig, zig_steps):
+    """(n, 3): zig·side·sin(2π e/zig_steps) along the horizontal left for 0 ≤ e < zig_steps."""
+    e = step - start
+    on = (e >= 0) & (e < zig_steps)
+    h = np.hypot(fwd[:, 0], fwd[:, 1])
+    a = np.where(on & (h > 0), zig * side * np.sin(2 * np.pi * e / zig_steps)
+                 / np.where(h > 0, h, 1.0), 0.0)
+    return np.column_stack([-fwd[:, 1] * a, fwd[:, 0] * a, np.zeros(len(e))])
+
+
+def naive_landing(step, pos, fwd, peel, state, roost, radius, slope, strength, low=0.5,
+                  scale=10.0, steepest=1.5, climb=0.5):
+    """(new state, landing steering (n, 3)): flying → landing at the peel step, landing →
+    landed below `low` m within radius of roost (x, y); the steering strength·(d − fwd),
+    d the unit vector toward the roost descending at slope (beyond the radius) plus the
+    height over the funnel slope·max(h − radius, 0) over `scale`, within [−climb,
+    steepest]; straight down over the roost itself."""
+    state = state.copy()
+    state[(state == 0) & (step >= peel)] = 1
+    dx, dy = roost[0] - pos[:, 0], roost[1] - pos[:, 1]
+    h = np.hypot(dx, dy)
+    state[(state == 1) & (pos[:, 2] < low) & (h < radius)] = 2
+    funnel = slope * np.maximum(h - radius, 0.0)
+    down = np.clip(np.where(h > radius, slope, 0.0) + (pos[:, 2] - funnel) / scale,
+                   -climb, steepest)
+    safe = np.where(h > 0, h, 1.0)
+    d = np.where((h > 0)[:, None], np.column_stack([dx / safe, dy / safe, -down]),
+                 (0.0, 0.0, -1.0))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    return state, strength * (d - fwd)
+
+
+def naive_border_ratio(points, nn_median, inside, depth, ball):
+    """The issue's estimator with a given hull (inside(x) → bool (m,), depth (n,)):
+    outer 10% by depth against inner 50%; density = others within R = 3·nn_median over
+    the ball's volume inside the hull (Monte Carlo over `ball`, unit-ball points)."""
+    order = np.argsort(depth, kind="stable")
+    n = len(points)
+    r = 3.0 * nn_median
+    groups = order[:max(1, n // 10)], order[n // 2:]
+    dens = []
+    for g in groups:
+        d2 = ((points[g, None] - points[None]) ** 2).sum(axis=2)
+        count = (d2 <= r * r).sum(axis=1) - 1
+        vol = np.array([inside(points[i] + r * ball).mean() for i in g]) \
+            * 4 / 3 * np.pi * r ** 3
+        dens.append(np.median(count / vol))
+    return dens[0] / dens[1]

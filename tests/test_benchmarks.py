@@ -29,7 +29,9 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
                    "Dask LocalCluster", "machine busy with other work during the export",
                    "full export's floor", "plain x264 crf 23 preset slow",
                    "--quality web, H.264", "--quality web, AV1", "3D topological k=7",
-                   "3D cost per bird-step", "3D log-log slope"):
+                   "3D cost per bird-step", "3D log-log slope", "3D full export, flock3d",
+                   "3D ffmpeg alone", "3D settling before frame 0",
+                   "3D of the export's own CPU per frame"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()
@@ -39,6 +41,7 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
     ratios = {row.split("|")[1].split(",")[0].split(":")[0].strip():
               float(row.split("|")[4].strip(" ×")) for row in rows if "full export" in row}
     assert ratios["full export's floor"] <= 1.02 * ratios["full export"], ratios
+    assert ratios["3D full export's floor"] <= 1.02 * ratios["3D full export"], ratios
 
 def _run_module():
     """benchmarks/run, a script without a .py suffix, imported."""
@@ -83,3 +86,12 @@ def test_export_rows_from_hand_worked_turns():
     floor = row("full export's floor")
     assert floor["value"] == 32.0 and floor["ratio"] == 63.0 / 2 / 28.0
     assert row("CPU the export adds")["value"] == 1e3 * 11.0 / 600
+
+
+def test_results_say_which_sections_ran_and_what_is_left():
+    run = _run_module()
+    row = {"figure": "x", "value": 1.0, "unit": "ms"}
+    whole = run.report([row], False, list(run.SECTIONS), 0)
+    assert "Partial" not in whole and "Sections:" not in whole and "| x | 1 ms |" in whole
+    cut = run.report([row], False, ["sim", "sim3d"], 1)
+    assert "Sections: sim, sim3d." in cut and "Partial: 1 section(s) still to run." in cut

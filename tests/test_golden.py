@@ -19,7 +19,7 @@ import imageio_ffmpeg
 import pytest
 from PIL import Image
 
-from conftest import SCENES
+from conftest import SCENES, SMALLER
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def compare(case: str, value) -> None:
 def test_png_frames_of_every_shipped_scene(cli, tmp_path, name, size, frames):
     out = tmp_path / "frames"
     r = cli(SCENES / f"{name}.toml", "-o", f"{out}/", "--size", size, "--frames", frames,
-            "--quiet")
+            "--quiet", *SMALLER.get(name, ()))
     assert r.code == 0, r.err
     compare(f"frames/{name}/{size}/{frames}", decoded(frames_in(out)))
 
@@ -110,7 +110,8 @@ def test_render_on_a_local_cluster(cli, tmp_path):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_stats(cli, tmp_path, name):
     out = tmp_path / "stats.csv"
-    r = cli(SCENES / f"{name}.toml", "--stats", out, "--frames", "200", "--quiet")
+    r = cli(SCENES / f"{name}.toml", "--stats", out, "--frames", "200", "--quiet",
+            *SMALLER.get(name, ()))
     assert r.code == 0, r.err
     rows = out.read_text().splitlines()
     compare(f"stats/{name}", [len(rows), hashlib.sha256(out.read_bytes()).hexdigest()])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from naive3d import State3, model_of, naive_noise, naive_step3
+from naive_neighbours import k_nearest_visible
 from render.scene.load import build_scene
 from render.sim import flight, noise
 from render.sim.simulate import Simulation
@@ -201,3 +202,22 @@ def test_settling_shows_progress_on_stderr_only_when_asked(capsys):
     assert "settling" in capsys.readouterr().err
     Simulation(scene, progress=False, cache=False)
     assert "settling" not in capsys.readouterr().err
+
+
+def test_candidates_are_the_birds_whose_distance_the_search_computed():
+    """Every bird nearer than a bird's k-th neighbour (seen or behind it) must have been
+    tested, so the count is at least that many; and the grid tests far fewer than all."""
+    sim = Simulation(scene3(n=1500), cache=False)
+    for _ in range(3):
+        sim.advance()
+    snap = sim.advance()
+    pos = snap.positions
+    d2 = ((pos[:, None, :] - pos[None, :, :]) ** 2).sum(axis=2)
+    np.fill_diagonal(d2, np.inf)
+    _, found_d2, count = k_nearest_visible(pos, snap.velocities, 7, blind_angle=90.0)
+    kth = found_d2[np.arange(len(pos)), count - 1]
+    nearer = (d2 <= kth[:, None]).sum(axis=1)
+    assert (snap.neighbours == count).all()
+    assert (snap.candidates >= nearer).all()
+    assert (snap.candidates > snap.neighbours).mean() > 0.9  # the blind ones were tested too
+    assert snap.candidates.mean() < 0.2 * len(pos)

@@ -18,7 +18,8 @@ from .surface import world_to_pixels
 View = tuple[float, float, float, float]
 
 
-def _ease(u: float, easing: str) -> float:
+def ease(u: float, easing: str) -> float:
+    """Keyframe progress u ∈ [0, 1] eased: linear, or smoothstep (ease-in-out)."""
     return u if easing == "linear" else u * u * (3.0 - 2.0 * u)  # smoothstep
 
 
@@ -40,7 +41,7 @@ def view_at(scene: Scene, time_s: float, followed: tuple[float, float] | None) -
             _, x, y, width, rotation = keys[-1]
         else:
             a, b = keys[i - 1], keys[i]
-            u = _ease((time_s - a[0]) / (b[0] - a[0]), cam.easing)
+            u = ease((time_s - a[0]) / (b[0] - a[0]), cam.easing)
             _, x, y, width, rotation = a + u * (b - a)
     if width is None:  # the whole world fits, as without a camera
         aspect_w = scene.output.size[0] / scene.output.size[1]

@@ -139,7 +139,10 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
     if Path(output).suffix.lower() == ".npz":
         from .npz import NpzWriter
 
-        return NpzWriter(output, hawk=scene.hawk is not None, **options)
+        landing = scene.roost is not None and scene.roost.landing_at is not None
+        hunt = scene.hawk is not None and scene.hawk.mode == "hunt"
+        return NpzWriter(output, hawk=scene.hawk is not None, attack=hunt, landed=landing,
+                         **options)
     from .usd import UsdWriter
 
     return UsdWriter(output, width=scene.render.width_max, **options)

@@ -86,13 +86,15 @@ class NpzWriter:
     into place when every frame is in). Members: positions, velocities (frames, n, d)
     float64; bank (frames, n) float64 radians; ids (n,) int64; accent (n,) bool; time
     (frames,) float64 s; fps 0-d unicode; with `hawk`, hawk (frames, d) float64, NaN while
-    it is not out."""
+    it is not out; with `attack` (a hunting hawk), attack (frames,) bool; with `landed`, landed (frames, n) bool."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
-                 hawk: bool = False, overwrite: bool = True):
+                 hawk: bool = False, attack: bool = False, landed: bool = False,
+                 overwrite: bool = True):
         self.path = Path(path)
         self.fps, self.frames, self.first = fps, frames, first
-        self.hawk, self.overwrite = hawk, overwrite
+        self.hawk, self.attack, self.landed = hawk, attack, landed
+        self.overwrite = overwrite
         self.fps_text = np.array(str(fps))  # "30" or "24000/1001": exact, as --fps takes it
         self.written = 0
         self.members: dict[str, _Member] = {}
@@ -119,6 +121,10 @@ class NpzWriter:
                 "velocities": state.velocities, "bank": bank}
         if self.hawk:
             rows["hawk"] = np.full(d, np.nan) if state.hawk is None else state.hawk
+        if self.attack:
+            rows["attack"] = np.bool_(state.attack)
+        if self.landed:
+            rows["landed"] = np.zeros(n, bool) if state.landed is None else state.landed
         for name, values in rows.items():
             member = self.members[name]
             self._append(member, np.ascontiguousarray(values, dtype=member.dtype),
@@ -136,6 +142,10 @@ class NpzWriter:
                   "bank": (f8, (f, n))}
         if self.hawk:
             shapes["hawk"] = (f8, (f, d))
+        if self.attack:
+            shapes["attack"] = (np.bool_, (f,))
+        if self.landed:
+            shapes["landed"] = (np.bool_, (f, n))
         offset = 0
         for name, (dtype, shape) in shapes.items():
             member = _Member(name, np.dtype(dtype), shape, offset)

@@ -26,3 +26,15 @@ def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, 
     if isinstance(default, (list, dict)):
         raise TypeError("scene defaults must be immutable")
     return field(default=default, metadata=meta)
+
+
+def easing_setting():
+    """A camera's easing between keyframes (2D and 3D cameras alike)."""
+    return setting("ease-in-out", "Between keyframes.", kind="choice",
+                   choices=("linear", "ease-in-out"))
+
+
+def follow_time_setting():
+    """A camera follow's smoothing time (2D and 3D cameras alike)."""
+    return setting(1.5, "Follow's smoothing time: the spring's 1/ω.", unit="s", lo=0,
+                   lo_open=True)

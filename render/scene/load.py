@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SceneError
-from .schema import (MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D, SECTIONS_3D, Scene,
-                     bird_estimate)
+from .checks3d import check_hunt_and_landing
+from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
+                     SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
+from .schema3d import PALETTE_3D_KEYS, keyframes
 from .values import convert, show, suggest
 
 
@@ -94,8 +96,14 @@ def build_scene(raw: dict, path: str = "<scene>",
     if world.get("dimensions") == 3 and "boundary" not in world:
         world["boundary"] = "none"  # the sky is open: a 3D world's only boundary
 
+    three = world.get("dimensions") == 3
     values: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
+        if three:
+            cls = SECTIONS_3D_CLASSES.get(name, cls)
+        elif name in ALWAYS_3D:
+            values[name] = None  # a 2D scene that names it is refused below
+            continue
         if name in OPTIONAL_SECTIONS and name not in merged:
             values[name] = None
             continue
@@ -181,6 +189,9 @@ def _check_relations(values, merged, path, sources, rejected, problems):
 
     flock, world = values["flock"], values["world"]
     _check_dimensions(values, merged, where, usable, problems)
+    check_hunt_and_landing(values, merged, where, usable, problems)
+    if world.dimensions == 3 and values["camera"] is not None:
+        _check_camera3d(values, where, usable, problems)
     output = values["output"]
     if output.loop and usable("output.loop", "output.crossfade", "output.fps",
                               "output.frames", "scene.duration"):
@@ -231,6 +242,11 @@ def _check_dimensions(values, merged, where, usable, problems):
             kind = "3D-only" if not three else "2D-only"
             problems.append(f"{where(name)}: [{name}] is {kind}: expected world.dimensions = "
                             f"{3 if not three else 2}, got {world.dimensions}")
+    if not three:
+        for key in PALETTE_3D_KEYS:
+            if key in merged.get("palette", {}):
+                problems.append(f"{where('palette.' + key)}: a 3D-only key: "
+                                f"expected world.dimensions = 3, got {world.dimensions}")
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")
@@ -251,6 +267,42 @@ def _check_dimensions(values, merged, where, usable, problems):
         if rules.topological_count >= birds:
             problems.append(f"{where('rules.topological_count')}: expected k below the "
                             f"flock size ({birds:,.0f} birds), got {rules.topological_count}")
+
+
+def _check_camera3d(values, where, usable, problems):
+    """A pinhole that can see: above the ground, looking somewhere, with an up that is not
+    the view's own direction, at every keyframe (defaults filled in from the roost). A
+    followed centroid is checked as the camera flies."""
+    camera = values["camera"]
+    name = "camera.path" if camera.path is not None else "camera.position"
+    if camera.fov >= 180.0 and usable("camera.fov"):
+        problems.append(f"{where('camera.fov')}: expected a field of view in (0, 180) "
+                        f"degrees, got {show(camera.fov)}")
+    if not usable(name, "camera.look_at", "camera.up", "roost", "world"):
+        return
+    for key in keyframes(camera, values["world"], values["roost"]):
+        at = f" (keyframe t = {show(key[0])})" if camera.path is not None else ""
+        if key[3] < 0.0:
+            problems.append(f"{where(name)}: the camera is below the ground{at}: expected "
+                            f"z ≥ 0 m, got {show(key[3])}")
+        if camera.follow == "centroid":
+            continue
+        view = [b - a for a, b in zip(key[1:4], key[4:7])]
+        if math.hypot(*view) < 1e-6:
+            problems.append(f"{where('camera.look_at')}: the camera looks at its own "
+                            f"position{at}: expected look_at ≠ position, got "
+                            f"{list(key[4:7])} for both")
+            continue
+        if parallel(camera.up, view):
+            problems.append(f"{where('camera.up')}: expected an up vector not parallel to "
+                            f"the view direction {[round(c, 6) for c in view]}{at}, got "
+                            f"{list(camera.up)}")
+
+
+def parallel(a, b) -> bool:
+    """Whether 3-vectors a and b (b nonzero) are parallel (a zero a counts as parallel)."""
+    cross = (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+    return math.hypot(*cross) <= 1e-9 * math.hypot(*a) * math.hypot(*b)
 
 
 def describe(scene: Scene) -> str:

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .fields import MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, setting
-from .schema3d import FlightSettings, RoostSettings
+from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
+                     follow_time_setting, setting)
+from .schema3d import (PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings, Camera3DSettings,
+                       FlightSettings, RoostSettings)
 
 
 @dataclass(frozen=True)
@@ -169,14 +171,20 @@ class ContainmentSettings:
 
 @dataclass(frozen=True)
 class HawkSettings:
-    """A repulsor flying straight chords through the flock, one pass per period."""
+    """The hawk. 2D (`mode = "chord"`): a repulsor flying straight chords through the
+    flock, one pass per period. 3D (`mode = "hunt"`, SPEC §11): a hawk that pursues, dives,
+    misses, climbs away and attacks again; birds within `radius` turn away and zig."""
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
-    period: float = setting(10.33, "Time between the starts of two passes.", unit="s",
+    mode: str = setting("chord", "chord: straight passes (2D only); hunt: pursue, dive, "
+                        "climb away, again (3D only).", kind="choice", choices=("chord", "hunt"))
+    period: float = setting(10.33, "Time between the starts of two passes (hunt: the "
+                            "shortest time between two dives).", unit="s",
                             lo=0, lo_open=True)
     duration: float = setting(4.3, "Time the hawk is out on each pass (≤ period).", unit="s",
                               lo=0, lo_open=True)
-    start: float = setting(1.0, "Time the first pass starts.", unit="s")
+    start: float = setting(1.0, "Time the first pass starts (hunt: the pursuit).",
+                           unit="s")
     bearing: float = setting(20.0, "Direction of the first chord; each pass adds the golden "
                              "angle (≈137.5°).", unit="degrees")
     speed: float = setting(3.0, "The hawk's speed: each pass is a chord of length "
@@ -185,8 +193,29 @@ class HawkSettings:
     radius: float = setting(13.3, "Reach of the hawk's repulsion.", unit="world units",
                             lo=0, lo_open=True)
     strength: float = setting(160.0, "Repulsion at the hawk's centre: "
-                              "strength·(1 − d/radius)² for d < radius.",
+                              "strength·(1 − d/radius)² for d < radius (hunt: the "
+                              "startled birds' turn away, strength·(1 − d/radius)).",
                               unit="world units/s²", lo=0)
+    dive_speed: float = setting(30.0, "hunt: the hawk's speed in a dive.", unit="m/s", lo=0,
+                                lo_open=True)
+    turn_rate: float = setting(90.0, "hunt: the fastest the hawk's heading turns.",
+                               unit="degrees/s", lo=0, lo_open=True)
+    dive_height: float = setting(30.0, "hunt: how far above its target the hawk starts "
+                                 "a dive.", unit="m", lo=0, lo_open=True)
+    climb_time: float = setting(4.0, "hunt: how long the hawk climbs away after a miss.",
+                                unit="s", lo=0, lo_open=True)
+    target: str = setting("alternate", "hunt: what each attack aims at: the densest bird, "
+                          "a bird at the flock's edge, or each in turn.", kind="choice",
+                          choices=("alternate", "dense", "edge"))
+    zig: float = setting(12.0, "hunt: the lateral acceleration of a zig (a quick roll "
+                         "sideways and back).", unit="m/s²", lo=0)
+    zig_time: float = setting(0.5, "hunt: how long a zig lasts.", unit="s", lo=0,
+                              lo_open=True)
+    reaction_time: float = setting(0.076, "hunt: the delay before a bird copies a zig "
+                                   "among its k nearest (Hemelrijk et al. 2015).", unit="s",
+                                   lo=0, lo_open=True)
+    refractory: float = setting(3.0, "hunt: a bird that has zigged does not zig again for "
+                                "this long (so the waves do not echo).", unit="s", lo=0)
 
 
 @dataclass(frozen=True)
@@ -206,28 +235,62 @@ class CameraSettings:
         None, "Keyframes [[t, x, y, width, rotation], …], eased between, held outside; "
         "override centre, width and rotation.", kind="path5", unit="s, world units, deg",
         optional=True)
-    easing: str = setting("ease-in-out", "Between keyframes.", kind="choice",
-                          choices=("linear", "ease-in-out"))
+    easing: str = easing_setting()
     follow: str = setting("none", "centroid: the centre glides after the flock's centroid, "
                           "critically damped (open worlds only).", kind="choice",
                           choices=("none", "centroid"))
-    follow_time: float = setting(1.5, "Follow's smoothing time: the spring's 1/ω.",
-                                 unit="s", lo=0, lo_open=True)
+    follow_time: float = follow_time_setting()
 
 
 @dataclass(frozen=True)
 class PaletteSettings:
     """The colours: a built-in theme, each colour overridable."""
 
-    theme: str = setting("light", "Built-in colours.", kind="choice", choices=("light", "dark"))
-    background: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
-    ink: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+    theme: str = setting("light", "Built-in colours (dusk: near-black birds against a "
+                         "sunset, with a treeline in 3D).", kind="choice",
+                         choices=("light", "dark", "dusk"))
+    background: str | None = setting(None, "Override, #RRGGBB (3D: a flat sky unless sky "
+                                     "is given).", kind="color", optional=True)
+    ink: str | None = setting(None, "Override, #RRGGBB (3D: the birds, unless bird is "
+                              "given).", kind="color", optional=True)
     accent: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
+    sky: tuple[tuple[float, str], ...] | None = setting(
+        None, "3D: the sky's colour stops [[elevation, \"#RRGGBB\"], …] by elevation angle "
+        "seen from the camera, increasing, interpolated in linear light and held beyond "
+        "the first and last; default the theme's.", kind="stops", unit="degrees",
+        optional=True)
+    ground: str | None = setting(None, "3D: the ground below the horizon, hazed toward the "
+                                 "horizon's colour with distance; default the theme's.",
+                                 kind="color", optional=True)
+    bird: str | None = setting(None, "3D: the birds' colour; default the theme's (dusk: "
+                               "albedo 0.07 lit from below, near black).", kind="color",
+                               optional=True)
+    sun: tuple[float, float] | None = setting(
+        None, "3D: where the sun is [azimuth, elevation], azimuth counter-clockwise from "
+        "+x; default the theme's (dusk: 1.5° below the horizon; light, dark: none).",
+        kind="angles", unit="degrees", optional=True)
+    sun_colour: str | None = setting(None, "3D: the sun glow's colour, added to the sky.",
+                                     kind="color", optional=True)
+    sun_glow: float | None = setting(None, "3D: the glow's radius around the sun (0: no "
+                                     "glow); default 14 (dusk), 10.", unit="degrees", lo=0,
+                                     hi=180, optional=True)
+    treeline: str | None = setting(None, "3D: a silhouette along the horizon; default the "
+                                   "theme's (dusk: trees).", kind="choice",
+                                   choices=("none", "trees", "reeds"), optional=True)
+    treeline_colour: str | None = setting(None, "3D: the silhouette's colour before haze.",
+                                          kind="color", optional=True)
+    treeline_distance: float | None = setting(None, "3D: how far the treeline stands from "
+                                              "the camera; default 600.", unit="m", lo=0,
+                                              lo_open=True, optional=True)
+    treeline_height: float | None = setting(None, "3D: its tallest trees or reeds; default "
+                                            "15.", unit="m", lo=0, lo_open=True,
+                                            optional=True)
 
 
 THEMES = {
     "light": {"background": "#E7E2D5", "ink": "#2848CD", "accent": "#BE441C"},
     "dark": {"background": "#0B0D12", "ink": "#96B4FF", "accent": "#FF7854"},
+    "dusk": {"background": "#E59C6A", "ink": "#151318", "accent": "#6B2A1A"},
 }
 
 
@@ -286,6 +349,8 @@ SECTIONS: dict[str, type] = {
     "rules": RulesSettings,
     "flight": FlightSettings,
     "roost": RoostSettings,
+    "bird": BirdSettings,
+    "atmosphere": AtmosphereSettings,
     "attractor": AttractorSettings,
     "field": FieldSettings,
     "containment": ContainmentSettings,
@@ -296,10 +361,16 @@ SECTIONS: dict[str, type] = {
     "output": OutputSettings,
 }
 # Forces that are on when their section is present (and `enabled` is not false).
-OPTIONAL_SECTIONS = {"flight", "roost", "attractor", "field", "containment", "hawk", "camera"}
+OPTIONAL_SECTIONS = {"flight", "roost", "atmosphere", "attractor", "field", "containment", "hawk",
+                     "camera"}
 # Sections only a 3D world reads, and the 2D forces a 3D world does not have (yet).
-SECTIONS_3D = ("flight", "roost")
-SECTIONS_2D = ("attractor", "field", "containment", "hawk")
+SECTIONS_3D = ("flight", "roost", "atmosphere", "bird")
+# A 3D world reads these sections with its own keys (a 2D camera's centre and zoom mean
+# nothing to a pinhole).
+SECTIONS_3D_CLASSES: dict[str, type] = {"camera": Camera3DSettings}
+# Built in 3D whether present or not (defaults); None in 2D.
+ALWAYS_3D = ("bird",)
+SECTIONS_2D = ("attractor", "field", "containment")
 
 
 @dataclass(frozen=True)
@@ -312,11 +383,13 @@ class Scene:
     rules: RulesSettings
     flight: FlightSettings | None
     roost: RoostSettings | None
+    bird: BirdSettings | None
+    atmosphere: AtmosphereSettings | None
     attractor: AttractorSettings | None
     field: FieldSettings | None
     containment: ContainmentSettings | None
     hawk: HawkSettings | None
-    camera: CameraSettings | None
+    camera: CameraSettings | Camera3DSettings | None
     palette: PaletteSettings
     render: RenderSettings
     output: OutputSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fields import setting
+from .fields import easing_setting, follow_time_setting, setting
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,24 @@ class FlightSettings:
 
 
 @dataclass(frozen=True)
+class AtmosphereSettings:
+    """3D only: haze (SPEC §10). A bird, the treeline or the ground at distance d keeps
+    0.05^(d/V) of its contrast against the sky; the rest is the sky's colour (under
+    --transparent, the rest is transparency). Without this section nothing is hazed."""
+
+    enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
+    visibility: float = setting(10_000.0, "V, the distance at which contrast falls to 5% "
+                                "(3% lost over 100 m at 10 km).", unit="m", lo=0,
+                                lo_open=True)
+
+
+# [palette] keys only a 3D scene reads (the sky, sun, treeline and birds seen through the
+# camera); a 2D scene giving one is refused, as it is a 3D-only section.
+PALETTE_3D_KEYS = ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
+                   "treeline_colour", "treeline_distance", "treeline_height")
+
+
+@dataclass(frozen=True)
 class RoostSettings:
     """3D only: the roost on the ground that holds the flock over it (SPEC §9)."""
 
@@ -50,3 +68,89 @@ class RoostSettings:
                                      "radius (StarDisplay's 0.01 N/m on 0.08 kg).",
                                      unit="1/s²", lo=0)
     return_cap: float = setting(1.5, "Cap on that sideways steering.", unit="m/s²", lo=0)
+    landing_at: float | None = setting(None, "The finale: from this time (after settling) "
+                                       "the birds peel off and land in the roost.",
+                                       unit="s", optional=True)
+    landing_spread: float = setting(20.0, "Birds peel off over this long, one by one.",
+                                    unit="s", lo=0)
+    landing_radius: float = setting(15.0, "Radius of the reed bed they land in.", unit="m",
+                                    lo=0, lo_open=True)
+    landing_slope: float = setting(0.6, "The funnel: a landing bird descends toward "
+                                   "slope × its horizontal distance beyond the reed bed.",
+                                   lo=0, lo_open=True)
+    landing_strength: float = setting(6.0, "The landing's steering toward the roost and "
+                                      "down the funnel.", unit="m/s²", lo=0, lo_open=True)
+    landed: str = setting("ground", "How landed birds are drawn: where they landed, on the "
+                          "ground, or hidden.", kind="choice", choices=("ground", "hidden"))
+
+
+# The default 3D camera: a viewer standing this far from the roost (on its −y side),
+# eyes this high, looking at the flock's preferred altitude over the roost.
+VIEWER_DISTANCE_M = 300.0
+EYE_HEIGHT_M = 1.7
+
+
+@dataclass(frozen=True)
+class Camera3DSettings:
+    """3D: a pinhole camera (SPEC §10). Focal length f = (h/2)/tan(fov/2) px. Default: a
+    viewer on the ground 300 m from the roost, eyes 1.7 m up, looking at the flock's
+    altitude over the roost."""
+
+    enabled: bool = setting(True, "Set false to use the default camera.", kind="bool")
+    position: tuple[float, float, float] | None = setting(
+        None, "The pinhole [x, y, z] (z ≥ 0: on or above the ground); default 300 m from "
+        "the roost at eye height 1.7 m.", kind="point3", unit="m", optional=True)
+    look_at: tuple[float, float, float] | None = setting(
+        None, "The point at the frame's centre [x, y, z]; default the roost at the "
+        "preferred altitude.", kind="point3", unit="m", optional=True)
+    up: tuple[float, float, float] = setting(
+        (0.0, 0.0, 1.0), "Which way is up on screen [x, y, z] (not along the view).",
+        kind="point3")
+    fov: float = setting(30.0, "Vertical field of view, in (0, 180).", unit="degrees",
+                         lo=0, lo_open=True, hi=180)
+    near: float = setting(0.1, "Near plane: what is closer along the view is clipped.",
+                          unit="m", lo=0, lo_open=True)
+    path: tuple[tuple[float, ...], ...] | None = setting(
+        None, "Keyframes [[t, x, y, z, look_x, look_y, look_z, fov], …], eased between, "
+        "held outside; override position, look_at and fov.", kind="path8",
+        unit="s, m, m, degrees", optional=True)
+    easing: str = easing_setting()
+    follow: str = setting("none", "centroid: the camera looks at the flock's centroid, "
+                          "critically damped (overrides look_at).", kind="choice",
+                          choices=("none", "centroid"))
+    follow_time: float = follow_time_setting()
+
+
+@dataclass(frozen=True)
+class BirdSettings:
+    """3D: the bird's body as the camera sees it (SPEC §10); defaults a starling's."""
+
+    wingspan: float = setting(0.4, "Tip to tip: the streak's width on screen.", unit="m",
+                              lo=0, lo_open=True)
+    body_length: float = setting(0.2, "Bill to tail: the streak's length before the "
+                                 "shutter adds the distance flown.", unit="m", lo=0,
+                                 lo_open=True)
+    wing_area: float = setting(0.019, "Both wings, seen face-on.", unit="m²", lo=0)
+    body_area: float = setting(0.01, "The body's silhouette (all a bird shows edge-on).",
+                               unit="m²", lo=0)
+
+
+def default_points(world, roost) -> tuple[tuple[float, float, float],
+                                          tuple[float, float, float]]:
+    """The default camera's (position, look_at), m: VIEWER_DISTANCE_M from the roost on
+    its −y side at eye height, looking at the preferred altitude over the roost (the
+    world's centre at 50 m without a [roost])."""
+    x, y = (roost.position if roost is not None and roost.position is not None
+            else (0.5 * world.width, 0.5 * world.height))
+    altitude = roost.altitude if roost is not None else RoostSettings.altitude
+    return (x, y - VIEWER_DISTANCE_M, EYE_HEIGHT_M), (x, y, altitude)
+
+
+def keyframes(camera: Camera3DSettings | None, world, roost) -> tuple[tuple[float, ...], ...]:
+    """The camera's keyframes (t, x, y, z, look_x, look_y, look_z, fov) with the defaults
+    filled in: its path, or one key (t = 0) of its position, look_at and fov."""
+    camera = camera or Camera3DSettings()
+    if camera.path is not None:
+        return camera.path
+    position, look_at = default_points(world, roost)
+    return ((0.0, *(camera.position or position), *(camera.look_at or look_at), camera.fov),)

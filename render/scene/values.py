@@ -100,6 +100,22 @@ def parse_fps(value) -> Fraction:
     return fps
 
 
+def _stops(value, meta) -> tuple[tuple[float, str], ...]:
+    """[[elevation °, "#RRGGBB"], …], elevations increasing within [-90, 90]."""
+    if not (isinstance(value, list) and value and all(
+            isinstance(s, list) and len(s) == 2 and isinstance(s[1], str) for s in value)):
+        raise ValueError(f"expected colour stops [[elevation, \"#RRGGBB\"], …], "
+                         f"got {show(value)}")
+    stops = []
+    for elevation, colour in value:
+        elevation = _number(elevation, dict(meta, lo=-90.0, hi=90.0, lo_open=False), False)
+        stops.append((elevation, convert(colour, dict(meta, kind="color"))))
+    if any(b[0] <= a[0] for a, b in zip(stops, stops[1:])):
+        angles = ", ".join(show(s[0]) for s in stops)
+        raise ValueError(f"expected elevations in increasing order, got {angles}")
+    return tuple(stops)
+
+
 def convert(value, meta):
     """`value` as the type its field's `setting()` metadata names; ValueError if it is not one."""
     kind = meta["kind"]
@@ -125,6 +141,15 @@ def convert(value, meta):
         if not (isinstance(value, str) and _COLOR.match(value)):
             raise ValueError(f"expected a colour \"#RRGGBB\", got {show(value)}")
         return value.upper()
+    if kind == "stops":
+        return _stops(value, meta)
+    if kind == "angles":
+        if not (isinstance(value, list) and len(value) == 2):
+            raise ValueError(f"expected [azimuth, elevation] in degrees, got {show(value)}")
+        azimuth, elevation = (_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+        if not -90.0 <= elevation <= 90.0:
+            raise ValueError(f"expected an elevation in [-90, 90] degrees, got {show(value)}")
+        return azimuth, elevation
     if kind == "size":
         return parse_size(value)
     if kind == "fps":
@@ -133,6 +158,12 @@ def convert(value, meta):
         if not (isinstance(value, list) and len(value) == 2):
             raise ValueError(f"expected a point [x, y], got {show(value)}")
         return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "point3":
+        if not (isinstance(value, list) and len(value) == 3):
+            raise ValueError(f"expected a point [x, y, z], got {show(value)}")
+        return tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in value)
+    if kind == "path8":
+        return _keyframes3d(value, meta)
     if kind == "path5":
         if not (isinstance(value, list) and value
                 and all(isinstance(k, list) and len(k) == 5 for k in value)):
@@ -144,14 +175,29 @@ def convert(value, meta):
             raise ValueError("expected keyframe times in increasing order and widths > 0")
         return keys
     if kind == "path":
-        if not (isinstance(value, list) and value
-                and all(isinstance(k, list) and len(k) == 3 for k in value)):
-            raise ValueError(f"expected keyframes [[t, x, y], …], got {show(value)}")
-        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
-                     for k in value)
-        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
-            times = ", ".join(show(k[0]) for k in keys)
-            raise ValueError(f"expected keyframe times in increasing order, got {times}")
-        return keys
+        return _keyframes(value, meta, 3, "[[t, x, y], …]")
     raise AssertionError(f"unknown setting kind {kind}")
 
+
+def _keyframes(value, meta, columns: int, shape: str) -> tuple[tuple[float, ...], ...]:
+    """Keyframes of `columns` numbers each (spelled `shape` in messages), times
+    increasing."""
+    if not (isinstance(value, list) and value
+            and all(isinstance(k, list) and len(k) == columns for k in value)):
+        raise ValueError(f"expected keyframes {shape}, got {show(value)}")
+    keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
+                 for k in value)
+    if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
+        times = ", ".join(show(k[0]) for k in keys)
+        raise ValueError(f"expected keyframe times in increasing order, got {times}")
+    return keys
+
+
+def _keyframes3d(value, meta) -> tuple[tuple[float, ...], ...]:
+    """[[t, x, y, z, look_x, look_y, look_z, fov], …]: times increasing, fov in (0, 180)."""
+    keys = _keyframes(value, meta, 8, "[[t, x, y, z, look_x, look_y, look_z, fov], …]")
+    bad = [k[7] for k in keys if not 0.0 < k[7] < 180.0]
+    if bad:
+        raise ValueError(f"expected each keyframe's fov in (0, 180) degrees, got "
+                         f"{show(bad[0])}")
+    return keys

@@ -60,7 +60,7 @@ def measure(snap: Snapshot, scene: Scene) -> dict[str, float]:
     if scene.dimensions == 3:
         from .diagnostics3d import measure3
 
-        return measure3(snap)
+        return measure3(snap, scene)
     s = spacing(scene)
     unit = unit_headings(snap.velocities)
     moving = np.any(unit != 0.0, axis=1)

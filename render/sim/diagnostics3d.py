@@ -18,7 +18,15 @@ COLUMNS3 = ("frame", "time_s", "global_polarisation", "nearest_median_m",
             "extent_major_m", "extent_middle_m", "extent_minor_m", "minor_axis_vertical_deg",
             "speed_p10", "speed_p50", "speed_p90", "bank_p10_deg", "bank_p50_deg",
             "bank_p90_deg", "altitude_p10", "altitude_p50", "altitude_p90",
-            "neighbours_mean", "candidates_mean")
+            "neighbours_mean", "candidates_mean", "proportion_middle", "proportion_longest",
+            "border_ratio", "cluster_share", "correlation_length_m", "largest_distance_m",
+            "attack", "attacks_done", "last_wave_speed_mps", "last_startled_share",
+            "landed_share")
+
+# The costly measures are taken on the states every SHAPE_EVERY s (the correlation
+# length every CORRELATION_EVERY s) of simulated time, NaN (JSON null) in between.
+SHAPE_EVERY = 0.5
+CORRELATION_EVERY = 2.0
 
 
 def nearest_distances(pos: np.ndarray) -> np.ndarray:
@@ -39,8 +47,9 @@ def shape(pos: np.ndarray) -> tuple[float, float, float, float]:
     return float(semi[2]), float(semi[1]), float(semi[0]), angle
 
 
-def measure3(snap) -> dict[str, float]:
-    """Diagnostics of one 3D state (a Snapshot with its bank)."""
+def measure3(snap, scene=None) -> dict[str, float]:
+    """Diagnostics of one 3D state (a Snapshot with its bank) of `scene` (its step sets
+    which costly measures are taken, see SHAPE_EVERY)."""
     pos, vel = snap.positions, snap.velocities
     speed = np.linalg.norm(vel, axis=1)
     unit = vel[speed > 0] / speed[speed > 0, None]
@@ -59,4 +68,38 @@ def measure3(snap) -> dict[str, float]:
             out[f"{name}_p{q}{suffix}"] = float(v)
     out["neighbours_mean"] = float(snap.neighbours.mean())
     out["candidates_mean"] = float(snap.candidates.mean())
+    out.update(flock_measures(snap, out, scene.scene.dt if scene is not None else 0.0))
     return out
+
+
+def every(step: int, dt: float, period: float) -> bool:
+    return dt > 0.0 and step % max(1, round(period / dt)) == 0
+
+
+def flock_measures(snap, out, dt: float) -> dict[str, float]:
+    """The proportions (middle and longest semi-extent over the thinnest), the attack and
+    landing columns, and on the sampled steps the border ratio, the largest cluster's
+    share, the correlation length and the largest pairwise distance (flockstats3d)."""
+    from . import flockstats3d as fs
+
+    minor = out["extent_minor_m"]
+    res = {"proportion_middle": out["extent_middle_m"] / minor if minor > 0 else math.nan,
+           "proportion_longest": out["extent_major_m"] / minor if minor > 0 else math.nan}
+    nan = math.nan
+    res.update(border_ratio=nan, cluster_share=nan, correlation_length_m=nan,
+               largest_distance_m=nan)
+    flying = snap.positions if snap.landed is None else snap.positions[~snap.landed]
+    if len(flying) > 20 and every(snap.step, dt, SHAPE_EVERY):
+        nn = float(np.median(nearest_distances(flying)))
+        res["border_ratio"] = fs.border_ratio(flying, nn)
+        res["cluster_share"] = fs.largest_cluster(flying)
+    if len(flying) > 20 and every(snap.step, dt, CORRELATION_EVERY):
+        vel = snap.velocities if snap.landed is None else snap.velocities[~snap.landed]
+        res["correlation_length_m"], res["largest_distance_m"] = \
+            fs.correlation_length(flying, vel)
+    last = snap.last_attack
+    res.update(attack=float(snap.attack), attacks_done=float(last[0]) if last else 0.0,
+               last_wave_speed_mps=last[1] if last else nan,
+               last_startled_share=last[2] if last else nan,
+               landed_share=float(snap.landed.mean()) if snap.landed is not None else 0.0)
+    return res

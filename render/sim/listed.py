@@ -15,7 +15,7 @@ import numpy as np
 
 from .jit import parallel, prange, serial
 from ..scene import Scene
-from .nearest import build_grid, cos_half_blind, k_nearest_visible, sample
+from .nearest import build_grid, cell_side, cos_half_blind, k_nearest_visible
 from .neighbours import (CANDIDATES, COUNT, N_SUMS, NEAREST, OFF_X, OFF_Y, SEP_X, SEP_Y,
                          VSUM_X, VSUM_Y)
 
@@ -139,7 +139,7 @@ class ListedNeighbours:
         if self.k:
             if self.radius is None:
                 self.radius = np.full(n, rules.radius)
-            side = 0.7 * float(np.median(sample(self.radius))) / 1.05
+            side = cell_side(self.radius)
             j, d2, count = k_nearest_visible(pos, fwd, self.k, radius=self.radius,
                                              side=side, max_range=self.max_range,
                                              blind_angle=self.blind_angle)

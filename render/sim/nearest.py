@@ -34,14 +34,16 @@ _SLACK = 1e-9
 
 class Grid(NamedTuple):
     """Birds filed by bucket: `order` (n,) bird indices, bucket by bucket (by index within a
-    bucket); `start` (X·Y·Z + 1,) each bucket's first slot; `pos` (n, 3) and `cell` (n, 3)
-    int64, the positions (z = 0 in 2D) and cells of the birds in that order; `side` the cell
-    side; `folds` (X, Y, Z), powers of two."""
+    bucket); `start` (X·Y·Z + 1,) each bucket's first slot; `pos` (n, 3) the positions
+    (z = 0 in 2D) in that order; `cell` (n, 3) int64 their cells and `fwd` (n, 3) their
+    forward vectors, each (0, 3) when not asked for; `side` the cell side; `folds`
+    (X, Y, Z), powers of two."""
 
     order: np.ndarray
     start: np.ndarray
     pos: np.ndarray
     cell: np.ndarray
+    fwd: np.ndarray
     side: float
     folds: tuple[int, int, int]
 
@@ -55,6 +57,20 @@ SAMPLE = 4096
 def sample(values: np.ndarray) -> np.ndarray:
     """Every k-th row of `values`, about SAMPLE of them (all when fewer)."""
     return values[::max(1, len(values) // SAMPLE)]
+
+
+# Cell side per first search radius. Smaller cells hold fewer candidates but a ball then
+# crosses more rows, each a lookup of its slots; measured on the settled flock3d (k = 7),
+# the search is flat from 1.2 to 1.7 and 1.4 times slower at 0.67.
+SIDE_PER_RADIUS = 1.5
+
+
+def cell_side(radius: np.ndarray) -> float:
+    """The grid's cell side for birds whose first search radii are `radius` (n,):
+    SIDE_PER_RADIUS times their (sampled, finite) median; 1 when none is finite."""
+    radii = sample(np.asarray(radius, np.float64))
+    radii = radii[np.isfinite(radii)]
+    return SIDE_PER_RADIUS * float(np.median(radii)) if len(radii) else 1.0
 
 
 def folds_for(pos: np.ndarray, side: float) -> tuple[int, int, int]:
@@ -74,18 +90,22 @@ def folds_for(pos: np.ndarray, side: float) -> tuple[int, int, int]:
         folds[axis] *= 2
 
 
+@inline
+def _cell_of(pos, i, side, flat):
+    """Bird i's cell (cx, cy, cz), int64; cz = 0 in 2D (`flat`)."""
+    cx = np.int64(math.floor(pos[i, 0] / side))
+    cy = np.int64(math.floor(pos[i, 1] / side))
+    cz = np.int64(0) if flat else np.int64(math.floor(pos[i, 2] / side))
+    return cx, cy, cz
+
+
 @serial
-def _file(pos, side, fx, fy, fz, cells, buckets, start):
-    n = pos.shape[0]
+def _file(pos, side, fx, fy, fz, buckets, start):
+    """Each bird's bucket into buckets (n,) and the buckets' first slots into start."""
     flat = pos.shape[1] == 2
     start[:] = 0
-    for i in range(n):
-        cx = np.int64(math.floor(pos[i, 0] / side))
-        cy = np.int64(math.floor(pos[i, 1] / side))
-        cz = np.int64(0) if flat else np.int64(math.floor(pos[i, 2] / side))
-        cells[i, 0] = cx
-        cells[i, 1] = cy
-        cells[i, 2] = cz
+    for i in range(pos.shape[0]):
+        cx, cy, cz = _cell_of(pos, i, side, flat)
         b = ((cz & (fz - 1)) * fy + (cy & (fy - 1))) * fx + (cx & (fx - 1))
         buckets[i] = b
         start[b + 1] += 1
@@ -94,8 +114,9 @@ def _file(pos, side, fx, fy, fz, cells, buckets, start):
 
 
 @serial
-def _sorted(pos, cells, buckets, start, order, spos, scell):
-    """Counting sort's scatter: birds by bucket, stable, with their positions and cells."""
+def _sorted(pos, fwd, side, buckets, start, order, spos, scell, sfwd):
+    """Counting sort's scatter: birds by bucket, stable, with their positions, and their
+    cells and forward vectors where scell, sfwd have rows."""
     flat = pos.shape[1] == 2
     fill = start[:-1].copy()
     for i in range(pos.shape[0]):
@@ -105,91 +126,125 @@ def _sorted(pos, cells, buckets, start, order, spos, scell):
         spos[slot, 0] = pos[i, 0]
         spos[slot, 1] = pos[i, 1]
         spos[slot, 2] = 0.0 if flat else pos[i, 2]
-        for a in range(3):
-            scell[slot, a] = cells[i, a]
+        if scell.shape[0]:
+            scell[slot, 0], scell[slot, 1], scell[slot, 2] = _cell_of(pos, i, side, flat)
+        if sfwd.shape[0]:
+            for a in range(fwd.shape[1]):
+                sfwd[slot, a] = fwd[i, a]
+            for a in range(fwd.shape[1], 3):
+                sfwd[slot, a] = 0.0
 
 
-def build_grid(pos: np.ndarray, side: float) -> Grid:
-    """The folded grid of birds at `pos` (n, 2) or (n, 3), cells of `side` world units."""
+def build_grid(pos: np.ndarray, side: float, *, cells: bool = True,
+               fwd: np.ndarray | None = None) -> Grid:
+    """The folded grid of birds at `pos` (n, 2) or (n, 3), cells of `side` world units;
+    with their cells (`cells`) and their forward vectors fwd (n, 2 or 3) in grid order."""
     n = len(pos)
     fx, fy, fz = folds_for(pos, side)
-    cells = np.empty((n, 3), np.int64)
     buckets = np.empty(n, np.int64)
     start = np.empty(fx * fy * fz + 1, np.int64)
-    _file(pos, float(side), fx, fy, fz, cells, buckets, start)
+    _file(pos, float(side), fx, fy, fz, buckets, start)
     order = np.empty(n, np.int64)
     spos = np.empty((n, 3))
-    scell = np.empty((n, 3), np.int64)
-    _sorted(pos, cells, buckets, start, order, spos, scell)
-    return Grid(order, start, spos, scell, float(side), (fx, fy, fz))
+    scell = np.empty((n if cells else 0, 3), np.int64)
+    sfwd = np.empty((0 if fwd is None else n, 3))
+    _sorted(pos, pos if fwd is None else fwd, float(side), buckets, start, order, spos, scell,
+            sfwd)
+    return Grid(order, start, spos, scell, sfwd, float(side), (fx, fy, fz))
 
 
 @inline
-def _offer(j, d2, best_j, best_d2, found, k):
-    """Insert bird j at squared distance d2 into the top-k lists, sorted by d2 then by
-    index; returns the new count. The caller has checked it beats the k-th."""
+def _offer(s, d2, g_order, best_s, best_d2, found, k):
+    """Insert the bird in slot s at squared distance d2 into the top-k lists (of slots),
+    sorted by d2 then by bird index; returns the new count. The caller has checked it
+    beats the k-th."""
     at = found if found < k else k - 1
     if found < k:
         found += 1
-    while at > 0 and (best_d2[at - 1] > d2 or (best_d2[at - 1] == d2 and best_j[at - 1] > j)):
+    j = g_order[s]
+    while at > 0 and (best_d2[at - 1] > d2 or
+                      (best_d2[at - 1] == d2 and g_order[best_s[at - 1]] > j)):
         best_d2[at] = best_d2[at - 1]
-        best_j[at] = best_j[at - 1]
+        best_s[at] = best_s[at - 1]
         at -= 1
     best_d2[at] = d2
-    best_j[at] = j
+    best_s[at] = s
     return found
 
 
 @inline
-def _candidate(q, slot, g_order, g_pos, fwd, cos_blind, max_d2, best_j, best_d2, found, k):
-    """Offer the bird in `slot` to the bird in slot q, if q can see it and it is in range
-    and nearer than the k-th so far."""
-    ox = g_pos[slot, 0] - g_pos[q, 0]
-    oy = g_pos[slot, 1] - g_pos[q, 1]
-    oz = g_pos[slot, 2] - g_pos[q, 2]
-    d2 = ox * ox + oy * oy + oz * oz
-    if d2 >= max_d2:
-        return found
-    j = g_order[slot]
-    if found == k and (d2 > best_d2[k - 1] or (d2 == best_d2[k - 1] and j > best_j[k - 1])):
-        return found
+def _take(q, slot, ox, oy, oz, d2, bound, f0, f1, f2, cos_blind, g_order, best_s, best_d2,
+          found):
+    """Offer the bird in slot (offset o, squared distance d2) to the bird in slot q
+    (forward f), if it is below `bound` (or at it with a lower index, once k are found)
+    and visible; returns (the new count, the new bound: the k-th distance once k are
+    found, else unchanged)."""
+    k = best_s.shape[0]
+    if d2 >= bound and not (found == k and d2 == bound and
+                            g_order[slot] < g_order[best_s[k - 1]]):
+        return found, bound
+    if slot == q:
+        return found, bound
     # In the rear cone when the angle between −forward and the offset is below half the
-    # blind angle: −(o·f) > cos(half)·|o|. A coincident bird has no direction: seen.
+    # blind angle: −(o·f) > cos(half)·|o|. A coincident bird has no direction: seen. A
+    # cone no wider than a hemisphere (cos ≥ 0) hides no bird ahead: no root to take.
     if cos_blind < 1.0 and d2 > 0.0:
-        i = g_order[q]
-        dot = ox * fwd[i, 0] + oy * fwd[i, 1] + oz * fwd[i, 2]
-        if -dot > cos_blind * math.sqrt(d2):
-            return found
-    return _offer(j, d2, best_j, best_d2, found, k)
+        back = -(ox * f0 + oy * f1 + oz * f2)
+        if (back > 0.0 or cos_blind < 0.0) and back > cos_blind * math.sqrt(d2):
+            return found, bound
+    found = _offer(slot, d2, g_order, best_s, best_d2, found, k)
+    return found, (best_d2[k - 1] if found == k else bound)
 
 
 @inline
-def _run(q, a, b, limit2, g_order, g_pos, fwd, cos_blind, best_j, best_d2, found, k):
-    """Offer bird q (a slot) the birds in slots a..b−1 nearer than sqrt(limit2)."""
-    for slot in range(a, b):
-        if slot != q:
-            found = _candidate(q, slot, g_order, g_pos, fwd, cos_blind, limit2, best_j,
-                               best_d2, found, k)
+def _run(q, a, b, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found, near):
+    """Offer the bird in slot q the birds in slots a..b−1 it can see nearer than sqrt(r2)
+    and than its k-th so far; returns the new count. Each piece of up to len(near)
+    slots is first screened by distance alone, without a branch (the slots at or inside
+    the bound written into `near`, scratch (m,) int64): a branch per candidate, taken at
+    random, cost more than the distances; only the few left are offered."""
+    k = best_s.shape[0]
+    x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
+    f0, f1, f2 = g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2]
+    bound = best_d2[k - 1] if found == k else r2
+    for piece in range(a, b, near.shape[0]):
+        kept = 0
+        for slot in range(piece, min(b, piece + near.shape[0])):
+            ox = g_pos[slot, 0] - x
+            oy = g_pos[slot, 1] - y
+            oz = g_pos[slot, 2] - z
+            near[kept] = slot
+            kept += np.int64(ox * ox + oy * oy + oz * oz <= bound)
+        for t in range(kept):
+            slot = near[t]
+            ox = g_pos[slot, 0] - x
+            oy = g_pos[slot, 1] - y
+            oz = g_pos[slot, 2] - z
+            found, bound = _take(q, slot, ox, oy, oz, ox * ox + oy * oy + oz * oz, bound, f0,
+                                 f1, f2, cos_blind, g_order, best_s, best_d2, found)
     return found
 
 
 @inline
-def _row(q, cx0, cx1, row, start, fx, limit2, g_order, g_pos, fwd, cos_blind, best_j,
-         best_d2, found, k):
+def _row(q, cx0, cx1, row, start, fx, r2, g_order, g_pos, g_fwd, cos_blind, best_s,
+         best_d2, found, near):
     """Offer bird q the birds of cells cx0..cx1 of one folded row (first bucket `row`):
-    one run of slots, or two where the run wraps past the fold, or the whole row once."""
+    one run of slots, or two where the run wraps past the fold, or the whole row once.
+    Returns (the new count, the slots offered)."""
     if cx1 - cx0 + 1 >= fx:
-        return _run(q, start[row], start[row + fx], limit2, g_order, g_pos, fwd, cos_blind,
-                    best_j, best_d2, found, k)
-    lo = cx0 & (fx - 1)
-    hi = cx1 & (fx - 1)
-    if lo <= hi:
-        return _run(q, start[row + lo], start[row + hi + 1], limit2, g_order, g_pos, fwd,
-                    cos_blind, best_j, best_d2, found, k)
-    found = _run(q, start[row + lo], start[row + fx], limit2, g_order, g_pos, fwd,
-                 cos_blind, best_j, best_d2, found, k)
-    return _run(q, start[row], start[row + hi + 1], limit2, g_order, g_pos, fwd, cos_blind,
-                best_j, best_d2, found, k)
+        a, b, c, d = start[row], start[row + fx], 0, 0
+    else:
+        lo = cx0 & (fx - 1)
+        hi = cx1 & (fx - 1)
+        if lo <= hi:
+            a, b, c, d = start[row + lo], start[row + hi + 1], 0, 0
+        else:
+            a, b, c, d = start[row + lo], start[row + fx], start[row], start[row + hi + 1]
+    found = _run(q, a, b, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found, near)
+    if d > c:
+        found = _run(q, c, d, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found,
+                     near)
+    return found, (b - a) + (d - c)
 
 
 @inline
@@ -201,13 +256,13 @@ def _gap(p, c, side):
 # Inlined like the helpers above, into the parallel loop: a call per bird, with its
 # arrays, cost as much as the search itself (measured: half the kernel's time).
 @inline
-def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind, best_j,
-          best_d2):
+def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind, best_s,
+          best_d2, near):
     """Offer bird q every bird within r of it, through the cells the ball of radius r
-    touches (rows clipped to the ball); returns how many it keeps, or −1 when the ball
-    spans more cells along an axis than the grid folds (the caller scans every bird)."""
-    k = best_j.shape[0]
-    best_j[:] = -1
+    touches (rows clipped to the ball); returns (how many it keeps, the candidates whose
+    distance it computed), or (−1, 0) when the ball spans more cells along an axis than
+    the grid folds (the caller scans every bird)."""
+    best_s[:] = -1
     best_d2[:] = math.inf
     x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
     cover = r * (1.0 + _SLACK) + _SLACK * side  # cells touched: never too few
@@ -217,8 +272,9 @@ def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind, b
     cy0 = int(math.floor((y - cover) / side))
     cy1 = int(math.floor((y + cover) / side))
     if cz1 - cz0 + 1 > fz or cy1 - cy0 + 1 > fy:
-        return -1
+        return -1, 0
     found = 0
+    offered = 0
     for cz in range(cz0, cz1 + 1):
         rest_z = cover * cover - (_gap(z, cz, side) ** 2 if dims == 3 else 0.0)
         if rest_z < 0.0:
@@ -229,53 +285,79 @@ def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind, b
                 continue
             rx = math.sqrt(rest)
             row = ((cz & (fz - 1)) * fy + (cy & (fy - 1))) * fx
-            found = _row(q, int(math.floor((x - rx) / side)), int(math.floor((x + rx) / side)),
-                         row, start, fx, r2, g_order, g_pos, fwd, cos_blind, best_j,
-                         best_d2, found, k)
-    return found
+            found, more = _row(q, int(math.floor((x - rx) / side)),
+                               int(math.floor((x + rx) / side)), row, start, fx, r2, g_order,
+                               g_pos, g_fwd, cos_blind, best_s, best_d2, found, near)
+            offered += more
+    # The bird itself sits in one of the cells: its own distance is not a test.
+    return found, offered - 1
 
 
 @serial
-def _scan(q, g_order, g_pos, fwd, cos_blind, max_d2, best_j, best_d2):
-    """`_search` for an isolated bird: every bird offered, in slot order."""
-    best_j[:] = -1
+def _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near):
+    """`search` for an isolated bird: every bird offered, in slot order."""
+    best_s[:] = -1
     best_d2[:] = math.inf
-    return _run(q, 0, g_order.shape[0], max_d2, g_order, g_pos, fwd, cos_blind, best_j,
-                best_d2, 0, best_j.shape[0])
+    return _run(q, 0, g_order.shape[0], max_d2, g_order, g_pos, g_fwd, cos_blind, best_s,
+                best_d2, 0, near)
 
 
 @inline
-def _search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind,
-            max_d2, best_j, best_d2):
-    """The k nearest visible birds of the bird in slot q into best_j / best_d2 (k = their
-    length), nearest first, −1 / inf past the last found; returns how many. Balls of
+def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
+           max_d2, best_s, best_d2, near):
+    """The k nearest visible birds of the bird in slot q into best_s (their slots) and
+    best_d2 (k = their length), nearest first, −1 / inf past the last found; returns (how
+    many, the candidates whose distance was computed, over every ball tried). Balls of
     radius `radius`, then 1.5 times larger each time, until one holds k birds (every bird
     outside it is farther than all of them) or reaches max range."""
-    k = best_j.shape[0]
+    k = best_s.shape[0]
     r = radius
+    tested = 0
     while True:
         final = r * r >= max_d2
         if final:
             r = math.sqrt(max_d2)
-        found = _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind,
-                      best_j, best_d2)
+        found, more = _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd,
+                            cos_blind, best_s, best_d2, near)
+        tested += more
         if found < 0:
-            return _scan(q, g_order, g_pos, fwd, cos_blind, max_d2, best_j, best_d2)
+            found = _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2,
+                          near)
+            return found, tested + g_order.shape[0] - 1
         if found == k or final:
-            return found
+            return found, tested
         r *= 1.5
 
 
+# Birds are searched in chunks of this many slots, each chunk with its own scratch lists:
+# a fixed split (not one per thread), so nothing depends on the thread count.
+CHUNK = 512
+# The slots a run is screened in at a time (see `_run`).
+NEAR = 64
+
+
 @parallel
-def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, fwd, cos_blind,
-                    max_d2, out_j, out_d2, out_count):
-    """Every bird's neighbours (see `_search`) into row i of out_j (n, k) int64 and out_d2
-    (n, k) float64, their number into out_count (n,). Birds are taken in bucket order, so
-    birds near in space are searched near in time; each writes only its own rows."""
-    for q in prange(g_order.shape[0]):
-        i = g_order[q]
-        out_count[i] = _search(q, radius[i], start, fx, fy, fz, side, dims, g_order, g_pos,
-                               fwd, cos_blind, max_d2, out_j[i], out_d2[i])
+def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
+                    max_d2, out_j, out_d2, out_count, out_tested):
+    """Every bird's neighbours (see `search`) into row i of out_j (n, k) int64 and out_d2
+    (n, k) float64, their number into out_count (n,), the candidates tested into
+    out_tested (n,). Birds are taken in bucket order, so birds near in space are searched
+    near in time; each writes only its own rows."""
+    n = g_order.shape[0]
+    k = out_j.shape[1]
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        best_s = np.empty(k, np.int64)
+        best_d2 = np.empty(k)
+        near = np.empty(NEAR, np.int64)
+        for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            i = g_order[q]
+            found, tested = search(q, radius[i], start, fx, fy, fz, side, dims, g_order,
+                                   g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near)
+            for m in range(k):
+                out_j[i, m] = g_order[best_s[m]] if m < found else -1
+                out_d2[i, m] = best_d2[m]
+            out_count[i] = found
+            out_tested[i] = tested
 
 
 def cos_half_blind(blind_angle_deg: float) -> float:
@@ -294,7 +376,7 @@ def k_nearest_visible(pos: np.ndarray, fwd: np.ndarray, k: int, *, radius,
     pos, fwd: (n, d) float64, d = 2 or 3; fwd the unit forward vectors (read only with a
     blind cone). radius: each bird's first search radius, a number or (n,), world units
     (about its k-th neighbour's distance is fastest: last step's, say); side: the grid's
-    cell side (default half the median radius). Neither changes the result.
+    cell side (default `cell_side`). Neither changes the result.
     """
     n, d = pos.shape
     if d not in (2, 3) or fwd.shape != pos.shape:
@@ -303,18 +385,17 @@ def k_nearest_visible(pos: np.ndarray, fwd: np.ndarray, k: int, *, radius,
     radius = np.broadcast_to(np.asarray(radius, np.float64), (n,))
     if n and not (radius > 0.0).all():
         raise ValueError("radius: expected search radii > 0")
-    side = float(np.median(sample(radius))) / 2.0 if side is None and n else (side or 1.0)
+    side = cell_side(radius) if side is None and n else (side or 1.0)
     if not side > 0.0:
         raise ValueError(f"side: expected a cell side > 0, got {side}")
     pos = np.ascontiguousarray(pos, np.float64)
-    grid = build_grid(pos, side)
-    fwd3 = np.zeros((n, 3))
-    fwd3[:, :d] = fwd
+    grid = build_grid(pos, side, cells=False, fwd=np.asarray(fwd, np.float64))
     out_j = np.empty((n, k), np.int64)
     out_d2 = np.empty((n, k), np.float64)
     count = np.empty(n, np.int64)
+    tested = np.empty(n, np.int64)
     max_d2 = max_range * max_range if math.isfinite(max_range) else math.inf
     nearest_visible(np.ascontiguousarray(radius), grid.start, *grid.folds, grid.side, d,
-                    grid.order, grid.pos, fwd3, cos_half_blind(blind_angle), max_d2, out_j,
-                    out_d2, count)
+                    grid.order, grid.pos, grid.fwd, cos_half_blind(blind_angle), max_d2,
+                    out_j, out_d2, count, tested)
     return out_j, out_d2, count

@@ -21,7 +21,8 @@ from ..scene import Scene
 from .cache import sources_digest, user_cache_dir
 
 _SECTIONS = ("world", "flock", "rules", "flight", "roost")
-FIELDS = ("positions", "velocities", "bank", "radius", "homing", "follow")
+FIELDS = ("positions", "velocities", "bank", "radius", "homing", "follow", "lists_idx",
+          "lists_kth", "lists_count")
 
 
 def key(scene: Scene) -> str:

@@ -9,8 +9,9 @@ import numpy as np
 from tqdm import tqdm
 
 from ..scene import Scene
-from . import flight, settled, step3d
+from . import flight, hunt3d, settled, step3d
 from .forces import flocking3d, roost
+from .forces.landing import LANDED
 from .snapshot import Snapshot, follow_start, follow_step
 from .state import streams
 
@@ -79,13 +80,19 @@ class Simulation3D:
         self.how = step3d.Neighbours3(r.neighbours == "topological", r.topological_count,
                                       r.max_range if r.max_range is not None else math.inf)
         k = r.topological_count if self.how.topological else 1
-        self._work = step3d.workspace3(n, k, 1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
+        self._work = step3d.workspace3(n, self.how.topological,
+                                       1.5 * (BLOB_M3 * k) ** (1.0 / 3.0))
         self.noise = scene.flight.noise if scene.flight is not None else 0.0
+        self.finale = hunt3d.Finale(scene, n, (self.roost.x, self.roost.y))
+        # The neighbours (idx (n, k), kth (n,) m², count (n,)) the last step found, for
+        # the finale's waves and hawk (see step3d.Finale3); none before the first step.
+        self._lists = (np.full((n, k), -1, np.int64), np.full(n, np.inf),
+                       np.zeros(n, np.int64))
         self._follow = follow_start(scene, self.positions)
         self.step_index = -scene.scene.settle_steps
         kept = settled.load(scene) if cache and self.step_index < 0 else None
         if kept is not None and kept["positions"].shape == self.positions.shape and \
-                len(kept["follow"]) == (4 if self._follow is not None else 0):
+                len(kept["follow"]) == (6 if self._follow is not None else 0):
             self._restore(kept)
             return
         with tqdm(total=-self.step_index, unit="step", desc="settling", leave=False,
@@ -100,7 +107,8 @@ class Simulation3D:
         follow = np.concatenate(self._follow[:2]) if self._follow is not None else np.zeros(0)
         return dict(positions=self.positions, velocities=self.velocities, bank=self.bank,
                     radius=self._work.radius, homing=np.array([float(self.homing), self.side]),
-                    follow=follow)
+                    follow=follow, lists_idx=self._lists[0], lists_kth=self._lists[1],
+                    lists_count=self._lists[2])
 
     def _restore(self, kept) -> None:
         """The settled state read back, with the roost's return and the camera's follow
@@ -108,6 +116,8 @@ class Simulation3D:
         self.positions, self.velocities = kept["positions"], kept["velocities"]
         self.bank = kept["bank"]
         np.copyto(self._work.radius, kept["radius"])
+        for mine, name in zip(self._lists, ("lists_idx", "lists_kth", "lists_count")):
+            np.copyto(mine, kept[name])
         self.homing, self.side = bool(kept["homing"][0]), float(kept["homing"][1])
         if self._follow is not None:
             x, v = np.split(kept["follow"], 2)
@@ -122,7 +132,8 @@ class Simulation3D:
         return None
 
     def hawk_position(self):
-        return None
+        """Where the hunting hawk is (3 floats, m), None while it waits."""
+        return self.finale.told(self.time_s).hawk
 
     def advance(self) -> Snapshot:
         """Advance one step; returns the Snapshot of the state that was read (with its
@@ -130,20 +141,34 @@ class Simulation3D:
         pos = np.ascontiguousarray(self.positions, dtype=np.float64)
         vel = np.ascontiguousarray(self.velocities, dtype=np.float64)
         work = self._work
-        step3d.neighbourhood(pos, vel, self.how, self.rules, work)
-        # Fixed-order means (numpy's pairwise sum over a fixed n): thread-independent.
-        home = roost.at_step(self.roost, pos.mean(axis=0), work.fwd.mean(axis=0),
-                             self.homing, self.side)
+        finale = self.finale
+        centroid, heading = step3d.forward(pos, vel, work.fwd)
+        landed = finale.state == LANDED if finale.land.active else None
+        if landed is not None and 0 < landed.sum() < len(landed):
+            # The flying birds' means once some (not all) have landed (numpy's pairwise
+            # sum over a fixed set: thread-independent).
+            flying = ~landed
+            centroid, heading = pos[flying].mean(axis=0), work.fwd[flying].mean(axis=0)
+        home = roost.at_step(self.roost, centroid, heading, self.homing, self.side)
         self.homing, self.side = home.homing, home.side
-        new_pos, new_vel, new_bank = step3d.move3(
-            pos, vel, self.bank, work.fwd, self.how.topological, work.idx, work.count,
-            work.sums, self.rules, home, self.flight, self.noise, self.scene.scene.seed,
-            self.step_index)
-        count = work.sums[:, flocking3d.COUNT].astype(np.int64)
-        snap = Snapshot(self.step_index, pos, vel, count, work.tested.copy(),
-                        work.sums[:, flocking3d.NEAREST].copy(), None, None,
-                        self._follow_step(pos), bank=self.bank)
-        self.positions, self.velocities, self.bank = new_pos, new_vel, new_bank
+        fin = None
+        if finale.active:
+            told = finale.told(self.time_s)
+            # The waves and the hawk read the neighbours the previous step found (one
+            # step earlier than the flight they steer: the fused step finds them in flight).
+            idx, kth, count = self._lists
+            extra = finale.step(self.step_index, pos, vel, work.fwd, idx, count, kth)
+            fin = step3d.Finale3(extra, finale.state, idx, kth)
+        new = step3d.step3(pos, vel, self.bank, self.how, self.rules, home, self.flight,
+                           self.noise, self.scene.scene.seed, self.step_index, work, fin)
+        if fin is not None:
+            np.copyto(self._lists[2], new.count)
+        snap = Snapshot(self.step_index, pos, vel, new.count, new.tested, new.nearest, None,
+                        told.hawk if fin else None, self._follow_step(pos), bank=self.bank,
+                        attack=told.attack if fin else False,
+                        landed=told.landed if fin and finale.land.active else None,
+                        last_attack=told.last_attack if fin else None)
+        self.positions, self.velocities, self.bank = new.pos, new.vel, new.bank
         self.step_index += 1
         return snap
 

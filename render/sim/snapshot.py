@@ -20,6 +20,9 @@ class Snapshot:
     (None without containment). hawk: the hawk's (x, y) while it is out, else None.
     followed: the flock's centroid (d floats) smoothed by the camera's critically damped
     follow (None unless the camera follows it). bank: (n,) radians, None in 2D.
+    3D hunt and landing (render.sim.hunt3d): attack, whether an attack is on; landed: (n,)
+    bool (None without a landing); last_attack: the last finished attack's (number, wave
+    speed m/s, share startled by the hawk, share that zigged), None before the first.
     """
 
     step: int
@@ -32,26 +35,28 @@ class Snapshot:
     hawk: tuple[float, float] | None = None
     followed: tuple[float, ...] | None = None
     bank: np.ndarray | None = None
+    attack: bool = False
+    landed: np.ndarray | None = None
+    last_attack: tuple[int, float, float, float] | None = None
 
 
 def follow_start(scene: Scene, pos: np.ndarray):
-    """The follow spring's state at the seeded flock (positions (n, d); its centroid's
-    first two coordinates, seen from above), or None unless the camera follows it. The
-    spring runs at the simulation's step, not the frame rate, so every fps and every
-    still sees the same camera path."""
+    """The follow spring's state at the seeded flock (positions (n, d); its centroid's d
+    coordinates), or None unless the camera follows it. The spring runs at the simulation's
+    step, not the frame rate, so every fps and every still sees the same camera path."""
     cam = scene.camera
     if cam is None or cam.follow != "centroid":
         return None
-    centroid = pos[:, :2].mean(axis=0)
+    centroid = pos.mean(axis=0)
     return (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
 
 
 def follow_step(state, pos: np.ndarray, dt: float):
     """(next state, the followed point now): one semi-implicit step of a critically damped
-    spring toward the centroid of pos[:, :2], x'' = ω²(c − x) − 2ω x'."""
+    spring toward the centroid of pos (n, d), x'' = ω²(c − x) − 2ω x'."""
     if state is None:
         return None, None
     x, v, omega = state
-    centroid = pos[:, :2].mean(axis=0)
+    centroid = pos.mean(axis=0)
     v = v + (omega * omega * (centroid - x) - 2.0 * omega * v) * dt
     return (x + v * dt, v, omega), tuple(float(c) for c in x)

@@ -3,6 +3,11 @@ over their sums, the roost, the noise and banked flight, per bird.
 
 Each bird reads the previous state only and writes only its own rows, so every thread
 count gives the same bits. `tests/naive3d.py` holds the all-pairs numpy reference.
+
+A topological step is one parallel loop over the birds in grid order: each bird's search,
+its sums over the neighbours found, the rules and its flight, one after the other, so the
+neighbours' positions and forward vectors (copied into grid order by the grid's sort) are
+still in cache when the sums read them, and no neighbour list goes through memory.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import numpy as np
 from . import flight as _flight
 from . import noise
 from .forces import flocking3d, roost
-from .jit import parallel, prange, serial
-from .nearest import build_grid, nearest_visible, sample
+from .forces.landing import LANDED, LANDING
+from .jit import inline, parallel, prange, serial
+from .nearest import CHUNK, NEAR, build_grid, cell_side, search
 
 
 class Neighbours3(NamedTuple):
@@ -29,86 +35,253 @@ class Neighbours3(NamedTuple):
 
 
 class Workspace3(NamedTuple):
-    """Scratch and carried arrays for n birds: the neighbour lists (n, k), their counts,
-    the sums (n, N_SUMS3), the candidates tested (n,), each bird's next search radius
-    (n,, m) and the forward vectors (n, 3)."""
+    """Arrays carried from step to step for n birds: each bird's next search radius (n,,
+    m; topological), the forward vectors (n, 3) and the sums (n, N_SUMS3; metric only,
+    else (0, N_SUMS3))."""
 
-    idx: np.ndarray
-    d2: np.ndarray
-    count: np.ndarray
-    sums: np.ndarray
-    tested: np.ndarray
     radius: np.ndarray
     fwd: np.ndarray
+    sums: np.ndarray
 
 
-def workspace3(n: int, k: int, radius: float) -> Workspace3:
-    return Workspace3(np.empty((n, k), np.int64), np.empty((n, k)), np.zeros(n, np.int64),
-                      np.empty((n, flocking3d.N_SUMS3)), np.zeros(n, np.int64),
-                      np.full(n, radius), np.empty((n, 3)))
+def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
+    return Workspace3(np.full(n, radius), np.empty((n, 3)),
+                      np.empty((0 if topological else n, flocking3d.N_SUMS3)))
+
+
+class Step3(NamedTuple):
+    """One step's result: the new state (pos, vel (n, 3), bank (n,)) and, per bird, its
+    neighbours (n,) int64, the candidates whose distance it computed (n,) int64 and its
+    nearest neighbour's distance (n,, m; inf: none)."""
+
+    pos: np.ndarray
+    vel: np.ndarray
+    bank: np.ndarray
+    count: np.ndarray
+    tested: np.ndarray
+    nearest: np.ndarray
+
+
+class Finale3(NamedTuple):
+    """What the hunt and the landing (render.sim.hunt3d) bring to a step, each array empty
+    (length 0) without them: extra (n, 3) m/s² steering added to every bird's; state (n,)
+    int8 (forces.landing: a LANDING bird has the rules' separation alone, cohesion and
+    alignment off, and no roost steering; a LANDED one stays at rest and, topological, is
+    nobody's neighbour); out: written by a topological step, idx (n, k) int64 each bird's
+    neighbours (bird indices, nearest first, −1 past its count) and kth (n,) the k-th
+    squared distance, m² (inf: short of k)."""
+
+    extra: np.ndarray
+    state: np.ndarray
+    idx: np.ndarray
+    kth: np.ndarray
+
+
+def no_finale(k: int) -> Finale3:
+    """The Finale3 of a flock without a hunt or a landing."""
+    return Finale3(np.empty((0, 3)), np.empty(0, np.int8), np.empty((0, k), np.int64),
+                   np.empty(0))
 
 
 @serial
-def forward(vel, out):
-    """Unit forward vectors of vel (n, 3) into out; +x for a bird at rest. (Serial: a
-    parallel region costs more to start than this pass over memory.)"""
-    for i in range(vel.shape[0]):
+def forward(pos, vel, out):
+    """Unit forward vectors of vel (n, 3) into out (+x for a bird at rest); returns the
+    mean position and the mean forward vector ((3,) each, in bird order: numpy's
+    mean(axis=0) to the bit). Serial: a parallel region costs more to start than this
+    pass over memory, and the means' order is fixed."""
+    n = vel.shape[0]
+    c0 = c1 = c2 = h0 = h1 = h2 = 0.0
+    for i in range(n):
         s = math.sqrt(vel[i, 0] ** 2 + vel[i, 1] ** 2 + vel[i, 2] ** 2)
         if s == 0.0:
             out[i, 0], out[i, 1], out[i, 2] = 1.0, 0.0, 0.0
         else:
             out[i, 0], out[i, 1], out[i, 2] = vel[i, 0] / s, vel[i, 1] / s, vel[i, 2] / s
+        c0, c1, c2 = c0 + pos[i, 0], c1 + pos[i, 1], c2 + pos[i, 2]
+        h0, h1, h2 = h0 + out[i, 0], h1 + out[i, 1], h2 + out[i, 2]
+    return np.array([c0, c1, c2]) / n, np.array([h0, h1, h2]) / n
 
 
-def neighbourhood(pos, vel, how: Neighbours3, rules: flocking3d.Flocking3,
-                  work: Workspace3) -> None:
-    """Find the neighbours of the state (pos, vel), (n, 3): topological, into work.idx,
-    d2, count (and the next radius); metric, straight into work.sums. work.fwd: the
-    forward vectors."""
-    forward(vel, work.fwd)
-    if how.topological:
-        radii = sample(work.radius)
-        ok = np.isfinite(radii)
-        side = 0.7 * float(np.median(radii[ok])) / 1.05 if ok.any() else 1.0
-        grid = build_grid(pos, side)
-        max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
-        nearest_visible(work.radius, grid.start, *grid.folds, grid.side, 3, grid.order,
-                        grid.pos, work.fwd, rules.cos_blind, max_d2, work.idx, work.d2,
-                        work.count)
-        kth = work.d2[:, -1]
-        # Next step's first ball: a little beyond this k-th distance (a bird short of k
-        # neighbours keeps a growing guess).
-        np.copyto(work.radius, np.where(np.isfinite(kth), np.sqrt(kth) * 1.05,
-                                        np.minimum(work.radius * 1.5, 1e6)))
-        work.tested[:] = work.count
+@inline
+def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
+         extra, states, new_pos, new_vel, new_bank):
+    """Bird i (its noise) at (x, y, z), forward f, with its sums `row`: rules + roost +
+    the finale's extra steering + noise, then flight, from row q of vel, bank, extra,
+    states (the last two a Finale3's, maybe empty) into row q of new_pos, new_vel,
+    new_bank."""
+    state = states[q] if states.shape[0] > 0 else 0
+    if state == LANDED:
+        new_pos[q, 0], new_pos[q, 1], new_pos[q, 2] = x, y, z
+        new_vel[q, 0], new_vel[q, 1], new_vel[q, 2] = 0.0, 0.0, 0.0
+        new_bank[q] = 0.0
+        return
+    if state == LANDING:
+        separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
+                                          rules.sigma, rules.w_sep, 0.0, 0.0)
+        a0, a1, a2 = flocking3d.accel(separating, row, f0, f1, f2)
     else:
-        grid = build_grid(pos, rules.radius)
-        flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
-                               *grid.folds, grid.side, rules, work.sums, work.tested)
+        a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
+        r0, r1, r2 = roost.accel(home, z, f0, f1)
+        a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
+    if extra.shape[0] > 0:
+        a0, a1, a2 = a0 + extra[q, 0], a1 + extra[q, 1], a2 + extra[q, 2]
+    if noise_sd > 0.0:
+        n0, n1, n2 = noise.normal3(seed, i, step)
+        a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
+    (new_pos[q, 0], new_pos[q, 1], new_pos[q, 2], new_vel[q, 0], new_vel[q, 1],
+     new_vel[q, 2], new_bank[q]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
+                                               bank[q], a0, a1, a2)
 
 
 @parallel
-def move3(pos, vel, bank, fwd, lists, idx, count, sums, rules, home, fl, noise_sd, seed,
-          step):
-    """Every bird's step: its sums (from its neighbour lists idx, count when `lists`,
-    written into sums; else read from sums), then rules + roost + noise, then flight.
-    Returns new (pos (n, 3), vel (n, 3), bank (n,))."""
-    n = pos.shape[0]
-    new_pos = np.empty((n, 3))
-    new_vel = np.empty((n, 3))
-    new_bank = np.empty(n)
-    for i in prange(n):
+def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s_extra,
+             s_states):
+    """Rows order[q] of vel, bank, radius (and extra, states when not empty) into row q of
+    the s_ arrays: the birds' state in grid order, gathered in one pass so the step reads
+    memory in order (read at random inside the step, the rows cost more than the search
+    at 100,000 birds)."""
+    for q in prange(order.shape[0]):
+        i = order[q]
+        s_vel[q, 0], s_vel[q, 1], s_vel[q, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
+        s_bank[q] = bank[i]
+        s_radius[q] = radius[i]
+        if extra.shape[0] > 0:
+            s_extra[q, 0], s_extra[q, 1], s_extra[q, 2] = extra[i, 0], extra[i, 1], extra[i, 2]
+        if states.shape[0] > 0:
+            s_states[q] = states[i]
+
+
+@parallel
+def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius, s_idx,
+               s_kth2, pos, vel, bank, count, tested, nearest, radius, idx, kth2):
+    """Row q of the s_ arrays (grid order) into row order[q] of the others (bird order);
+    s_idx, s_kth2 only when idx is not empty."""
+    lists = idx.shape[0] > 0
+    for q in prange(order.shape[0]):
+        i = order[q]
+        pos[i, 0], pos[i, 1], pos[i, 2] = s_pos[q, 0], s_pos[q, 1], s_pos[q, 2]
+        vel[i, 0], vel[i, 1], vel[i, 2] = s_vel[q, 0], s_vel[q, 1], s_vel[q, 2]
+        bank[i] = s_bank[q]
+        count[i] = s_count[q]
+        tested[i] = s_tested[q]
+        nearest[i] = s_nearest[q]
+        radius[i] = s_radius[q]
         if lists:
-            flocking3d.bird_list_sums(i, pos, fwd, idx, count, rules, sums[i])
-        f0, f1, f2 = fwd[i, 0], fwd[i, 1], fwd[i, 2]
-        a0, a1, a2 = flocking3d.accel(rules, sums[i], f0, f1, f2)
-        r0, r1, r2 = roost.accel(home, pos[i, 2], f0, f1)
-        a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
-        if noise_sd > 0.0:
-            n0, n1, n2 = noise.normal3(seed, i, step)
-            a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
-        (new_pos[i, 0], new_pos[i, 1], new_pos[i, 2], new_vel[i, 0], new_vel[i, 1],
-         new_vel[i, 2], new_bank[i]) = _flight.fly(fl, pos[i, 0], pos[i, 1], pos[i, 2],
-                                                   vel[i, 0], vel[i, 1], vel[i, 2], bank[i],
-                                                   a0, a1, a2)
-    return new_pos, new_vel, new_bank
+            kth2[i] = s_kth2[q]
+            for j in range(idx.shape[1]):
+                idx[i, j] = s_idx[q, j]
+
+
+@parallel
+def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
+                     vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, idx,
+                     kth2, new_pos, new_vel, new_bank, count, tested_out, nearest):
+    """Every bird of the grid's step from its k nearest visible birds of the grid
+    (nearest.search over the grid given in grid order, g_order its bird indices). Every
+    array is in grid order: row q is the bird in slot q. In: radius (its first search
+    radius), vel, bank and a Finale3's extra, states (maybe empty). Out: its rows of the
+    arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
+    beyond its k-th distance; short of k, a growing guess no larger than the max range)
+    and, when idx is not empty, its neighbours (bird indices) and k-th squared distance
+    into idx, kth2."""
+    lists = idx.shape[0] > 0
+    n = g_order.shape[0]
+    max_r = math.sqrt(max_d2)
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        best_s = np.empty(k, np.int64)
+        best_d2 = np.empty(k)
+        row = np.empty(flocking3d.N_SUMS3)
+        near = np.empty(NEAR, np.int64)
+        for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            found, tested = search(q, radius[q], start, fx, fy, fz, side, 3, g_order, g_pos,
+                                   g_fwd, rules.cos_blind, max_d2, best_s, best_d2, near)
+            kth = best_d2[k - 1]
+            radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
+                min(radius[q] * 1.5, 1e6, max_r)
+            x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
+            flocking3d.listed_sums(x, y, z, g_pos, g_fwd, best_s, found, rules, row)
+            count[q] = found
+            tested_out[q] = tested
+            nearest[q] = row[flocking3d.NEAREST]
+            if lists:
+                kth2[q] = kth
+                for j in range(k):
+                    idx[q, j] = g_order[best_s[j]] if j < found else -1
+            _fly(g_order[q], q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
+                 bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
+                 new_vel, new_bank)
+
+
+@parallel
+def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step, extra,
+                states, new_pos, new_vel, new_bank, count, nearest):
+    """Every bird's step from its sums (n, N_SUMS3; flocking3d.metric_sums) into its rows
+    of the arrays of a Step3 (new_pos … nearest, not tested); extra, states: a
+    Finale3's."""
+    for i in prange(pos.shape[0]):
+        count[i] = np.int64(sums[i, flocking3d.COUNT])
+        nearest[i] = sums[i, flocking3d.NEAREST]
+        _fly(i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
+             vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
+             new_vel, new_bank)
+
+
+def step3(pos, vel, bank, how: Neighbours3, rules: flocking3d.Flocking3, home, fl,
+          noise_sd: float, seed: int, step: int, work: Workspace3,
+          fin: Finale3 | None = None) -> Step3:
+    """One step of the state (pos, vel (n, 3), bank (n,)) whose forward vectors are in
+    work.fwd (see `forward`), under the roost `home` of this step (roost.at_step), with
+    the hunt's and the landing's `fin` (None: neither)."""
+    n = len(pos)
+    out = Step3(np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n, np.int64),
+                np.empty(n, np.int64), np.empty(n))
+    fin = fin if fin is not None else no_finale(how.k)
+    if how.topological:
+        _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin,
+                     out)
+    else:
+        grid = build_grid(pos, rules.radius)
+        flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
+                               *grid.folds, grid.side, rules, work.sums, out.tested)
+        metric_step(pos, vel, bank, work.fwd, work.sums, rules, home, fl, noise_sd, seed,
+                    step, fin.extra, fin.state, out.pos, out.vel, out.bank, out.count,
+                    out.nearest)
+    return out
+
+
+def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin,
+                 out) -> None:
+    """The topological step3 into `out`: the grid over the birds not landed (all of them,
+    without a landing); a landed bird stays at rest with no neighbours."""
+    landed = fin.state == LANDED if fin.state.shape[0] > 0 else None
+    if landed is None or not landed.any():
+        grid = build_grid(pos, cell_side(work.radius), cells=False, fwd=work.fwd)
+        order = grid.order
+    else:
+        # The grid's order mapped back to bird indices, ascending within a cell like the
+        # whole flock's: the tie-break by bird index holds.
+        flying = np.flatnonzero(~landed)
+        grid = build_grid(np.ascontiguousarray(pos[flying]), cell_side(work.radius[flying]),
+                          cells=False, fwd=np.ascontiguousarray(work.fwd[flying]))
+        order = flying[grid.order]
+        out.pos[landed], out.vel[landed], out.bank[landed] = pos[landed], 0.0, 0.0
+        out.count[landed], out.tested[landed], out.nearest[landed] = 0, 0, math.inf
+        if fin.idx.shape[0] > 0:
+            fin.idx[landed], fin.kth[landed] = -1, math.inf
+        if len(flying) == 0:
+            return
+    max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
+    m, k = len(order), how.k
+    s_in = (np.empty((m, 3)), np.empty(m), np.empty(m),
+            np.empty((m if fin.extra.shape[0] else 0, 3)),
+            np.empty(m if fin.state.shape[0] else 0, np.int8))
+    to_slots(order, vel, bank, work.radius, fin.extra, fin.state, *s_in)
+    s_vel, s_bank, s_radius, s_extra, s_states = s_in
+    lists = fin.idx.shape[0] > 0
+    s_out = Step3(np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
+                  np.empty(m, np.int64), np.empty(m))
+    s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
+    topological_step(s_radius, grid.start, *grid.folds, grid.side, order, grid.pos,
+                     grid.fwd, max_d2, k, s_vel, s_bank, rules, home, fl, noise_sd, seed,
+                     step, s_extra, s_states, s_idx, s_kth2, *s_out)
+    from_slots(order, *s_out, s_radius, s_idx, s_kth2, *out, work.radius, fin.idx, fin.kth)

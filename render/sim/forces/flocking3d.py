@@ -1,7 +1,7 @@
 """The 3D flocking rules (SPEC §9, after StarDisplay), from sums over a bird's neighbours.
 
 The neighbour set is either metric (every visible bird within the perception radius, from
-`metric_sums`) or topological (the k nearest visible, from `list_sums` over the lists of
+`metric_sums`) or topological (the k nearest visible, from `listed_sums` over the lists of
 render.sim.nearest); both add each neighbour into the same sums (`_add`), and the rules
 (`accel`) read only the sums: one implementation whatever found the neighbours.
 
@@ -94,24 +94,17 @@ def _clear(row):
 
 
 @inline
-def bird_list_sums(i, pos, fwd, idx, count, p, row):
-    """Bird i's sums into `row` over its listed neighbours: idx (n, k) int64 (nearest
-    first, the first count[i] valid), positions and forward vectors (n, 3)."""
+def listed_sums(x, y, z, pos, fwd, listed, count, p, row):
+    """The sums into `row` of a bird at (x, y, z) over its listed neighbours: rows
+    listed[:count] of pos and fwd (n, 3), nearest first."""
     _clear(row)
-    for m in range(count[i]):
-        j = idx[i, m]
-        ox = pos[j, 0] - pos[i, 0]
-        oy = pos[j, 1] - pos[i, 1]
-        oz = pos[j, 2] - pos[i, 2]
+    for m in range(count):
+        j = listed[m]
+        ox = pos[j, 0] - x
+        oy = pos[j, 1] - y
+        oz = pos[j, 2] - z
         _add(p, row, ox, oy, oz, ox * ox + oy * oy + oz * oz, fwd[j, 0], fwd[j, 1],
              fwd[j, 2])
-
-
-@parallel
-def list_sums(pos, fwd, idx, count, p, sums):
-    """Every bird's sums (n, N_SUMS3) over its listed neighbours (see `bird_list_sums`)."""
-    for i in prange(pos.shape[0]):
-        bird_list_sums(i, pos, fwd, idx, count, p, sums[i])
 
 
 @serial

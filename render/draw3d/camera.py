@@ -1,0 +1,109 @@
+"""The 3D camera at one instant (`pose_at`): a pinhole at a position, looking at a point
+(keyframed, eased as the 2D camera, or the flock's followed centroid), with the scene's up
+and vertical field of view (SPEC §10)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..draw.camera import ease
+from ..scene import Scene
+from ..scene.schema3d import Camera3DSettings, keyframes
+from .types import Pose
+
+
+def pose_at(scene: Scene, time_s: float, followed: tuple[float, ...] | None,
+            width: int, height: int) -> Pose:
+    """The camera at `time_s` for a frame of width × height px. `followed`: the flock's
+    centroid (x, y, z) as the camera's critically damped follow tracks it (None unless the
+    camera follows; where it makes the view degenerate, see `followed_pose`). Raises
+    ValueError if a keyframed camera looks at its own position or along its up vector
+    (the loader refuses both for fixed points)."""
+    camera = scene.camera or Camera3DSettings()
+    key = key_at(keyframes(camera, scene.world, scene.roost), time_s, camera.easing)
+    position, look_at, fov = key[1:4], key[4:7], key[7]
+    frame = (fov, width, height, camera.near)
+    if followed is not None:
+        return followed_pose(position, look_at, followed, camera.up, *frame)
+    return pose(position, look_at, camera.up, *frame)
+
+
+def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, height: int,
+                  near: float) -> Pose:
+    """The camera at `position` looking at the `followed` centroid, with screen-up nearest
+    `up`. A flock can fly where that cannot be: onto the camera (then it looks at its
+    keyframed `keyed` point instead) or straight along `up` (overhead with up = z: then
+    screen-up is what it tends to as the view tilts toward the keyframed point, or failing
+    that the world axis least along the view). Each frame decides from its own numbers alone, so a
+    frame drawn by itself (a still, a range of frames) is the same as in the clip."""
+    position = np.asarray(position, np.float64)
+    view = np.asarray(followed, np.float64) - position
+    length = float(np.linalg.norm(view))
+    if length < MIN_VIEW_M:
+        return pose(position, keyed, up, fov_deg, width, height, near)
+    forward = view / length
+    if not parallel(forward, np.asarray(up, np.float64)):
+        return pose(position, followed, up, fov_deg, width, height, near)
+    # Tilted a hair from this view toward the keyframed point, screen-up would be
+    # −(up·forward) times that point's direction across the view: the limit, so a flock
+    # passing overhead does not flip the frame.
+    up = np.asarray(up, np.float64)
+    toward_key = -float(up @ forward) * (np.asarray(keyed, np.float64) - position)
+    across = (toward_key, *np.eye(3)[np.argsort(np.abs(forward))])
+    for candidate in across:
+        side = candidate - (candidate @ forward) * forward
+        if float(np.linalg.norm(side)) > 1e-3 * float(np.linalg.norm(candidate)):
+            return pose(position, followed, side, fov_deg, width, height, near)
+    raise AssertionError("a world axis lies across any view")  # unreachable
+
+
+MIN_VIEW_M = 1e-6  # a view shorter than this has no direction
+
+
+def parallel(forward: np.ndarray, up: np.ndarray) -> bool:
+    """Whether `up` gives no screen-up across the unit view direction `forward`."""
+    side = float(np.linalg.norm(np.cross(forward, up)))
+    return side < 1e-9 * float(np.linalg.norm(up)) or side == 0.0
+
+
+def key_at(keys: tuple[tuple[float, ...], ...], time_s: float, easing: str) -> np.ndarray:
+    """The keyframe row (t, x, y, z, look_x, look_y, look_z, fov) at `time_s`: eased
+    between its neighbours, held before the first and after the last. (8,) float64."""
+    rows = np.asarray(keys, np.float64)
+    i = int(np.searchsorted(rows[:, 0], time_s, side="right"))
+    if i == 0 or i == len(rows):
+        return rows[max(i - 1, 0)]
+    a, b = rows[i - 1], rows[i]
+    return a + ease((time_s - a[0]) / (b[0] - a[0]), easing) * (b - a)
+
+
+def pose(position, look_at, up, fov_deg: float, width: int, height: int,
+         near: float) -> Pose:
+    """The pinhole at `position` (m) looking at `look_at` with screen-up nearest `up`,
+    vertical field of view `fov_deg`, for a frame of width × height px."""
+    position = np.asarray(position, np.float64)
+    view = np.asarray(look_at, np.float64) - position
+    length = float(np.linalg.norm(view))
+    if length < MIN_VIEW_M:
+        raise ValueError(f"the camera looks at its own position {position.tolist()}")
+    forward = view / length
+    up = np.asarray(up, np.float64)
+    if parallel(forward, up):
+        raise ValueError(f"the camera's up {up.tolist()} is parallel to its view direction "
+                         f"{forward.round(6).tolist()}")
+    right = np.cross(forward, up)
+    right /= float(np.linalg.norm(right))
+    focal = 0.5 * height / math.tan(math.radians(0.5 * fov_deg))
+    return Pose(position, right, np.cross(right, forward), forward, focal, int(width),
+                int(height), float(near))
+
+
+def resized(pose_: Pose, width: int, height: int) -> Pose:
+    """The same camera for a frame of another size (the same picture: the focal length
+    follows the height)."""
+    if (width, height) == (pose_.width, pose_.height):
+        return pose_
+    return pose_._replace(focal=pose_.focal * height / pose_.height, width=int(width),
+                          height=int(height))

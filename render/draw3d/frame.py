@@ -1,0 +1,66 @@
+"""A 3D frame drawn through the camera: pose → streaks → compose (SPEC §10), whole or as a
+window of the full frame (a tile), sharp or motion-blurred over sub-frame exposures."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..scene import Scene
+from .camera import resized
+from .optics import compose
+from .sky import sky_for
+from .streaks import look_of, shutter_of, streaks
+from .types import Pose, Streaks
+from .vector import write_vector
+
+
+def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
+              accent: np.ndarray) -> list[Streaks]:
+    """The streaks of each exposure: `exposure` holds (positions (n, 3), velocities (n, 3))
+    pairs, one for a sharp frame (its state when the shutter opens) or motion blur's
+    sub-frames, each sampled at the middle of its equal slice of the shutter's opening,
+    as `sim.simulate.frames` samples them. Each streak covers its own slice."""
+    look = look_of(scene)
+    if len(exposure) == 1:
+        positions, velocities = exposure[0]
+        return [streaks(pose, positions, velocities, bank, accent, look, shutter_of(scene))]
+    slice_s = shutter_of(scene) / len(exposure)
+    return [streaks(pose, positions - 0.5 * slice_s * velocities, velocities, bank, accent,
+                    look, slice_s) for positions, velocities in exposure]
+
+
+def composed(scene: Scene, pose: Pose, layers: list[Streaks], window) -> np.ndarray:
+    """The exposures `layers` in `window` (x, y, w, h px of the pose's frame) over the
+    scene's sky: (h, w, 4) uint8 BGRA premultiplied. Several exposures are averaged in
+    integers before quantising, as the 2D motion blur, exactly and the same every run."""
+    sky = sky_for(scene, pose)
+    transparent = scene.output.transparent
+    if len(layers) == 1:
+        return compose(layers[0], sky, window, transparent)
+    total = np.zeros((int(window[3]), int(window[2]), 4), np.uint32)
+    for layer in layers:
+        total += compose(layer, sky, window, transparent)
+    n = len(layers)
+    return ((total + n // 2) // n).astype(np.uint8)
+
+
+def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
+           accent: np.ndarray) -> np.ndarray:
+    """The frame drawn onto `canvas` (any size: the same picture, see `camera.resized`);
+    returns its pixels (h, w, 4) BGRA uint8, as the 2D drawing does."""
+    width, height = canvas.size
+    pose = resized(pose, width, height)
+    layers = exposures(scene, pose, exposure, bank, accent)
+    canvas.pixels[...] = composed(scene, pose, layers, (0, 0, width, height))
+    canvas.surface.mark_dirty()
+    return canvas.flush()
+
+
+def write_vector3d(path, scene: Scene, pose: Pose, positions: np.ndarray,
+                   velocities: np.ndarray, bank: np.ndarray | None, accent: np.ndarray, *,
+                   dpi: float, title: str = "") -> None:
+    """The frame as a PDF or SVG page (see `vector.write_vector`): the birds' streaks over
+    the whole shutter (a vector page has no sub-frames to average), depth-sorted."""
+    [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent)
+    write_vector(path, layer, sky_for(scene, pose), dpi,
+                 transparent=scene.output.transparent, title=title)

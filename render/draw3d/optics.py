@@ -1,0 +1,170 @@
+"""The birds composited over the sky as a camera records them (SPEC §10).
+
+Three laws decide the drawing:
+- linear light: each bird blends in linear (sRGB-decoded) light and the frame is encoded
+  once at the end, so 50% coverage of black over a sky of luminance Y reads Y/2;
+- Beer–Lambert: a line of sight through n birds of coverage α keeps (1 − α)ⁿ of the light
+  behind them, however the birds are grouped; one cairo path would draw their overlap as a
+  union (α, not 1 − (1 − α)ⁿ), and 8-bit accumulation of thousands of α ≈ 0.02 birds
+  rounds each to a few codes;
+- depth order: far to near, each bird over what is behind it, hazed by its `contrast`
+  toward the sky at its pixel (under `transparent`, haze lowers its alpha instead).
+
+So the streaks are rasterised by one small kernel (`_splat`) straight into float planes,
+one bird at a time in the order given, with no cairo path and no state change per bird.
+Because every bird's colour is the bird colour, the accent colour or the sky behind it,
+a pixel is always sky·A + bird·B + accent·C: three float32 planes over the box the birds
+cover carry the whole frame, and `_finish` encodes them (or copies the sky where no bird
+is). docs/optics.md has the measurements.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..sim.jit import serial
+from .colour import DECODE, ENCODE, ENCODE_STEPS
+from .sky import Sky, paint_sky
+from .types import Streaks
+
+
+def edge_scale(radius: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The factor on a streak's partly covered pixels that makes its ink exact.
+
+    The kernel covers a pixel by clamp(r + ½ − d, 0, 1), d the distance from the pixel's
+    centre to the segment (`length` px, round caps of radius `r` px; (m,) float64). Its
+    integral over the plane is 2r per unit length along the segment, but πr² + π/12 over
+    the two caps (πb³/3, b = r + ½, below r = ½). Pixels it covers fully are the capsule
+    of radius r − ½ and stay exact; the edge pixels carry the rest, so the whole streak
+    leaves exactly its area, length·2r + πr², of coverage."""
+    b = radius + 0.5
+    wide = radius >= 0.5
+    core = np.where(wide, radius - 0.5, 0.0)
+    inside = 2 * core * length + np.pi * core ** 2
+    kernel = np.where(wide, 2.0 * radius * length + np.pi * radius ** 2 + np.pi / 12,
+                      b * b * length + np.pi * b ** 3 / 3)
+    area = 2 * radius * length + np.pi * radius ** 2
+    return (area - inside) / (kernel - inside)
+
+
+@serial
+def _splat(x0, y0, x1, y1, radius, edge, alpha, keep, accent, ox, oy, planes):
+    """Composite each streak in turn (rows far to near) over `planes` (3, h, w) float32:
+    sky, bird and accent weights of the pixels (ox + x, oy + y) of the full frame.
+
+    Coverage of a pixel is clamp(r + ½ − d, 0, 1), d the distance from its centre to the
+    segment, times `edge` where it is below 1 (see `edge_scale`: alpha × coverage then sums
+    to alpha × area). A streak of opacity a·coverage = q keeps (1 − q) of each weight
+    and adds q·keep of its colour and q·(1 − keep) of the sky (the haze)."""
+    h, w = planes.shape[1], planes.shape[2]
+    for i in range(x0.shape[0]):
+        r = radius[i]
+        reach = r + 0.5
+        ax, ay = x0[i] - ox, y0[i] - oy
+        dx, dy = x1[i] - x0[i], y1[i] - y0[i]
+        ll = dx * dx + dy * dy
+        lo_x = max(int(math.floor(min(ax, ax + dx) - reach)), 0)
+        hi_x = min(int(math.ceil(max(ax, ax + dx) + reach)), w)
+        lo_y = max(int(math.floor(min(ay, ay + dy) - reach)), 0)
+        hi_y = min(int(math.ceil(max(ay, ay + dy) + reach)), h)
+        a_full, a_edge = alpha[i], alpha[i] * edge[i]
+        colour = 2 if accent[i] else 1
+        k = keep[i]
+        for y in range(lo_y, hi_y):
+            py = y + 0.5 - ay
+            for x in range(lo_x, hi_x):
+                px = x + 0.5 - ax
+                t = 0.0
+                if ll > 0.0:
+                    t = min(max((px * dx + py * dy) / ll, 0.0), 1.0)
+                ex, ey = px - t * dx, py - t * dy
+                cover = reach - math.sqrt(ex * ex + ey * ey)
+                if cover <= 0.0:
+                    continue
+                q = a_full if cover >= 1.0 else min(a_edge * cover, 1.0)
+                rest = 1.0 - q
+                planes[0, y, x] = planes[0, y, x] * rest + q * (1.0 - k)
+                planes[1, y, x] *= rest
+                planes[2, y, x] *= rest
+                planes[colour, y, x] += q * k
+
+
+@serial
+def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out):
+    """Encode the planes (covering out[lo_y:, lo_x:]) into `out` (h, w, 4) BGRA uint8,
+    premultiplied; `out` holds the sky (zeros when transparent), which is read back.
+    bird, accent: (3,) linear BGR."""
+    for y in range(planes.shape[1]):
+        for x in range(planes.shape[2]):
+            a, b, c = planes[0, y, x], planes[1, y, x], planes[2, y, x]
+            if b == 0.0 and c == 0.0 and a == 1.0:
+                continue
+            oy, ox = lo_y + y, lo_x + x
+            if transparent:
+                opacity = 1.0 - a
+                if opacity <= 0.0:
+                    continue
+                alpha8 = int(opacity * 255.0 + 0.5)
+                for ch in range(3):
+                    lin = min((b * bird[ch] + c * accent[ch]) / opacity, 1.0)
+                    code = encode[int(lin * ENCODE_STEPS + 0.5)]
+                    out[oy, ox, ch] = min(int(code * opacity + 0.5), alpha8)
+                out[oy, ox, 3] = alpha8
+            else:
+                for ch in range(3):
+                    lin = a * decode[out[oy, ox, ch]] + b * bird[ch] + c * accent[ch]
+                    lin = min(max(lin, 0.0), 1.0)
+                    out[oy, ox, ch] = encode[int(lin * ENCODE_STEPS + 0.5)]
+                out[oy, ox, 3] = 255
+
+
+def _box(streaks: Streaks, radius: np.ndarray, window) -> tuple[int, int, int, int] | None:
+    """The part of the window (window px, x0, y0, x1, y1 exclusive) any streak reaches."""
+    x, y, w, h = window
+    reach = radius + 1.0
+    lo_x = math.floor(np.min(np.minimum(streaks.x0, streaks.x1) - reach)) - x
+    hi_x = math.ceil(np.max(np.maximum(streaks.x0, streaks.x1) + reach)) - x
+    lo_y = math.floor(np.min(np.minimum(streaks.y0, streaks.y1) - reach)) - y
+    hi_y = math.ceil(np.max(np.maximum(streaks.y0, streaks.y1) + reach)) - y
+    box = max(lo_x, 0), max(lo_y, 0), min(hi_x, w), min(hi_y, h)
+    return box if box[0] < box[2] and box[1] < box[3] else None
+
+
+def compose(streaks: Streaks, sky: Sky, window, transparent: bool) -> np.ndarray:
+    """The birds of `streaks` over `sky` in `window` (x, y, w, h px of the full frame):
+    (h, w, 4) uint8 cairo ARGB32 bytes (B, G, R, A, premultiplied), a new array.
+
+    `transparent`: no sky or ground; alpha is 1 − Π(1 − qᵢ·contrastᵢ) over the birds of
+    each pixel (qᵢ their coverage × alpha), their colours premultiplied."""
+    x, y, w, h = (int(v) for v in window)
+    if transparent:
+        out = np.zeros((h, w, 4), np.uint8)
+    else:
+        out = np.empty((h, w, 4), np.uint8)
+        paint_sky(sky, (x, y, w, h), out)
+    if len(streaks.x0) == 0:
+        return out
+    radius = 0.5 * np.asarray(streaks.width, np.float64)
+    box = _box(streaks, radius, (x, y, w, h))
+    if box is None:
+        return out
+    lo_x, lo_y, hi_x, hi_y = box
+    planes = np.zeros((3, hi_y - lo_y, hi_x - lo_x), np.float32)
+    planes[0] = 1.0
+    x0, y0 = np.asarray(streaks.x0, np.float64), np.asarray(streaks.y0, np.float64)
+    x1, y1 = np.asarray(streaks.x1, np.float64), np.asarray(streaks.y1, np.float64)
+    length = np.hypot(x1 - x0, y1 - y0)
+    edge = edge_scale(radius, length)
+    contrast = np.asarray(streaks.contrast, np.float64)
+    alpha = np.asarray(streaks.alpha, np.float64)
+    if transparent:  # haze thins the bird; nothing behind it to tint toward
+        alpha, keep = alpha * contrast, np.ones_like(contrast)
+    else:
+        keep = contrast
+    _splat(x0, y0, x1, y1, radius, edge, alpha, keep, np.asarray(streaks.accent, np.bool_),
+           float(x + lo_x), float(y + lo_y), planes)
+    _finish(planes, lo_x, lo_y, sky.bird[::-1].copy(),
+            sky.accent[::-1].copy(), transparent, DECODE, ENCODE, out)
+    return out

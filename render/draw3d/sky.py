@@ -1,0 +1,420 @@
+"""The sky and ground seen from a `Pose` (SPEC §10): a vertical gradient by elevation angle,
+an optional sun glow, the ground below the horizon hazed toward the horizon's colour, and
+an optional treeline or reed bed along the horizon drawn as a vector silhouette.
+
+`sky_for(scene, pose)` resolves the palette into a `Sky`; `paint_sky(sky, window, out)`
+draws it as opaque cairo ARGB32 bytes (B, G, R, A), which `optics.compose` composites the
+birds over. A still camera's sky is drawn twice, then kept.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import NamedTuple
+
+import cairo
+import numpy as np
+
+from ..sim.jit import inline, serial
+from ..draw.paths import append_polygons, polygon_records
+from .colour import DITHER, ENCODE_STEPS, LEVELS, hex_linear, to_srgb
+from .types import Pose
+
+SKY_LUT = 1024  # gradient samples over sin(elevation) ∈ [0, 1]
+LN_005 = math.log(0.05)  # contrast 0.05^(d/V) = exp(LN_005·d/V)
+
+# Each theme's 3D look: sky stops [(elevation °, colour)], ground, birds, accent, sun
+# [(azimuth °, elevation °)] and its glow (colour, radius °), treeline. The birds of dusk
+# are starlings against the light: albedo ≈ 0.07 under this sky's light on a level
+# surface reads (25, 22, 35) on their backs, their undersides a few per cent of that,
+# (2, 1, 3): seen from the ground, from below and the side, between the two, near black.
+THEMES_3D = {
+    "light": dict(sky=((0.0, "#EDE8DC"), (30.0, "#DCDCDA"), (90.0, "#C6D0DC")),
+                  ground="#D6D0C0", bird="#2848CD", accent="#BE441C", sun=None,
+                  sun_colour="#FFF4DC", sun_glow=10.0, treeline="none",
+                  treeline_colour="#8E8A80"),
+    "dark": dict(sky=((0.0, "#1C2130"), (25.0, "#10131B"), (90.0, "#07090D")),
+                 ground="#050608", bird="#96B4FF", accent="#FF7854", sun=None,
+                 sun_colour="#5A6480", sun_glow=10.0, treeline="none",
+                 treeline_colour="#030405"),
+    "dusk": dict(sky=((0.0, "#F4A95E"), (3.0, "#EE9365"), (10.0, "#C98285"),
+                      (25.0, "#7E79A0"), (50.0, "#3E4E84"), (90.0, "#1D2A57")),
+                 ground="#1A1716", bird="#151318", accent="#6B2A1A", sun=(95.0, -1.5),
+                 sun_colour="#FFB45A", sun_glow=14.0, treeline="trees",
+                 treeline_colour="#141214"),
+}
+TREELINE_DISTANCE_M = 600.0
+TREELINE_HEIGHT_M = 15.0
+
+
+class Sky(NamedTuple):
+    """What the frame shows behind the birds, and the birds' own colours (linear RGB).
+
+    lut: (SKY_LUT, 3) the gradient over sin(elevation) 0…1; ground (3,); visibility m (inf:
+    no haze); sun (3,) unit direction toward it, glow 1 − cos(glow radius) (0: none);
+    treeline "none" | "trees" | "reeds" at treeline_distance m, treeline_height m tall,
+    seeded by `seed`."""
+
+    pose: Pose
+    lut: np.ndarray
+    ground: np.ndarray
+    visibility: float
+    sun: np.ndarray
+    sun_colour: np.ndarray
+    glow: float
+    treeline: str
+    treeline_colour: np.ndarray
+    treeline_distance: float
+    treeline_height: float
+    seed: int
+    bird: np.ndarray
+    accent: np.ndarray
+
+
+def gradient_lut(stops) -> np.ndarray:
+    """(SKY_LUT, 3) linear RGB over sin(elevation) from 0 to 1, interpolated in linear
+    light between `stops` ((elevation °, "#RRGGBB"), …), held beyond the first and last."""
+    angles = np.array([s[0] for s in stops], dtype=np.float64)
+    colours = np.array([hex_linear(s[1]) for s in stops])
+    elevation = np.degrees(np.arcsin(np.linspace(0.0, 1.0, SKY_LUT)))
+    return np.column_stack([np.interp(elevation, angles, colours[:, c]) for c in range(3)])
+
+
+def sun_direction(azimuth_deg: float, elevation_deg: float) -> np.ndarray:
+    """(3,) unit vector toward the sun: azimuth counter-clockwise from +x, z up."""
+    a, e = math.radians(azimuth_deg), math.radians(elevation_deg)
+    return np.array([math.cos(e) * math.cos(a), math.cos(e) * math.sin(a), math.sin(e)])
+
+
+def sky_for(scene, pose: Pose) -> Sky:
+    """The scene's palette seen from `pose`: the theme's 3D look, then each [palette] key
+    the scene sets (`background` alone makes a flat sky, `ink` alone colours the birds),
+    hazed by [atmosphere] (none: visibility infinite)."""
+    pal = scene.palette
+    look = dict(THEMES_3D[pal.theme])
+    for key in ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
+                "treeline_colour", "accent"):
+        if getattr(pal, key) is not None:
+            look[key] = getattr(pal, key)
+    if pal.sky is None and pal.background is not None:
+        look["sky"] = ((0.0, pal.background),)
+    if pal.bird is None and pal.ink is not None:
+        look["bird"] = pal.ink
+    visibility = math.inf if scene.atmosphere is None else scene.atmosphere.visibility
+    sun = look["sun"]
+    glow = 0.0 if sun is None or look["sun_glow"] <= 0 else \
+        1.0 - math.cos(math.radians(look["sun_glow"]))
+    return Sky(pose, gradient_lut(look["sky"]), hex_linear(look["ground"]), visibility,
+               np.zeros(3) if sun is None else sun_direction(*sun),
+               hex_linear(look["sun_colour"]), glow, look["treeline"],
+               hex_linear(look["treeline_colour"]),
+               pal.treeline_distance or TREELINE_DISTANCE_M,
+               pal.treeline_height or TREELINE_HEIGHT_M, scene.scene.seed,
+               hex_linear(look["bird"]), hex_linear(look["accent"]))
+
+
+GLOW_LUT = 8192  # glow samples over the cosine of the angle off the sun, −1 … 1
+
+
+def elevation_table(sky: Sky, eye_m: float) -> np.ndarray:
+    """(2·SKY_LUT − 1, 4) over sin(elevation) from −1 to 1: linear RGB of the hazed ground
+    below the horizon (its distance along the ray is eye/(−sin)) and of the gradient
+    above, then how much of the sun's glow shows (all of it in the sky; over the ground,
+    only in the haze between it and the eye)."""
+    s = np.linspace(-1.0, 0.0, SKY_LUT)[:-1]
+    keep = np.ones_like(s)
+    if not math.isinf(sky.visibility):
+        with np.errstate(divide="ignore"):
+            keep = np.exp(LN_005 * (eye_m / -s) / sky.visibility)
+    ground = keep[:, None] * sky.ground + (1 - keep[:, None]) * airlight(sky)
+    return np.column_stack([np.concatenate([ground, sky.lut]),
+                            np.concatenate([1 - keep, np.ones(SKY_LUT)])])
+
+
+def glow_table(sky: Sky) -> np.ndarray:
+    """(GLOW_LUT,) the glow's share of sun_colour over cos(angle off the sun), −1 … 1:
+    exp((cos − 1)/(1 − cos radius)) ≈ exp(−θ²/2r²)."""
+    if sky.glow <= 0:
+        return np.zeros(GLOW_LUT)
+    return np.exp((np.linspace(-1.0, 1.0, GLOW_LUT) - 1.0) / sky.glow)
+
+
+# The sky is smooth: it is computed every GRID_PX pixels (on the full frame's grid, so a
+# window matches the frame) and interpolated between, except in cells the horizon crosses,
+# whose pixels are computed one by one so the horizon stays sharp.
+GRID_PX = 4
+
+
+@inline
+def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour, rgb):
+    """Linear RGB (into rgb (3,)) of the ray through full-frame pixel (X, Y): `table` at
+    its sin(elevation) plus the sun's glow at its angle off the sun. Returns the sine."""
+    half = (table.shape[0] - 1) / 2.0
+    glow_half = (glow.shape[0] - 1) / 2.0
+    u = (X + 0.5 - cx) / focal
+    v = (Y + 0.5 - cy) / focal
+    dx = forward[0] + u * right[0] - v * up[0]
+    dy = forward[1] + u * right[1] - v * up[1]
+    dz = forward[2] + u * right[2] - v * up[2]
+    inv = 1.0 / math.sqrt(dx * dx + dy * dy + dz * dz)
+    f = (dz * inv + 1.0) * half
+    i = min(int(f), table.shape[0] - 2)
+    t = f - i
+    f = ((dx * sun[0] + dy * sun[1] + dz * sun[2]) * inv + 1.0) * glow_half
+    j = min(int(f), glow.shape[0] - 2)
+    g = glow[j] + (glow[j + 1] - glow[j]) * (f - j)
+    g *= table[i, 3] + (table[i + 1, 3] - table[i, 3]) * t
+    for c in range(3):
+        lin = table[i, c] + (table[i + 1, c] - table[i, c]) * t + g * sun_colour[c]
+        rgb[c] = min(max(lin, 0.0), 1.0)
+    return dz * inv
+
+
+@serial
+def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
+                levels, dither, out):
+    """Each pixel of `out` (h, w, 4) BGRA, pixel (x, y) being (ox + x, oy + y) of the full
+    frame: the sRGB values (0…255, `levels` over linear light) of `_ray_colour`,
+    interpolated between GRID_PX grid points, plus `dither` at (Y, X) modulo its size,
+    floored to codes."""
+    h, w = out.shape[0], out.shape[1]
+    gx0, gy0 = ox // GRID_PX, oy // GRID_PX
+    gw = (ox + w - 1) // GRID_PX - gx0 + 2
+    gh = (oy + h - 1) // GRID_PX - gy0 + 2
+    codes = np.empty((gh, gw, 3), np.float32)
+    sine = np.empty((gh, gw))
+    rgb = np.empty(3)
+    for j in range(gh):
+        for i in range(gw):
+            sine[j, i] = _ray_colour((gx0 + i) * GRID_PX, (gy0 + j) * GRID_PX, cx, cy,
+                                     focal, right, up, forward, table, glow, sun,
+                                     sun_colour, rgb)
+            for c in range(3):
+                codes[j, i, c] = levels[int(rgb[c] * ENCODE_STEPS + 0.5)]
+    mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon crosses the cell
+    for j in range(gh - 1):
+        for i in range(gw - 1):
+            lo = min(min(sine[j, i], sine[j, i + 1]), min(sine[j + 1, i], sine[j + 1, i + 1]))
+            hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
+            mixed[j, i] = lo < 0.0 <= hi
+    row = np.empty((gw, 3), np.float32)
+    mask_y, mask_x = dither.shape[0] - 1, dither.shape[1] - 1  # sizes: powers of two
+    for y in range(h):
+        Y = oy + y
+        pattern = dither[Y & mask_y]
+        j = Y // GRID_PX - gy0
+        ty = (Y % GRID_PX) / GRID_PX
+        for i in range(gw):  # this row's values at the grid's columns
+            for c in range(3):
+                row[i, c] = codes[j, i, c] + (codes[j + 1, i, c] - codes[j, i, c]) * ty
+        for i in range(gw - 1):  # the pixels of each grid cell along the row
+            left = (gx0 + i) * GRID_PX
+            lo, hi = max(left - ox, 0), min(left + GRID_PX - ox, w)
+            if mixed[j, i]:
+                for x in range(lo, hi):
+                    _ray_colour(ox + x, Y, cx, cy, focal, right, up, forward, table, glow,
+                                sun, sun_colour, rgb)
+                    d = pattern[(ox + x) & mask_x]
+                    for c in range(3):
+                        out[y, x, 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
+                    out[y, x, 3] = 255
+                continue
+            r0, g0, b0 = row[i, 0], row[i, 1], row[i, 2]
+            dr = (row[i + 1, 0] - r0) / GRID_PX
+            dg = (row[i + 1, 1] - g0) / GRID_PX
+            db = (row[i + 1, 2] - b0) / GRID_PX
+            for x in range(lo, hi):
+                k = ox + x - left
+                d = pattern[(ox + x) & mask_x]
+                out[y, x, 0] = int(b0 + db * k + d)
+                out[y, x, 1] = int(g0 + dg * k + d)
+                out[y, x, 2] = int(r0 + dr * k + d)
+                out[y, x, 3] = 255
+
+
+def _window_key(sky: Sky, window) -> tuple:
+    p = sky.pose
+    arrays = (p.position, p.right, p.up, p.forward, sky.lut, sky.ground, sky.sun,
+              sky.sun_colour, sky.treeline_colour)
+    return (tuple(a.tobytes() for a in arrays), p.focal, p.width, p.height, sky.visibility,
+            sky.glow, sky.treeline, sky.treeline_distance, sky.treeline_height, sky.seed,
+            tuple(window))
+
+
+_last: dict = {}  # the last window asked for, and its pixels once asked for twice running
+
+
+def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
+    """Draw the sky and ground of `window` (x, y, w, h px of the full frame) into `out`
+    (h, w, 4) uint8 BGRA, opaque. A window asked for twice running (a still camera) is
+    kept and copied from then on; a moving camera's sky is drawn straight into `out`."""
+    key = _window_key(sky, window)
+    if _last.get("key") == key and "pixels" in _last:
+        np.copyto(out, _last["pixels"])
+        return
+    x, y = int(window[0]), int(window[1])
+    p = sky.pose
+    eye_m = max(float(p.position[2]), 0.0)
+    _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
+                p.right.astype(np.float64), p.up.astype(np.float64),
+                p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
+                sky.sun, sky.sun_colour, LEVELS, DITHER, out)
+    if sky.treeline != "none":
+        draw_treeline(out, sky, window)
+    if _last.get("key") == key:
+        _last["pixels"] = out.copy()
+    else:
+        _last.clear()
+        _last["key"] = key
+
+
+def sky_pixels(sky: Sky, window) -> np.ndarray:
+    """The sky and ground of `window` (x, y, w, h px of the full frame): a new (h, w, 4)
+    uint8 BGRA array, opaque."""
+    out = np.empty((int(window[3]), int(window[2]), 4), np.uint8)
+    paint_sky(sky, window, out)
+    return out
+
+
+PROFILE_SAMPLES = 8192  # around the full horizon: 0.46 m apart at 600 m
+
+
+@lru_cache(maxsize=8)
+def horizon_profile(kind: str, seed: int) -> np.ndarray:
+    """(PROFILE_SAMPLES,) heights, as a share of the treeline's height, at azimuths
+    2π·i/PROFILE_SAMPLES: a treeline (`tree_crowns`) or a reed bed (`reed_blades`), the
+    tallest 1. Seeded: the same scene draws the same horizon."""
+    rng = np.random.default_rng([seed, 0x7EE5])
+    heights = reed_blades(rng, PROFILE_SAMPLES) if kind == "reeds" else \
+        tree_crowns(rng, PROFILE_SAMPLES)
+    return heights / heights.max()
+
+
+def smooth_noise(rng, n: int, period: int) -> np.ndarray:
+    """(n,) noise in [−1, 1] varying over about `period` samples, periodic over n."""
+    knots = rng.uniform(-1.0, 1.0, max(n // period, 2))
+    x = np.arange(n) * len(knots) / n
+    return np.interp(x, np.arange(len(knots) + 1), np.append(knots, knots[0]))
+
+
+# Samples per unit of the profile's height at the default treeline (15 m tall, samples
+# 0.46 m apart at 600 m): crowns are built round in metres there.
+ASPECT = TREELINE_HEIGHT_M / (2 * math.pi * TREELINE_DISTANCE_M / PROFILE_SAMPLES)
+
+
+def _disc(heights: np.ndarray, centre: float, base: float, radius: float) -> None:
+    """Raise `heights` (periodic) to the top of a disc of `radius` (height units, round
+    at ASPECT) centred `base` high at sample `centre`."""
+    half = radius * ASPECT
+    i = np.arange(int(centre - half), int(centre + half) + 2)
+    x = np.clip(np.abs(i - centre) / half, 0.0, 1.0)
+    np.maximum.at(heights, i % len(heights), base + radius * np.sqrt(1.0 - x * x))
+
+
+def tree_crowns(rng, n: int) -> np.ndarray:
+    """A treeline's heights over n samples: trees side by side, crowns touching, over a
+    low hedge; each crown a body and a few lobes of its own size on top (irregular, not
+    a dome), now and then a tall narrow poplar, here and there a gap in the row."""
+    heights = 0.12 + 0.05 * smooth_noise(rng, n, 40)  # the hedge and scrub beneath
+    start = 0.0
+    while start < n:
+        tall = rng.uniform() < 0.08
+        top = rng.uniform(0.8, 1.0) if tall else rng.uniform(0.4, 0.8)
+        radius = top * (rng.uniform(0.12, 0.18) if tall else rng.uniform(0.22, 0.42))
+        centre = start + radius * ASPECT
+        body = top - radius * rng.uniform(1.0, 1.3)
+        _disc(heights, centre, body - radius, radius)  # the crown's lower mass
+        if tall:  # a poplar: a stack of discs narrowing to its top
+            for k in range(4):
+                _disc(heights, centre, body - radius + k * radius * 0.8,
+                      radius * (0.95 - 0.18 * k))
+        for _ in range(int(rng.integers(2, 6))):  # lobes along its top
+            lobe = radius * rng.uniform(0.3, 0.55)
+            offset = rng.uniform(-0.8, 0.8) * radius
+            base = body + math.sqrt(max(radius ** 2 - offset ** 2, 0.0)) * 0.6 - lobe
+            _disc(heights, centre + offset * ASPECT, base, lobe)
+        start = centre + radius * ASPECT * rng.uniform(0.7, 1.1) + \
+            (rng.integers(10, 40) if rng.uniform() < 0.03 else 0)
+    leaves = 0.015 * rng.uniform(-1.0, 1.0, n)  # a ragged edge of leaves
+    return np.maximum(heights + leaves, 0.0)
+
+
+def reed_blades(rng, n: int) -> np.ndarray:
+    """A reed bed's heights over n samples: a dense low mass of leaves, thin blades above
+    it (a sample wide: they taper to a point), and tall stems each carrying a plume that
+    droops to one side."""
+    heights = 0.3 + 0.06 * smooth_noise(rng, n, 60) + 0.03 * rng.uniform(-1, 1, n)
+    blades = rng.uniform(size=n) < 0.5
+    heights[blades] += 0.5 * rng.uniform(0.0, 1.0, blades.sum()) ** 2
+    for stem in np.flatnonzero(rng.uniform(size=n) < 0.03):
+        top = rng.uniform(0.75, 1.0)
+        side = 1 if rng.uniform() < 0.7 else -1  # most lean with the wind
+        length = int(rng.integers(2, 5))
+        i = stem + side * np.arange(length + 1)
+        np.maximum.at(heights, i % n, top - 0.18 * np.arange(length + 1) / length)
+    return heights
+
+
+def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
+    """The silhouette as (k, 2) pixel points of `window`: its top along the horizon,
+    treeline_distance m from the camera, then back along its foot on the ground; None when
+    none of it lies ahead of the camera."""
+    p = sky.pose
+    profile = horizon_profile(sky.treeline, sky.seed) * sky.treeline_height
+    azimuth = 2 * np.pi * np.arange(PROFILE_SAMPLES) / PROFILE_SAMPLES
+    ring = np.column_stack([np.cos(azimuth), np.sin(azimuth)]) * sky.treeline_distance
+    top = np.column_stack([ring + p.position[:2], profile])
+    foot = np.column_stack([ring + p.position[:2], np.zeros(PROFILE_SAMPLES)])
+    ahead = (top - p.position) @ p.forward > 0.1 * sky.treeline_distance
+    if ahead.sum() < 2:
+        return None
+    # Start the ring behind the camera, so the part ahead is one run in order.
+    back = math.atan2(-p.forward[1], -p.forward[0]) % (2 * np.pi)
+    order = np.argsort((azimuth - back) % (2 * np.pi), kind="stable")
+    keep = order[ahead[order]]
+    points = np.concatenate([top[keep], foot[keep][::-1]])
+    rel = points - p.position
+    depth = rel @ p.forward
+    u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
+    v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
+    # Only what reaches the window (and a window's width beyond, to close it off-screen).
+    near = np.abs(u - 0.5 * window[2]) <= 1.5 * window[2]
+    return np.column_stack([u, v])[near] if near.sum() >= 2 else None
+
+
+def airlight(sky: Sky) -> np.ndarray:
+    """(3,) linear RGB the haze between the camera and the ground or the treeline tends
+    to. Sunlit, it is the horizon's colour. With the sun below the horizon the air near
+    the ground lies in the earth's shadow: it scatters only the light around it, the
+    sky above and the ground below, evenly over the sphere (the gradient is sampled
+    evenly in sin(elevation), so evenly in solid angle), far darker than the horizon's
+    glow, which is lit high up."""
+    if sky.sun[2] >= 0:  # also: no sun
+        return sky.lut[0]
+    return 0.5 * (sky.lut.mean(axis=0) + sky.ground)
+
+
+def hazed_treeline(sky: Sky) -> np.ndarray:
+    """(3,) linear RGB: the treeline's colour hazed by its distance toward the airlight."""
+    keep = 1.0 if math.isinf(sky.visibility) else \
+        math.exp(LN_005 * sky.treeline_distance / sky.visibility)
+    return keep * sky.treeline_colour + (1 - keep) * airlight(sky)
+
+
+def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
+    """The treeline over `out` (the window's sky, BGRA) as one filled vector path in its
+    colour hazed by its distance toward the horizon's."""
+    polygon = treeline_polygon(sky, window)
+    if polygon is None:
+        return
+    h, w = out.shape[:2]
+    surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
+                                                 4 * w)
+    ctx = cairo.Context(surface)
+    records, points = polygon_records(1, len(polygon))
+    points[0] = polygon
+    append_polygons(ctx, records)
+    ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
+    ctx.fill()
+    surface.flush()

@@ -1,0 +1,52 @@
+"""Checks of the 3D murmuration's settings against each other (SPEC §11): the hawk's mode
+for the world's dimension, a hunting hawk that can catch the flock, and a landing inside
+the clip."""
+
+from __future__ import annotations
+
+from .values import show
+
+
+def check_hunt_and_landing(values, merged, where, usable, problems) -> None:
+    """Append a one-line problem for each: [hawk] mode against the world's dimension, a
+    hunting hawk no faster than the flock (or whose dive is slower than its pursuit), a
+    hunt without topological neighbours (the waves spread over the k nearest), and
+    roost.landing_at outside the clip (before settling ends is negative time)."""
+    world, hawk, roost = values["world"], values["hawk"], values["roost"]
+    three = world.dimensions == 3
+    if hawk is not None and usable("hawk.mode", "world.dimensions"):
+        wanted = "hunt" if three else "chord"
+        if hawk.mode != wanted:
+            problems.append(f"{where('hawk.mode')}: a {'3D' if three else '2D'} world's hawk "
+                            f"{'hunts' if three else 'flies chords'}: expected \"{wanted}\", "
+                            f"got {show(hawk.mode)}")
+        elif three:
+            _check_hunter(values, where, usable, problems)
+    if roost is not None and roost.landing_at is not None and usable(
+            "roost.landing_at", "scene.duration"):
+        duration = values["scene"].duration
+        if roost.landing_at < 0.0:
+            problems.append(f"{where('roost.landing_at')}: the landing starts before "
+                            f"settling is over (times count from frame 0, after settling): "
+                            f"expected ≥ 0 s, got {show(roost.landing_at)}")
+        elif roost.landing_at >= duration:
+            problems.append(f"{where('roost.landing_at')}: the landing starts after the "
+                            f"clip's end: expected below scene.duration ({show(duration)} "
+                            f"s), got {show(roost.landing_at)}")
+
+
+def _check_hunter(values, where, usable, problems) -> None:
+    hawk, flight, flock = values["hawk"], values["flight"], values["flock"]
+    flock_speed, name = (flight.cruise_speed, "flight.cruise_speed") if flight is not None \
+        else (flock.max_speed, "flock.max_speed")
+    if hawk.speed <= flock_speed and usable("hawk.speed", name):
+        problems.append(f"{where('hawk.speed')}: a hunting hawk must outfly the flock to "
+                        f"catch it: expected more than {name} ({show(flock_speed)} m/s), "
+                        f"got {show(hawk.speed)}")
+    if hawk.dive_speed < hawk.speed and usable("hawk.dive_speed", "hawk.speed"):
+        problems.append(f"{where('hawk.dive_speed')}: expected ≥ hawk.speed "
+                        f"({show(hawk.speed)} m/s), got {show(hawk.dive_speed)}")
+    if values["rules"].neighbours != "topological" and usable("rules.neighbours"):
+        problems.append(f"{where('rules.neighbours')}: a hunt's agitation waves spread over "
+                        f"the k nearest: expected \"topological\", got "
+                        f"{show(values['rules'].neighbours)}")

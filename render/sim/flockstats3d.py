@@ -1,0 +1,185 @@
+"""Measures of a 3D flock against real ones (SPEC §11, issue 20), numpy only.
+
+- `hull`: the convex hull as the intersection of its supporting half-spaces over
+  HULL_DIRECTIONS fixed (Fibonacci) directions: an outer approximation of the exact hull
+  whose depths converge to it (tests compare with scipy's Qhull). Chosen over a
+  dependency: scipy stays a test/benchmark dependency, and depths and a point-in-hull test
+  are all the estimator needs.
+- `border_ratio`: the issue's fixed estimator (depth in the hull; outer 10% against inner
+  50%; density within R = 3 × the median nearest-neighbour distance, over the volume of
+  the ball inside the hull, Monte Carlo on BALL_POINTS fixed points).
+- `largest_cluster`: the share of the birds in the largest group linked at 5 m.
+- `correlation_length`: the first zero of the velocity fluctuations' correlation C(r).
+- `largest_distance`: the largest pairwise distance on a sample.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+HULL_DIRECTIONS = 2000
+BALL_POINTS = 512
+SAMPLE = 600          # birds per group whose density is counted
+LINK_M = 5.0
+
+
+def fibonacci_sphere(m: int) -> np.ndarray:
+    """(m, 3) unit vectors spread evenly over the sphere."""
+    k = np.arange(m) + 0.5
+    z = 1.0 - 2.0 * k / m
+    phi = math.pi * (3.0 - math.sqrt(5.0)) * k
+    r = np.sqrt(1.0 - z * z)
+    return np.column_stack([r * np.cos(phi), r * np.sin(phi), z])
+
+
+_DIRS = fibonacci_sphere(HULL_DIRECTIONS)
+
+
+def hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(normals (m, 3), offsets (m,)): the hull of points (n, 3) as {x : normals·x ≤
+    offsets}."""
+    return _DIRS, (points @ _DIRS.T).max(axis=0)
+
+
+def depths(points: np.ndarray, planes) -> np.ndarray:
+    """(n,) each point's distance inside the hull (≥ 0 inside), m."""
+    normals, offsets = planes
+    out = np.empty(len(points))
+    for a in range(0, len(points), 4096):
+        out[a:a + 4096] = (offsets - points[a:a + 4096] @ normals.T).min(axis=1)
+    return out
+
+
+def ball_points(m: int = BALL_POINTS, seed: int = 20) -> np.ndarray:
+    """(m, 3) fixed points uniform in the unit ball."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(m, 3))
+    v /= np.linalg.norm(v, axis=1)[:, None]
+    return v * rng.random(m)[:, None] ** (1.0 / 3.0)
+
+
+_BALL = ball_points()
+
+
+def ball_in_hull(centres: np.ndarray, radius: float, planes) -> np.ndarray:
+    """(c,) the volume (m³) of each radius-`radius` ball that lies inside the hull."""
+    normals, offsets = planes
+    full = 4.0 / 3.0 * math.pi * radius ** 3
+    out = np.full(len(centres), full)
+    for i, c in enumerate(centres):
+        slack = offsets - normals @ c
+        near = slack < radius
+        if near.any():
+            inside = (radius * _BALL @ normals[near].T <= slack[near]).all(axis=1)
+            out[i] = full * inside.mean()
+    return out
+
+
+def counts_within(centres: np.ndarray, points: np.ndarray, radius: float) -> np.ndarray:
+    """(c,) how many of points lie within radius of each centre, the centre itself (a
+    member of points) not counted."""
+    out = np.empty(len(centres), np.int64)
+    r2 = radius * radius
+    for a in range(0, len(centres), 64):
+        d2 = ((centres[a:a + 64, None, :] - points[None, :, :]) ** 2).sum(axis=2)
+        out[a:a + 64] = (d2 <= r2).sum(axis=1) - 1
+    return out
+
+
+def border_ratio(points: np.ndarray, nn_median: float, planes=None,
+                 sample: int = SAMPLE, seed: int = 0) -> float:
+    """The median density of the outer 10% of birds by hull depth over that of the
+    inner 50% (a sample of each), density = others within 3·nn_median over the ball's
+    volume inside the hull."""
+    planes = hull(points) if planes is None else planes
+    order = np.argsort(depths(points, planes), kind="stable")
+    n = len(points)
+    outer, inner = order[:max(1, n // 10)], order[n // 2:]
+    rng = np.random.default_rng(seed)
+    radius = 3.0 * nn_median
+    med = []
+    for group in (outer, inner):
+        pick = group if len(group) <= sample else rng.choice(group, sample, replace=False)
+        c = points[pick]
+        med.append(np.median(counts_within(c, points, radius) /
+                             ball_in_hull(c, radius, planes)))
+    return float(med[0] / med[1])
+
+
+def uniform_in_hull(planes, lo: np.ndarray, hi: np.ndarray, n: int,
+                    seed: int = 0) -> np.ndarray:
+    """(n, 3) points uniform in the hull (rejection from its bounding box lo..hi)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    normals, offsets = planes
+    while sum(len(o) for o in out) < n:
+        p = rng.uniform(lo, hi, size=(max(n, 1024), 3))
+        out.append(p[(p @ normals.T <= offsets).all(axis=1)])
+    return np.concatenate(out)[:n]
+
+
+def largest_cluster(points: np.ndarray, link: float = LINK_M) -> float:
+    """Share of the birds in the largest set linked by distances < link (single
+    linkage), from a grid of cell `link` and union–find in numpy (label propagation)."""
+    n = len(points)
+    cell = np.floor(points / link).astype(np.int64)
+    key = cell - cell.min(axis=0)
+    dims = key.max(axis=0) + 3
+    flat = ((key[:, 0] + 1) * dims[1] + key[:, 1] + 1) * dims[2] + key[:, 2] + 1
+    order = np.argsort(flat, kind="stable")
+    sorted_keys = flat[order]
+    pairs_a, pairs_b = [], []
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            for dz in (-1, 0, 1):
+                other = flat + (dx * dims[1] + dy) * dims[2] + dz
+                lo = np.searchsorted(sorted_keys, other, "left")
+                hi = np.searchsorted(sorted_keys, other, "right")
+                counts = hi - lo
+                a = np.repeat(np.arange(n), counts)
+                offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+                b = order[np.repeat(lo, counts) + offs]
+                keep = (a < b) & (((points[a] - points[b]) ** 2).sum(axis=1) < link * link)
+                pairs_a.append(a[keep])
+                pairs_b.append(b[keep])
+    a, b = np.concatenate(pairs_a), np.concatenate(pairs_b)
+    label = np.arange(n)
+    while True:  # propagate the least label along the links until nothing changes
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]
+        if np.array_equal(new, label):
+            break
+        label = new
+    return float(np.bincount(label).max() / n)
+
+
+def correlation_length(points: np.ndarray, velocities: np.ndarray, sample: int = 1500,
+                       bins: int = 60, seed: int = 0) -> tuple[float, float]:
+    """(ξ, L) in m on a sample: ξ the first zero of C(r) = ⟨δv_i·δv_j⟩ over pairs at
+    distance r, δv the velocity minus the flock's mean, normalised by ⟨|δv|²⟩ (Cavagna
+    et al. 2010), linearly interpolated between bins; L the sample's largest pairwise
+    distance."""
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(points), min(sample, len(points)), replace=False))
+    p = points[pick]
+    dv = velocities[pick] - velocities.mean(axis=0)
+    dv /= math.sqrt(max(float((dv * dv).sum(axis=1).mean()), 1e-300))
+    i, j = np.triu_indices(len(p), 1)
+    r = np.linalg.norm(p[i] - p[j], axis=1)
+    big = float(r.max())
+    dot = (dv[i] * dv[j]).sum(axis=1)
+    edges = np.linspace(0.0, big, bins + 1)
+    which = np.minimum(np.digitize(r, edges) - 1, bins - 1)
+    total = np.bincount(which, dot, bins)
+    count = np.bincount(which, minlength=bins)
+    c = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    for k in range(1, bins):
+        if c[k - 1] > 0 >= c[k]:
+            return float(mid[k - 1] + (mid[k] - mid[k - 1]) * c[k - 1] / (c[k - 1] - c[k])), big
+    return math.nan, big

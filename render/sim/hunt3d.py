@@ -1,0 +1,166 @@
+"""The hunt, the agitation waves and the landing, stepped beside the 3D flock (`Finale`):
+the hawk's flight, each bird's zig start and landing state, the steering they add to the
+rules (`extra_accel`), and each attack's record (`Attack`: its wave-front speed).
+
+Per bird everything reads the previous step and writes its own row (bit-identical for
+any thread count); the hawk and the attack records are fixed-order reductions in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..scene import Scene
+from .forces import hunt, landing, waves
+from .jit import parallel, prange
+
+
+@parallel
+def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
+    """(n, 3) m/s²: each bird's turn away from the hawk, its zig and, while landing, the
+    funnel (which then replaces the roost's steering, see step3d.move3)."""
+    n = pos.shape[0]
+    out = np.zeros((n, 3))
+    for i in prange(n):
+        if state[i] == landing.LANDED:
+            continue
+        a0, a1, a2 = hunt.accel(startle, pos[i, 0], pos[i, 1], pos[i, 2])
+        z0, z1, z2 = waves.accel(wv, step, zig_start[i], zig_side[i], fwd[i, 0], fwd[i, 1])
+        a0, a1, a2 = a0 + z0, a1 + z1, a2 + z2
+        if state[i] == landing.LANDING:
+            l0, l1, l2 = landing.accel(land, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0],
+                                       fwd[i, 1], fwd[i, 2])
+            a0, a1, a2 = a0 + l0, a1 + l1, a2 + l2
+        out[i, 0], out[i, 1], out[i, 2] = a0, a1, a2
+    return out
+
+
+@dataclass
+class Attack:
+    """One attack: its start and end (s), the hawk's position at the first startle (m, in
+    the flock's frame: relative to the centroid), each bird's first zig time in it (s,
+    NaN: none) and place in the flock's frame, whether the hawk itself startled it."""
+
+    start: float
+    end: float
+    origin: np.ndarray | None
+    first: np.ndarray
+    where: np.ndarray
+    direct: np.ndarray
+
+    def wave_speed(self) -> float:
+        """The wave front's speed (m/s) in the flock's frame over the birds beyond the
+        startle range (those that copied): the least-squares slope of their distance from
+        the first startle against their zig's delay after it; NaN under 10 such birds."""
+        copied = np.isfinite(self.first) & ~self.direct
+        if self.origin is None or copied.sum() < 10:
+            return math.nan
+        t0 = float(np.nanmin(self.first[self.direct])) if self.direct.any() else self.start
+        dist = np.linalg.norm(self.where[copied] - self.origin, axis=1)
+        delay = self.first[copied] - t0
+        delay_c = delay - delay.mean()
+        denom = float(delay_c @ delay_c)
+        return float(delay_c @ (dist - dist.mean()) / denom) if denom > 0 else math.nan
+
+    def startled_share(self) -> float:
+        """Share of the birds the hawk itself startled in this attack."""
+        return float(self.direct.mean())
+
+    def zigged_share(self) -> float:
+        return float(np.isfinite(self.first).mean())
+
+
+@dataclass(frozen=True)
+class Told:
+    """What a step tells of the finale: the attack flag, the hawk's position (None while
+    it waits), the landed birds (n,) bool, and the last finished attack's (number, wave
+    speed m/s, share startled by the hawk, share that zigged) or None."""
+
+    attack: bool
+    hawk: tuple[float, float, float] | None
+    landed: np.ndarray
+    last_attack: tuple[int, float, float, float] | None
+
+
+class Finale:
+    """The hunt, the waves and the landing of one 3D scene, stepped with its flock."""
+
+    def __init__(self, scene: Scene, n: int, roost_xy: tuple[float, float]):
+        self.settings = scene.hawk if hunt.hunting(scene) else None
+        self.dt = scene.scene.dt
+        self.hawk = hunt.HawkFlight()
+        self.waves = waves.waves(scene)
+        self.zig_start, self.zig_side = waves.fresh(n)
+        self.land = landing.landing(scene, roost_xy)
+        self.peel = landing.peel_steps(scene, n)
+        self.state = np.zeros(n, np.int8)
+        r = scene.roost
+        self.open_until = r.landing_at if r is not None and r.landing_at is not None \
+            else math.inf
+        self.current: Attack | None = None
+        self.done: list[Attack] = []
+
+    @property
+    def active(self) -> bool:
+        return self.settings is not None or self.land.active
+
+    def step(self, step: int, pos, vel, fwd, idx, count, kth_d2) -> np.ndarray:
+        """Advance the hawk, the zigs and the landing states for `step` (the state pos,
+        vel, fwd (n, 3), its k nearest idx, count and their k-th squared distances);
+        returns the extra steering (n, 3) for step3d.move3 (with `self.state`)."""
+        t = step * self.dt
+        startle = hunt.Startle(False, 0.0, 0.0, 0.0, 1.0, 0.0)
+        if self.settings is not None:
+            self.hawk.step(self.settings, t, self.dt, pos, vel, kth_d2, self.open_until)
+            startle = self.hawk.startle(self.settings)
+            wv = self.waves._replace(out=startle.out, x=startle.x, y=startle.y,
+                                     z=startle.z)
+            start, side = np.empty_like(self.zig_start), np.empty_like(self.zig_side)
+            waves.begin(wv, step, pos, fwd, idx, count, self.zig_start, self.zig_side,
+                        start, side)
+            self._record(t, step, pos, start)
+            self.zig_start, self.zig_side = start, side
+        if self.land.active:
+            state = np.empty_like(self.state)
+            landing.advance_state(self.land, step, pos, self.peel, self.state, state)
+            self.state = state
+        return extra_accel(step, pos, fwd, startle, self.waves, self.zig_start,
+                           self.zig_side, self.land, self.state)
+
+    def _record(self, t: float, step: int, pos: np.ndarray, start: np.ndarray) -> None:
+        """Note this step's new zigs in the current attack; close it when it ends."""
+        h = self.hawk
+        if self.current is None and h.attacking(t):
+            n = len(pos)
+            self.current = Attack(h.attack_from, math.inf, None, np.full(n, math.nan),
+                                  np.zeros((n, 3)), np.zeros(n, bool))
+        a = self.current
+        if a is None:
+            return
+        began = np.flatnonzero((start == step) & np.isnan(a.first))
+        if len(began):
+            centre = pos.mean(axis=0)
+            a.first[began] = t
+            a.where[began] = pos[began] - centre
+            d2 = ((pos[began] - h.pos) ** 2).sum(axis=1)
+            direct = began[d2 < self.waves.range2]
+            a.direct[direct] = True
+            if a.origin is None and len(direct):
+                a.origin = a.where[direct].mean(axis=0)
+        if not h.attacking(t) and t >= h.attack_until:
+            a.end = h.attack_until
+            self.done.append(a)
+            self.current = None
+
+    def told(self, t: float) -> Told:
+        h = self.hawk
+        hawk_at = None if h.phase == "wait" else tuple(float(c) for c in h.pos)
+        last = None
+        if self.done:
+            a = self.done[-1]
+            last = (len(self.done), a.wave_speed(), a.startled_share(), a.zigged_share())
+        return Told(self.settings is not None and h.attacking(t), hawk_at,
+                    self.state == landing.LANDED, last)

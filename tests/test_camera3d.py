@@ -1,0 +1,267 @@
+"""The 3D camera (SPEC §10): the pinhole's numbers, culling and near-plane clipping, each
+bird's ink (its projected silhouette, whatever the resolution), the follow and the
+keyframes, and the scene checks that refuse a camera that cannot see."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from render import cli
+from render.draw3d.camera import pose, pose_at, resized
+from render.draw3d.streaks import Look, streaks
+from render.errors import SceneError
+from render.scene.load import build_scene
+from render.sim.snapshot import follow_start, follow_step
+
+STARLING = Look(wingspan=0.4, body_length=0.2, wing_area=0.019, body_area=0.01,
+                visibility=math.inf, min_width_px=1.0)
+BASE = {"world": {"dimensions": 3}, "flock": {"count": 100},
+        "rules": {"neighbours": "topological"}, "flight": {}, "roost": {}}
+
+
+def north(width=1920, height=1080, fov=30.0, near=0.1):
+    """A camera at the origin looking along +y, level, z up."""
+    return pose((0, 0, 0), (0, 1, 0), (0, 0, 1), fov, width, height, near)
+
+
+def one(cam, position, velocity=(10.0, 0.0, 0.0), bank=0.0, shutter=0.0, look=STARLING):
+    return streaks(cam, np.array([position], float), np.array([velocity], float),
+                   np.array([bank]), np.zeros(1, bool), look, shutter)
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (3840, 2160)])
+def test_a_starling_at_100_m_is_8_px_wide_at_30_degrees_and_1080_rows(size):
+    cam = north(*size)
+    scale = size[1] / 1080
+    assert cam.focal == pytest.approx(2015 * scale, rel=1e-3)
+    # flying at the camera, its wings level: they span the streak's width
+    toward = dict(velocity=(0.0, -10.0, 0.0))
+    near_bird, far_bird = one(cam, (0, 100, 0), **toward), one(cam, (0, 300, 0), **toward)
+    assert near_bird.width[0] == pytest.approx(8.1 * scale, rel=0.02)
+    assert far_bird.width[0] == pytest.approx(2.7 * scale, rel=0.02)
+    # on the optical axis: at the frame's centre
+    assert near_bird.y0[0] == near_bird.y1[0] == size[1] / 2
+    assert (near_bird.x0[0] + near_bird.x1[0]) / 2 == pytest.approx(size[0] / 2)
+
+
+def test_a_bird_behind_the_camera_draws_nothing():
+    assert len(one(north(), (0, -50, 0)).ids) == 0
+    assert len(one(north(near=1.0), (0, 0.5, 0), velocity=(0, -1, 0)).ids) == 0  # nearer
+    assert len(one(north(), (500, 100, 0)).ids) == 0  # outside the frustum
+
+
+def test_a_streak_through_the_near_plane_is_cut_at_it_never_flipped():
+    cam = north(near=1.0)
+    # From 0.8 m to 2 m ahead, 0.3 m to the right: the tail lies behind the near plane.
+    s = one(cam, (0.3, 0.9, 0.0), velocity=(0.0, 10.0, 0.0), shutter=0.1)
+    assert len(s.ids) == 1
+    tail_y, head_y = 0.9 - 0.1, 0.9 + 0.1 + 1.0  # body ±0.1 m, then 1 m flown
+    assert tail_y < cam.near < head_y
+    # the cut end is the segment's crossing of the near plane: x 0.3 m at z = near
+    assert s.x0[0] == pytest.approx(960 + cam.focal * 0.3 / cam.near)
+    assert s.x1[0] == pytest.approx(960 + cam.focal * 0.3 / head_y)
+    assert s.x0[0] > s.x1[0] > 960  # both right of centre: not wrapped through the pinhole
+    both_behind = one(cam, (0.3, 0.5, 0.0), velocity=(0.0, 1.0, 0.0), shutter=0.1)
+    assert len(both_behind.ids) == 0
+
+
+def naive_ink(cam, position, velocity, bank, look) -> float:
+    """A bird's projected silhouette in px², from first principles: the bird's own axes
+    by rotating the level frame about its heading, the wing's share facing the viewer,
+    then the solid angle it subtends and the image-plane px² per steradian off axis."""
+    v = np.asarray(velocity, float)
+    f_ = v / np.linalg.norm(v)
+    r = np.array([f_[1], -f_[0], 0.0]) / math.hypot(f_[0], f_[1])  # f × z
+    u = np.cross(r, f_)
+    normal = math.cos(bank) * u + math.sin(bank) * r
+    ray = np.asarray(position, float) - cam.position
+    d = np.linalg.norm(ray)
+    area = look.body_area + look.wing_area * abs(normal @ ray) / d
+    solid_angle = area / d ** 2
+    cos_theta = (ray @ cam.forward) / d
+    return cam.focal ** 2 * solid_angle / cos_theta ** 3
+
+
+def random_flock(n=400, seed=3):
+    rng = np.random.default_rng(seed)
+    pos = np.column_stack([rng.uniform(-60, 60, n), rng.uniform(80, 400, n),
+                           rng.uniform(-30, 30, n)])
+    vel = rng.normal(0, 1, (n, 3)) * [10, 10, 3]
+    return pos, vel, rng.uniform(-1.2, 1.2, n)
+
+
+@pytest.mark.parametrize("shutter", [0.0, 1 / 50])
+def test_each_streak_carries_its_birds_projected_silhouette(shutter):
+    cam = north(1280, 720)
+    pos, vel, bank = random_flock()
+    s = streaks(cam, pos, vel, bank, np.zeros(len(pos), bool), STARLING, shutter)
+    assert len(s.ids) > 100
+    area = np.hypot(s.x1 - s.x0, s.y1 - s.y0) * s.width + math.pi * s.width ** 2 / 4
+    want = [naive_ink(cam, pos[i], vel[i], bank[i], STARLING) for i in s.ids]
+    np.testing.assert_allclose(s.alpha * area, want, rtol=1e-9)
+    assert (np.diff(s.depth) <= 0).all()  # far to near
+    assert (s.width >= 1.0).all() and (s.alpha <= 1.0).all()
+
+
+def test_the_ink_per_bird_does_not_depend_on_the_resolution():
+    pos, vel, bank = random_flock()
+    ink, floored = {}, {}  # floored: the share of streaks drawn at the width floor
+    for size in [(854, 480), (3840, 2160)]:
+        cam = north(*size)
+        s = streaks(cam, pos, vel, bank, np.zeros(len(pos), bool), STARLING, 1 / 50)
+        area = np.hypot(s.x1 - s.x0, s.y1 - s.y0) * s.width + math.pi * s.width ** 2 / 4
+        # px² per the focal length's scale (854x480 is a shade wider than 16:9)
+        ink[size] = (s.alpha * area).sum() / size[1] ** 2, set(s.ids)
+        floored[size] = (s.width == 1.0).mean()
+    assert floored[(854, 480)] > 0.3 and floored[(854, 480)] > 3 * floored[(3840, 2160)]
+    (small, seen_small), (big, seen_big) = ink.values()
+    assert seen_small == seen_big
+    assert small == pytest.approx(big, rel=1e-9)
+
+
+def test_a_bird_seen_edge_on_shows_its_body_face_on_its_wings_too():
+    level_east = dict(velocity=(10.0, 0.0, 0.0), bank=0.0)
+    from_side = one(north(), (0, 100, 0), **level_east)  # wings' plane contains the ray
+    below = pose((0, 100, -100), (0, 100, 0), (0, 1, 0), 30, 1920, 1080, 0.1)
+    from_below = one(below, (0, 100, 0), **level_east)
+    banked = one(north(), (0, 100, 0), velocity=(10.0, 0.0, 0.0), bank=math.pi / 2)
+    px2_per_m2 = (north().focal / 100) ** 2
+
+    def ink(s):
+        length = math.hypot(s.x1[0] - s.x0[0], s.y1[0] - s.y0[0])
+        return s.alpha[0] * (length * s.width[0] + math.pi * s.width[0] ** 2 / 4)
+
+    focal = north().focal
+    assert from_side.width[0] == pytest.approx(focal * 0.05 / 100)  # the body's 0.05 m
+    assert from_below.width[0] == pytest.approx(focal * 0.4 / 100)  # the wingspan
+    assert ink(from_side) == pytest.approx(0.01 * px2_per_m2)
+    assert ink(from_below) == pytest.approx(0.029 * px2_per_m2)
+    assert ink(banked) == pytest.approx(0.029 * px2_per_m2)  # rolled 90°: wings face us
+
+
+def test_the_follow_glides_to_the_flock_critically_damped():
+    scene = build_scene({**BASE, "camera": {"follow": "centroid", "follow_time": 1.0}})
+    flock = np.zeros((10, 3)) + [0, 0, 50]
+    state = follow_start(scene, flock)
+    jumped = flock + [30.0, 0.0, 0.0]
+    xs = []
+    for _ in range(1000):  # 10 s at 10 ms
+        state, point = follow_step(state, jumped, 0.01)
+        xs.append(point)
+    xs = np.array(xs)
+    assert (np.diff(xs[:, 0]) >= 0).all() and xs[:, 0].max() <= 30.0  # no overshoot
+    t63 = np.argmax(xs[:, 0] >= 30 * (1 - 2 * math.exp(-1))) * 0.01  # (1 + t)e^−t at t = 1
+    assert t63 == pytest.approx(1.0, abs=0.03)
+    assert xs[-1] == pytest.approx([30, 0, 50], abs=0.02)
+    cam = pose_at(scene, 3.0, tuple(xs[299]), 640, 360)
+    towards = np.asarray(xs[299]) - cam.position
+    assert cam.forward == pytest.approx(towards / np.linalg.norm(towards))
+
+
+def orthonormal(cam):
+    axes = np.array([cam.right, cam.up, cam.forward])
+    return np.allclose(axes @ axes.T, np.eye(3), atol=1e-12)
+
+
+def test_a_flock_straight_overhead_keeps_a_screen_up_across_the_view():
+    scene = build_scene({**BASE, "camera": {"position": [0, 0, 2], "look_at": [0, 300, 50],
+                                            "follow": "centroid"}})
+    overhead = (0.0, 0.0, 80.0)  # up = z is parallel to this view
+    cam = pose_at(scene, 1.0, overhead, 640, 360)
+    assert orthonormal(cam) and cam.forward == pytest.approx([0, 0, 1])
+    # screen-up: as the view tilted up from the keyframed one (north) leaves it, pointing
+    # back south, so a flock passing overhead does not flip the frame
+    assert cam.up == pytest.approx([0, -1, 0])
+    again = pose_at(scene, 1.0, overhead, 640, 360)
+    assert all((a == b).all() for a, b in zip(cam[:4], again[:4]))  # decided the same way
+    # a hair off overhead, the plain pose with up = z: turning the same way
+    near = pose_at(scene, 1.0, (0.0, 1e-3, 80.0), 640, 360)
+    assert near.up @ cam.up > 0.99
+    # the keyframed view itself along the flock's: a world axis across it
+    above = build_scene({**BASE, "camera": {"position": [0, 0, 2], "look_at": [0, 1, 90],
+                                            "follow": "centroid"}})
+    cam = pose_at(above, 1.0, overhead, 640, 360)
+    assert orthonormal(cam) and abs(cam.up @ [0, 0, 1]) < 1e-12
+
+
+def test_a_flock_on_the_camera_leaves_it_looking_at_its_keyframed_point():
+    scene = build_scene({**BASE, "camera": {"position": [0, 0, 2], "look_at": [0, 300, 50],
+                                            "follow": "centroid"}})
+    cam = pose_at(scene, 1.0, (0.0, 0.0, 2.0), 640, 360)
+    fixed = pose((0, 0, 2), (0, 300, 50), (0, 0, 1), scene.camera.fov, 640, 360,
+                 scene.camera.near)
+    assert all(np.array_equal(a, b) for a, b in zip(cam, fixed))
+
+
+def test_keyframes_are_eased_and_held():
+    keys = [[0.0, 0, -300, 2, 0, 0, 50, 30], [4.0, 100, -300, 2, 0, 0, 50, 60]]
+    scene = build_scene({**BASE, "camera": {"path": keys}})
+    start, mid, quarter = (pose_at(scene, t, None, 1920, 1080) for t in (0.0, 2.0, 1.0))
+    assert mid.position == pytest.approx([50, -300, 2])
+    assert mid.focal == pytest.approx(540 / math.tan(math.radians(22.5)))
+    assert quarter.position[0] == pytest.approx(100 * 0.15625)  # smoothstep(1/4)
+    assert pose_at(scene, -1.0, None, 1920, 1080).position == pytest.approx(start.position)
+    assert pose_at(scene, 9.0, None, 1920, 1080).position == pytest.approx([100, -300, 2])
+    linear = build_scene({**BASE, "camera": {"path": keys, "easing": "linear"}})
+    assert pose_at(linear, 1.0, None, 1920, 1080).position[0] == pytest.approx(25.0)
+
+
+def test_the_default_camera_stands_on_the_ground_looking_up_at_the_flock():
+    scene = build_scene(BASE)
+    cam = pose_at(scene, 0.0, None, 1920, 1080)
+    roost = (0.5 * scene.world.width, 0.5 * scene.world.height)
+    assert 1.0 < cam.position[2] < 2.0
+    assert 200 < math.dist(cam.position[:2], roost) < 1000
+    assert cam.forward[2] > 0.05  # looking up
+    target = cam.position + cam.forward * (scene.roost.altitude - cam.position[2]) / cam.forward[2]
+    assert target[:2] == pytest.approx(roost)
+    assert cam.up[2] > 0 and abs(cam.right[2]) < 1e-12  # level horizon
+
+
+def test_a_resized_pose_is_the_same_picture():
+    cam = north(1920, 1080)
+    half = resized(cam, 960, 540)
+    a, b = one(cam, (3, 100, 2)), one(half, (3, 100, 2))
+    assert b.x0[0] == pytest.approx(a.x0[0] / 2) and b.y1[0] == pytest.approx(a.y1[0] / 2)
+
+
+BAD = [
+    ({"position": [0, 0, 10], "look_at": [0, 0, 10]}, "looks at its own position"),
+    ({"position": [0, 0, 10], "look_at": [0, 0, 60]}, "not parallel to the view"),
+    ({"up": [0, 0, 0]}, "not parallel to the view"),
+    ({"fov": 180.0}, "(0, 180)"),
+    ({"fov": 0.0}, "camera.fov: expected a value > 0"),
+    ({"fov": 200.0}, "camera.fov: expected a value ≤ 180"),
+    ({"position": [0, -300, -1]}, "below the ground"),
+    ({"path": [[0, 0, -300, 2, 0, 0, 50, 30], [0, 1, -300, 2, 0, 0, 50, 30]]},
+     "increasing order"),
+    ({"path": [[0, 0, -300, -2, 0, 0, 50, 30]]}, "below the ground (keyframe t = 0.0)"),
+    ({"path": [[0, 0, -300, 2, 0, 0, 50, 190]]}, "fov in (0, 180)"),
+    ({"centre": [1, 2]}, "unknown key"),
+]
+
+
+@pytest.mark.parametrize("camera, message", BAD, ids=[m for _, m in BAD])
+def test_a_camera_that_cannot_see_is_refused_with_exit_2(tmp_path, capsys, camera, message):
+    with pytest.raises(SceneError) as err:
+        build_scene({**BASE, "camera": camera}, "s.toml")
+    assert message in str(err.value)
+    lines = [f"[{k}]\n" + "".join(f"{key} = {value!r}\n".replace("'", '"')
+                                   for key, value in body.items())
+             for k, body in {**BASE, "camera": camera}.items()]
+    path = tmp_path / "s.toml"
+    path.write_text("\n".join(lines))
+    assert cli.main([str(path), "--check"]) == 2
+    err_text = capsys.readouterr().err
+    assert message in err_text and "camera." in err_text
+
+
+def test_the_bird_body_and_3d_camera_keys_are_3d_only():
+    with pytest.raises(SceneError, match=r"\[bird\] is 3D-only"):
+        build_scene({"bird": {"wingspan": 0.3}})
+    with pytest.raises(SceneError, match="camera.fov: unknown key"):
+        build_scene({"camera": {"fov": 30.0}})
+    assert build_scene({"flock": {"count": 5}}).bird is None

@@ -1,0 +1,311 @@
+"""The hunt, the agitation waves and the landing (SPEC §11): the kernels against the
+numpy references of tests/naive3d.py, worked cases, the border estimator's control and
+the scene's checks."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull, Delaunay
+
+from naive3d import naive_border_ratio, naive_landing, naive_zig_accel, naive_zig_begin
+from render.sim import flockstats3d as fs
+from render.sim.forces import landing, waves
+from render.sim.hunt3d import extra_accel
+from render.sim.forces.hunt import Startle
+from render.sim.nearest import k_nearest_visible
+
+RNG = np.random.default_rng(5)
+
+
+def _flock(n=400):
+    pos = RNG.normal(size=(n, 3)) * (12.0, 6.0, 2.0) + (0.0, 0.0, 30.0)
+    vel = RNG.normal(size=(n, 3)) * 0.5 + (10.0, 1.0, 0.0)
+    fwd = vel / np.linalg.norm(vel, axis=1)[:, None]
+    idx, d2, count = k_nearest_visible(pos, fwd, 7, radius=2.0)
+    return pos, vel, fwd, np.ascontiguousarray(idx), count
+
+
+def _wv(**kw):
+    base = dict(active=True, reaction=8, zig_steps=50, refractory=300, zig=12.0,
+                range2=16.0)
+    return waves.Waves(**{**base, **kw})
+
+
+def test_zig_begin_matches_the_reference_over_many_steps():
+    pos, vel, fwd, idx, count = _flock()
+    start, side = waves.fresh(len(pos))
+    ref_start, ref_side = start.copy(), side.copy()
+    knn = [idx[i, :count[i]] for i in range(len(pos))]
+    for step in range(200):
+        hawk = (0.0, 0.0, 30.0) if step % 97 == 0 else None
+        wv = _wv(out=hawk is not None, x=0.0, y=0.0, z=30.0)
+        new_start, new_side = np.empty_like(start), np.empty_like(side)
+        waves.begin(wv, step, pos, fwd, idx, count, start, side, new_start, new_side)
+        ref_start, ref_side = naive_zig_begin(step, pos, fwd, knn, ref_start, ref_side,
+                                              hawk, 16.0, 8, 300)
+        start, side = new_start, new_side
+        assert np.array_equal(start, ref_start) and np.array_equal(side, ref_side)
+    assert (start > waves.NEVER).mean() > 0.5  # the wave did spread
+
+
+def test_zig_and_landing_steering_match_the_reference():
+    pos, vel, fwd, idx, count = _flock()
+    n = len(pos)
+    start = RNG.integers(-60, 10, n)
+    side = RNG.choice([-1.0, 1.0], n)
+    state = RNG.integers(0, 3, n).astype(np.int8)
+    land = landing.Landing(True, 3.0, -2.0, 15.0, 0.6, 6.0)
+    wv = _wv()
+    out = extra_accel(0, pos, fwd, Startle(False, 0, 0, 0, 1, 0), wv, start, side,
+                      land, state)
+    ref = naive_zig_accel(0, start, side, fwd, 12.0, 50)
+    _, funnel = naive_landing(0, pos, fwd, np.zeros(n, np.int64), state, (3.0, -2.0), 15.0,
+                              0.6, 6.0)
+    ref = ref + np.where((state == 1)[:, None], funnel, 0.0)
+    ref[state == 2] = 0.0
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
+
+
+def test_landing_state_matches_the_reference():
+    n = 300
+    pos = RNG.uniform((-30, -30, 0), (30, 30, 3), (n, 3))
+    vel = RNG.normal(size=(n, 3))
+    peel = RNG.integers(0, 20, n)
+    state = np.zeros(n, np.int8)
+    land = landing.Landing(True, 0.0, 0.0, 15.0, 0.6, 6.0)
+    for step in range(25):
+        new = np.empty_like(state)
+        landing.advance_state(land, step, pos, peel, state, new)
+        ref, _ = naive_landing(step, pos, vel, peel, state, (0.0, 0.0), 15.0, 0.6, 6.0)
+        assert np.array_equal(new, ref)
+        state = new
+        pos[:, 2] *= 0.8
+
+
+def _chain(n=5):
+    """Birds in a line 1 m apart, each listing only its neighbours."""
+    pos = np.column_stack([np.arange(n, dtype=float), np.zeros(n), np.full(n, 30.0)])
+    fwd = np.tile((0.0, 1.0, 0.0), (n, 1))
+    idx = np.array([[max(i - 1, 0), min(i + 1, n - 1)] for i in range(n)], np.int64)
+    return pos, fwd, idx, np.full(n, 2, np.int64)
+
+
+def _run(wv, pos, fwd, idx, count, steps, startle_at=0):
+    start, side = waves.fresh(len(pos))
+    starts = []
+    for step in range(steps):
+        w = wv._replace(out=step == startle_at, x=-0.5, y=0.0, z=30.0)
+        ns, nd = np.empty_like(start), np.empty_like(side)
+        waves.begin(w, step, pos, fwd, idx, count, start, side, ns, nd)
+        start, side = ns, nd
+        starts.append(start.copy())
+    return np.array(starts), side
+
+
+def test_a_zig_is_copied_after_exactly_the_reaction_time():
+    # dt = 4 ms: 76 ms is exactly 19 steps; bird 0 is startled at step 0 (the hawk
+    # 0.5 m from it, range 1 m reaches it only), bird k copies at step 19·k.
+    pos, fwd, idx, count = _chain()
+    wv = _wv(reaction=19, range2=1.0, refractory=1000, zig_steps=100)
+    starts, side = _run(wv, pos, fwd, idx, count, 100)
+    assert list(starts[-1]) == [0, 19, 38, 57, 76]
+    assert np.all(side == side[0])  # the copied side
+
+
+def test_the_refractory_time_stops_the_echo():
+    # Without it bird 1 would copy bird 0 and bird 0 copy bird 1 back, forever.
+    pos, fwd, idx, count = _chain(2)
+    wv = _wv(reaction=5, range2=1.0, refractory=50, zig_steps=10)
+    starts, _ = _run(wv, pos, fwd, idx, count, 200)
+    assert list(starts[-1]) == [0, 5]
+    echo = _wv(reaction=5, range2=1.0, refractory=5, zig_steps=5)
+    starts, _ = _run(echo, pos, fwd, idx, count, 60)
+    assert starts[-1][0] > 0  # the echo a refractory time of one reaction allows
+
+
+def test_the_hull_depths_match_qhull():
+    pts = RNG.normal(size=(3000, 3))  # a flat lens, as a flock's sheet
+    pts *= (RNG.random(3000) ** (1 / 3) / np.linalg.norm(pts, axis=1))[:, None]
+    pts *= (40.0, 15.0, 5.0)
+    mine = fs.depths(pts, fs.hull(pts))
+    eq = ConvexHull(pts).equations
+    exact = -(pts @ eq[:, :3].T + eq[:, 3]).max(axis=1)
+    assert np.all(mine >= exact - 1e-9)  # an outer approximation
+    assert np.abs(mine - exact).max() < 0.01 * np.ptp(pts, axis=0).max()
+    outer_mine = set(np.argsort(mine)[:300])
+    outer_exact = set(np.argsort(exact)[:300])
+    assert len(outer_mine & outer_exact) >= 0.9 * 300  # the estimator's outer 10%
+
+
+def test_border_ratio_matches_the_reference_and_reads_one_on_a_uniform_scatter():
+    pts = RNG.normal(size=(1500, 3)) * (20.0, 8.0, 3.0)
+    planes = fs.hull(pts)
+    nn = 0.9
+    tri = Delaunay(pts[ConvexHull(pts).vertices])
+    ref = naive_border_ratio(pts, nn, lambda x: tri.find_simplex(x) >= 0,
+                             fs.depths(pts, planes), fs._BALL)
+    mine = fs.border_ratio(pts, nn, planes, sample=10 ** 6)
+    assert mine == pytest.approx(ref, rel=0.03)  # the hulls differ slightly
+    ratios = []
+    flock = RNG.normal(size=(8000, 3))  # a flat lens, as a flock's sheet
+    flock *= (RNG.random(8000) ** (1 / 3) / np.linalg.norm(flock, axis=1))[:, None]
+    flock *= (50.0, 20.0, 7.0)
+    planes = fs.hull(flock)
+    for seed in range(3):
+        u = fs.uniform_in_hull(planes, flock.min(0), flock.max(0), len(flock), seed)
+        d = np.sort(np.linalg.norm(u[:, None] - u[None, :300], axis=2), axis=0)[1]
+        ratios.append(fs.border_ratio(u, float(np.median(d)), planes, sample=10 ** 6))
+    assert all(abs(r - 1.0) <= 0.07 for r in ratios), ratios
+
+
+def test_largest_cluster_matches_connected_components():
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial.distance import cdist
+
+    a = RNG.normal(size=(300, 3)) * 3.0
+    b = RNG.normal(size=(100, 3)) * 2.0 + (60.0, 0.0, 0.0)
+    pts = np.concatenate([a, b])
+    _, labels = connected_components(cdist(pts, pts) < fs.LINK_M, directed=False)
+    assert fs.largest_cluster(pts) == np.bincount(labels).max() / len(pts)
+
+
+def test_correlation_length_of_a_two_halves_flock():
+    # Two halves flying apart: the fluctuations are correlated within a half, opposite
+    # across, so C(r) crosses zero near the halves' separation scale.
+    pts = RNG.uniform((-50, -5, -2), (50, 5, 2), (3000, 3))
+    vel = np.where(pts[:, :1] < 0, -1.0, 1.0) * (1.0, 0.0, 0.0) + (10.0, 0.0, 0.0)
+    xi, big = fs.correlation_length(pts, vel)
+    assert 20.0 < xi < 80.0 and 95.0 < big < 102.0
+
+
+HUNT = ["--set", "world.dimensions=3", "--set", "rules.neighbours=topological",
+        "--set", "flock.count=500", "--set", "hawk.mode=hunt"]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--set", "hawk.speed=8.0"], "hawk.speed: a hunting hawk must outfly the flock"),
+    (["--set", "roost.landing_at=99.0"], "roost.landing_at: the landing starts after the "
+                                          "clip's end"),
+    (["--set", "roost.landing_at=-1.0"], "roost.landing_at: the landing starts before "
+                                         "settling is over"),
+    (["--set", "hawk.mode=chord"], "hawk.mode: a 3D world's hawk hunts"),
+])
+def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):
+    scene = tmp_path / "s.toml"
+    scene.write_text("[scene]\nduration = 10.0\n[world]\n[flock]\n[rules]\n[flight]\n"
+                     "[roost]\n[hawk]\nspeed = 20.0\n")
+    done = subprocess.run([sys.executable, "-m", "render", str(scene), "--check", *HUNT,
+                           *extra], capture_output=True, text=True)
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+
+
+def test_landed_birds_are_nobodys_neighbours():
+    from naive_neighbours import k_nearest_visible as naive_knn
+    from render.scene.load import build_scene
+    from render.sim import step3d
+    from render.sim.forces import roost
+    from render.sim.simulate3d import Simulation3D
+
+    raw = {"world": {"dimensions": 3}, "flock": {"count": 300},
+           "rules": {"neighbours": "topological", "topological_count": 7,
+                     "blind_angle": 90.0}, "flight": {}, "roost": {},
+           "scene": {"duration": 1.0, "settle_steps": 0}}
+    sim = Simulation3D(build_scene(raw, "s.toml"), cache=False)
+    pos, vel, fwd, _, _ = _flock(300)
+    landed = RNG.random(len(pos)) < 0.3
+    state = np.where(landed, landing.LANDED, landing.FLYING).astype(np.int8)
+    n, k = len(pos), 7
+    fin = step3d.Finale3(np.zeros((n, 3)), state, np.empty((n, k), np.int64), np.empty(n))
+    work = step3d.workspace3(n, True, 2.0)
+    centroid, heading = step3d.forward(pos, vel, work.fwd)
+    home = roost.at_step(sim.roost, centroid, heading, False, 1.0)
+    new = step3d.step3(pos, vel, np.zeros(n), sim.how, sim.rules, home, sim.flight, 0.0, 0, 0,
+                       work, fin)
+    flying = np.flatnonzero(~landed)
+    ref_j, ref_d2 = naive_knn(pos[flying], fwd[flying], k, blind_angle=90.0)[:2]
+    np.testing.assert_array_equal(fin.idx[flying], np.where(ref_j >= 0, flying[ref_j], -1))
+    np.testing.assert_allclose(fin.kth[flying], ref_d2[:, -1], rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(new.count[flying], (ref_j >= 0).sum(axis=1))
+    assert np.all(new.count[landed] == 0) and np.all(fin.idx[landed] == -1)
+    assert not np.isin(fin.idx[flying], np.flatnonzero(landed)).any()
+    # A landed bird stays where it is, at rest.
+    np.testing.assert_array_equal(new.pos[landed], pos[landed])
+    assert not new.vel[landed].any() and not new.bank[landed].any()
+
+
+@pytest.mark.parametrize("landed_key", ["ground", "hidden"])
+def test_the_top_down_drawing_hides_landed_birds_when_asked(landed_key):
+    from render.draw.surface import Canvas
+    from render.scene.load import build_scene
+    from render.states import FrameState
+
+    raw = {"world": {"dimensions": 3, "width": 60.0, "height": 40.0},
+           "flock": {"count": 40}, "rules": {"neighbours": "topological"}, "flight": {},
+           "roost": {"landing_at": 1.0, "landed": landed_key},
+           "output": {"size": "160x120"}, "scene": {"duration": 2.0}}
+    scene = build_scene(raw, "s.toml")
+    pos = RNG.uniform((5, 5, 0), (55, 35, 20), (40, 3))
+    vel = np.tile((10.0, 0.0, 0.0), (40, 1))
+    landed = np.arange(40) < 20
+    state = FrameState(0, pos, vel, np.full(40, 7.0), np.zeros(40, bool), landed=landed)
+    drawn = state.draw(Canvas(scene.output.size), scene)
+    flying = FrameState(0, pos[~landed], vel[~landed], np.full(20, 7.0), np.zeros(20, bool))
+    alone = flying.draw(Canvas(scene.output.size), scene)
+    assert np.array_equal(drawn, alone) == (landed_key == "hidden")
+
+
+@pytest.mark.parametrize("landed_key", ["ground", "hidden"])
+def test_the_cameras_drawing_hides_landed_birds_when_asked(landed_key):
+    from render.draw.surface import Canvas
+    from render.draw3d.camera import pose_at
+    from render.scene.load import build_scene
+    from render.states import FrameState
+
+    raw = {"world": {"dimensions": 3, "width": 60.0, "height": 40.0},
+           "flock": {"count": 40}, "rules": {"neighbours": "topological"}, "flight": {},
+           "roost": {"landing_at": 1.0, "landed": landed_key},
+           "camera": {"position": [30.0, -30.0, 10.0], "look_at": [30.0, 20.0, 10.0]},
+           "output": {"size": "160x120"}, "scene": {"duration": 2.0}}
+    scene = build_scene(raw, "s.toml")
+    pose = pose_at(scene, 0.0, None, *scene.output.size)
+    pos = RNG.uniform((15, 15, 2), (45, 25, 18), (40, 3))
+    vel = np.tile((10.0, 0.0, 0.0), (40, 1))
+    landed = np.arange(40) % 2 == 0
+    bank = np.full(40, 0.1)
+    state = FrameState(0, pos, vel, np.full(40, 7.0), np.zeros(40, bool), pose=pose,
+                       bank=bank, landed=landed)
+    drawn = state.draw(Canvas(scene.output.size), scene)
+    flying = FrameState(0, pos[~landed], vel[~landed], np.full(20, 7.0), np.zeros(20, bool),
+                        pose=pose, bank=bank[~landed])
+    alone = flying.draw(Canvas(scene.output.size), scene)
+    assert np.array_equal(drawn, alone) == (landed_key == "hidden")
+
+
+def test_the_hawk_climbs_away_to_a_bounded_height_and_attacks_again():
+    from types import SimpleNamespace
+
+    from render.sim.forces.hunt import CEILING, HawkFlight
+
+    s = SimpleNamespace(start=0.0, speed=20.0, dive_speed=30.0, turn_rate=90.0,
+                        dive_height=30.0, climb_time=4.0, period=12.0, target="alternate")
+    rng = np.random.default_rng(5)
+    n, dt = 200, 0.01
+    pos = rng.normal(size=(n, 3)) * (15.0, 6.0, 2.0) + (0.0, 0.0, 50.0)
+    vel = np.tile((10.0, 0.0, 0.0), (n, 1))
+    kth = rng.random(n)
+    hawk, heights, attacking = HawkFlight(), [], []
+    for step in range(round(90.0 / dt)):
+        t = step * dt
+        hawk.step(s, t, dt, pos + vel * t, vel, kth, 45.0)  # the landing at 45 s
+        heights.append(hawk.pos[2] - 50.0)
+        attacking.append(hawk.attacking(t))
+    assert hawk.attacks >= 3
+    # Over the flock's mid-plane (its birds within a few metres): the ceiling, plus the
+    # little a levelling turn overshoots.
+    assert max(heights) <= CEILING * s.dive_height + 3.0
+    assert np.mean(attacking[:4500]) <= 0.5 and not any(attacking[5000:])

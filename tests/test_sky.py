@@ -1,0 +1,277 @@
+"""The 3D sky (render/draw3d/sky.py), the vector stills (render/draw3d/vector.py) and the
+3D [palette] / [atmosphere] settings."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+import cairo
+import numpy as np
+import pytest
+
+from naive_optics import srgb_decode
+from render.draw3d.optics import compose
+from render.draw3d.sky import (TREELINE_DISTANCE_M, TREELINE_HEIGHT_M, sky_for, sky_pixels,
+                               treeline_polygon)
+from render.draw3d.types import Pose
+from render.draw3d.vector import LAYERS, BINS, paint_vector, write_vector
+from render.errors import SceneError
+from render.scene import build_scene
+from test_optics import birds_at, synthetic_flock
+
+STOPS = [[0.0, "#FF8000"], [30.0, "#8040C0"], [90.0, "#001040"]]
+
+
+def scene3d(palette=None, atmosphere=None, seed=0):
+    raw = {"scene": {"seed": seed}, "world": {"dimensions": 3}, "flock": {"count": 10},
+           "palette": palette or {}}
+    if atmosphere is not None:
+        raw["atmosphere"] = atmosphere
+    return build_scene(raw)
+
+
+def looking(size, pitch_deg, fov_deg=30.0, height=1.7, roll_deg=0.0) -> Pose:
+    """A camera at (0, 0, height) looking along +y, pitched up by pitch_deg, rolled."""
+    w, h = size
+    a, r = math.radians(pitch_deg), math.radians(roll_deg)
+    forward = np.array([0.0, math.cos(a), math.sin(a)])
+    right0 = np.array([1.0, 0.0, 0.0])
+    up0 = np.cross(right0, forward)
+    right = math.cos(r) * right0 + math.sin(r) * up0
+    up = np.cross(right, forward)
+    return Pose(np.array([0.0, 0.0, height]), right, up, forward,
+                (h / 2) / math.tan(math.radians(fov_deg) / 2), w, h, 0.1)
+
+
+def rgb(frame, y, x):
+    return tuple(int(c) for c in frame[y, x, 2::-1])
+
+
+def elevation_of_row(pose, v):
+    y = (v + 0.5 - pose.height / 2) / pose.focal
+    d = pose.forward - y * pose.up
+    return math.degrees(math.asin(d[2] / np.linalg.norm(d)))
+
+
+def test_the_gradient_follows_elevation_and_hits_its_stops():
+    size = (64, 400)
+    pose = looking(size, 45.0, fov_deg=90.0)
+    frame = sky_pixels(sky_for(scene3d({"sky": STOPS, "sun_glow": 0.0}), pose), (0, 0, *size))
+    rows = [v for v in range(size[1]) if abs(elevation_of_row(pose, v) - 30.0) < 0.15]
+    # (within a code: the sky is interpolated between grid points 4 px apart)
+    assert rows and np.abs(np.subtract(rgb(frame, rows[0], 32), (0x80, 0x40, 0xC0))).max() <= 1
+    assert np.abs(np.subtract(rgb(frame, 0, 32), (0, 0x10, 0x40))).max() <= 1  # 90° up
+    # between stops the blend is in linear light: halfway in elevation, halfway in light
+    mid = [v for v in range(size[1]) if abs(elevation_of_row(pose, v) - 15.0) < 0.15][0]
+    want = 0.5 * (srgb_decode([0xFF, 0x80, 0]) + srgb_decode([0x80, 0x40, 0xC0]))
+    assert np.allclose(srgb_decode(list(rgb(frame, mid, 32))), want, atol=0.01)
+
+
+def exact_srgb(pose, stops):
+    """(h, w, 3) sRGB values 0…255 (R, G, B) of each pixel's ray, blended in linear light
+    between `stops` by elevation: the sky without rounding (plain numpy)."""
+    x, y = np.meshgrid(np.arange(pose.width) + 0.5, np.arange(pose.height) + 0.5)
+    u, v = (x - pose.width / 2) / pose.focal, (y - pose.height / 2) / pose.focal
+    d = pose.forward + u[..., None] * pose.right - v[..., None] * pose.up
+    elevation = np.degrees(np.arcsin(d[..., 2] / np.linalg.norm(d, axis=-1)))
+    colours = np.array([srgb_decode([int(c[i:i + 2], 16) for i in (1, 3, 5)])
+                        for _, c in stops])
+    lin = np.stack([np.interp(elevation, [a for a, _ in stops], colours[:, c])
+                    for c in range(3)], axis=-1)
+    return 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
+
+
+def test_a_slow_gradient_is_dithered_not_banded():
+    size = (256, 192)
+    pose = looking(size, 20.0, fov_deg=40.0)
+    stops = [[0.0, "#54406A"], [90.0, "#48406A"]]  # red: a code every ~40 rows
+    frame = sky_pixels(sky_for(scene3d({"sky": stops, "sun_glow": 0.0}), pose),
+                       (0, 0, *size))[..., 2::-1].astype(float)
+    exact = exact_srgb(pose, stops)
+    assert np.ptp(exact[..., 0]) > 3  # a few codes over the frame: bands when rounded
+    rounded = np.floor(exact + 0.5)
+    # 8 x 8 blocks average to the exact value, far closer than rounding's bands do
+    blocks = (size[1] // 8, 8, size[0] // 8, 8, 3)
+
+    def means(codes):
+        return codes.reshape(blocks).mean(axis=(1, 3))
+
+    assert np.abs(means(frame) - means(exact)).max() < 0.1 < 0.3 < \
+        np.abs(means(rounded) - means(exact)).max()
+    assert np.abs(frame - exact).max() < 1.05  # each pixel within a code
+    # no band: down the frame, red (a code every ~40 rows) changes from each 8 px block to
+    # the next, where rounded it holds for 5 blocks at a time
+    steps = np.diff(means(frame)[..., 0], axis=0)
+    assert (steps > 0).all() and (np.diff(means(rounded)[..., 0], axis=0) == 0).mean() > 0.5
+
+
+def test_ground_below_the_horizon_fades_into_the_horizon_with_distance():
+    size = (64, 200)
+    pose = looking(size, 0.0, fov_deg=60.0, height=30.0)
+    palette = {"sky": STOPS, "ground": "#204010", "sun_glow": 0.0}
+    hazy = sky_pixels(sky_for(scene3d(palette, {"visibility": 2000.0}), pose), (0, 0, *size))
+    near = srgb_decode(list(rgb(hazy, 199, 32)))  # 30 m up, the bottom row is ~52 m away
+    distance = 30.0 / math.sin(math.radians(-elevation_of_row(pose, 199)))
+    keep = 0.05 ** (distance / 2000.0)
+    want = keep * srgb_decode([0x20, 0x40, 0x10]) + (1 - keep) * srgb_decode([0xFF, 0x80, 0])
+    assert np.allclose(near, want, atol=0.01)
+    just_below = srgb_decode(list(rgb(hazy, 101, 32)))  # ~1.7 km away: mostly horizon
+    assert np.abs(just_below - srgb_decode([0xFF, 0x80, 0])).max() < 0.2
+    clear = sky_pixels(sky_for(scene3d(palette), pose), (0, 0, *size))
+    assert rgb(clear, 101, 32) == (0x20, 0x40, 0x10)  # no [atmosphere]: no haze
+
+
+def test_the_sun_glows_around_its_direction():
+    size = (200, 120)
+    pose = looking(size, 10.0)
+    sky = sky_for(scene3d({"theme": "dusk", "sun": [90.0, 10.0], "sun_glow": 5.0}), pose)
+    frame = sky_pixels(sky, (0, 0, *size)).astype(int)
+    assert frame[60, 100, :3].sum() > frame[60, 10, :3].sum() + 60
+    off = sky_pixels(sky_for(scene3d({"theme": "dusk", "sun_glow": 0.0}), pose),
+                     (0, 0, *size)).astype(int)
+    assert abs(off[60, 100, :3].sum() - off[60, 10, :3].sum()) < 6
+
+
+def test_treeline_is_seeded_and_stands_on_the_horizon():
+    size = (320, 180)
+    pose = looking(size, 0.0)
+    palette = {"theme": "dusk", "treeline": "trees", "sun_glow": 0.0}
+    one = sky_pixels(sky_for(scene3d(palette, seed=1), pose), (0, 0, *size)).copy()
+    again = sky_pixels(sky_for(scene3d(palette, seed=1), pose), (0, 0, *size))
+    other = sky_pixels(sky_for(scene3d(palette, seed=2), pose), (0, 0, *size))
+    bare = sky_pixels(sky_for(scene3d(dict(palette, treeline="none"), seed=1), pose),
+                      (0, 0, *size))
+    assert (one == again).all() and (one != other).any()
+    changed = np.flatnonzero((one != bare).any(axis=(1, 2)))
+    # from its foot on the ground (just below the horizon, row 90) up to its height
+    focal = 90 / math.tan(math.radians(15))
+    top = 90 - focal * (TREELINE_HEIGHT_M - 1.7) / TREELINE_DISTANCE_M
+    foot = 90 + focal * 1.7 / TREELINE_DISTANCE_M
+    assert top - 1 <= changed.min() <= top + 3 and changed.max() <= foot + 1
+    polygon = treeline_polygon(sky_for(scene3d(dict(palette, treeline="reeds")), pose),
+                               (0, 0, *size))
+    seen = polygon[(polygon[:, 0] >= 0) & (polygon[:, 0] <= size[0])]
+    # at the frame's edge the reeds are nearer along the view, 1/cos(25.5°) taller on it
+    edge = math.cos(math.atan(size[0] / 2 / focal))
+    assert 90 - (90 - top) / edge - 0.5 <= seen[:, 1].min()
+    assert seen[:, 1].max() <= 90 + (foot - 90) / edge + 0.5
+
+
+def test_trees_have_crowns_of_varied_height_and_width_and_reeds_thin_blades():
+    from render.draw3d.sky import horizon_profile
+
+    trees, reeds = horizon_profile("trees", 3), horizon_profile("reeds", 3)
+    assert trees.max() == reeds.max() == 1.0 and (horizon_profile("trees", 3) == trees).all()
+    # crowns: where the treeline stands above its hedge, runs of varied width and height
+    above = np.concatenate([[False], trees > 0.3, [False]])
+    starts, ends = np.flatnonzero(np.diff(above.astype(int)) == 1), \
+        np.flatnonzero(np.diff(above.astype(int)) == -1)
+    tops = np.array([trees[a:b].max() for a, b in zip(starts, ends)])
+    assert len(tops) > 20 and np.ptp(ends - starts) > 30 and np.ptp(tops) > 0.4
+    # a crown is lobed, not one dome: it has several local tops
+    peaks = (trees[1:-1] > trees[:-2]) & (trees[1:-1] >= trees[2:]) & (trees[1:-1] > 0.3)
+    assert peaks.sum() > 3 * len(tops)
+    # reeds: blades a sample wide, far more of them than crowns, over a low mass
+    spikes = (reeds[1:-1] > reeds[:-2] + 0.05) & (reeds[1:-1] > reeds[2:] + 0.05)
+    assert spikes.sum() > 1000 and np.median(reeds) < 0.5
+    # and plumes: most of the tallest carry a head beside them, not a lone spike
+    tall = np.flatnonzero(reeds[1:-1] > 0.7) + 1
+    headed = np.maximum(reeds[tall - 1], reeds[tall + 1]) > 0.6
+    assert headed.mean() > 0.5
+
+
+def test_a_window_of_the_sky_is_that_part_of_the_frame():
+    size = (203, 117)
+    pose = looking(size, 2.0, roll_deg=7.0)
+    sky = sky_for(scene3d({"theme": "dusk", "sun": [90.0, 3.0]}, {"visibility": 6000.0}),
+                  pose)
+    full = sky_pixels(sky, (0, 0, *size))
+    assert (sky_pixels(sky, (0, 0, *size)) == full).all()
+    for x, y, w, h in ((0, 0, 101, 117), (101, 0, 102, 117), (37, 51, 66, 29)):
+        assert (sky_pixels(sky, (x, y, w, h)) == full[y:y + h, x:x + w]).all(), (x, y)
+    # the horizon stays sharp: interpolation stops where it crosses a grid cell
+    hard = sky_pixels(sky_for(scene3d({"sky": STOPS, "ground": "#000000"}), pose),
+                      (0, 0, *size))
+    column = hard[:, 101, 2].astype(int)
+    assert np.abs(np.diff(column)).max() > 200  # #FF8000 to black from one row to the next
+
+
+def test_themes_light_dark_and_dusk_draw_in_3d():
+    size = (64, 36)
+    pose = looking(size, 5.0)
+    frames = [sky_pixels(sky_for(scene3d({"theme": t}), pose), (0, 0, *size)).copy()
+              for t in ("light", "dark", "dusk")]
+    assert frames[0][..., :3].mean() > 180 and frames[1][..., :3].mean() < 40
+    assert (frames[2][..., 2].astype(int) - frames[2][..., 0]).mean() > 20  # warm sunset
+    sky = sky_for(scene3d({"theme": "dusk"}), pose)
+    assert np.all(sky.bird < 0.01)  # near-black birds: linear < 1%
+
+
+def test_transparent_drops_the_sky():
+    size = (96, 54)
+    pose = looking(size, 5.0)
+    frame = compose(birds_at(pose, *synthetic_flock(np.random.default_rng(0), 50)),
+                    sky_for(scene3d({"theme": "dusk"}), pose), (0, 0, *size), True)
+    assert (frame[..., 3] == 0).mean() > 0.9 and frame[..., 3].max() > 0
+
+
+def test_a_vector_still_is_sky_treeline_and_a_bounded_number_of_bird_paths(tmp_path):
+    size = (320, 180)
+    pose = looking(size, 3.0)
+    sky = sky_for(scene3d({"theme": "dusk"}, {"visibility": 8000.0}), pose)
+    tails, heads = synthetic_flock(np.random.default_rng(4), 3000)
+    lift = np.array([0.0, 0.0, 25.0])  # in the sky, above the treeline
+    birds = birds_at(pose, tails + lift, heads + lift)
+    write_vector(tmp_path / "a.svg", birds, sky, 96.0)
+    write_vector(tmp_path / "a.pdf", birds, sky, 96.0, title="dusk")
+    assert (tmp_path / "a.pdf").read_bytes().startswith(b"%PDF")
+    paths = [e for e in ET.parse(tmp_path / "a.svg").iter() if e.tag.endswith("path")]
+    assert 3 <= len(paths) <= LAYERS * BINS + 4  # sky, glow, treeline, the bird paths
+    # Close to the raster frame: the sky within a few codes (the glow is painted OVER, not
+    # added), the birds' ink within 25% (sRGB blending, unions within a path).
+    vector, raster = {}, {}
+    for name, streaks in (("birds", birds), ("none", type(birds)(*(f[:0] for f in birds)))):
+        image = cairo.ImageSurface(cairo.FORMAT_ARGB32, *size)
+        paint_vector(cairo.Context(image), streaks, sky, False)
+        image.flush()
+        vector[name] = np.ndarray((size[1], size[0], 4), np.uint8,
+                                  image.get_data())[..., :3].astype(int)
+        raster[name] = compose(streaks, sky, (0, 0, *size), False)[..., :3].astype(int)
+    assert np.abs(vector["none"] - raster["none"]).mean() < 10
+    ink_vector = (vector["none"] - vector["birds"]).sum()
+    ink_raster = (raster["none"] - raster["birds"]).sum()
+    assert ink_raster > 0 and abs(ink_vector / ink_raster - 1) < 0.25, (ink_vector, ink_raster)
+
+
+def test_3d_palette_keys_and_atmosphere_are_refused_in_a_2d_scene():
+    with pytest.raises(SceneError) as err:
+        build_scene({"palette": {"sky": STOPS, "treeline": "reeds"},
+                     "atmosphere": {"visibility": 5000.0}})
+    text = str(err.value)
+    assert "palette.sky: a 3D-only key" in text and "palette.treeline: a 3D-only key" in text
+    assert "[atmosphere] is 3D-only" in text
+    assert build_scene({"palette": {"theme": "dusk"}}).colours()["ink"][0] < 0.1
+
+
+@pytest.mark.parametrize("palette, message", [
+    ({"sky": [[10.0, "#FFFFFF"], [5.0, "#000000"]]}, "elevations in increasing order"),
+    ({"sky": [[100.0, "#FFFFFF"]]}, "≤ 90"),
+    ({"sky": "blue"}, "expected colour stops"),
+    ({"sky": [[0.0, "white"]]}, "expected a colour"),
+    ({"sun": [90.0, 95.0]}, "elevation in [-90, 90]"),
+    ({"sun": 3}, "expected [azimuth, elevation]"),
+    ({"treeline": "bush"}, "expected one of none | trees | reeds"),
+    ({"treeline_distance": 0.0}, "> 0"),
+    ({"sun_glow": -1.0}, "≥ 0"),
+])
+def test_bad_3d_palette_values_are_named(palette, message):
+    with pytest.raises(SceneError) as err:
+        scene3d(palette)
+    key = next(iter(palette))
+    assert f"palette.{key}" in str(err.value) and message in str(err.value), str(err.value)
+
+
+def test_visibility_must_be_positive():
+    with pytest.raises(SceneError, match="atmosphere.visibility: expected a value > 0"):
+        scene3d(atmosphere={"visibility": 0.0})
