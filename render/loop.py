@@ -22,7 +22,8 @@ def crossfade_frames(scene: Scene, first: int) -> int:
 
 # The measures' limits (docs/loops.md): a step within 1.5× the median step, ink within
 # ±10% of the median, a morph frame's coherence within the 1st–99th percentile of the
-# others', no bird faster than 1.5× the scene's maximum speed, at most 5% fading.
+# others' (give or take the largest step between two of them), no bird faster than 1.5×
+# the scene's maximum speed, at most 5% fading.
 STEP_LIMIT, INK_LIMIT, BAND, SPEED_LIMIT, FADE_LIMIT = 1.5, 0.10, (1, 99), 1.5, 0.05
 # Coherence tiles are this many streaks wide (and at least MIN_TILE px).
 TILE_STREAKS, MIN_TILE = 4, 8
@@ -54,7 +55,8 @@ class SeamMeter:
     """How well a loop closes and whether its morph reads as flight, on the rendered frames
     at full resolution: (1) every consecutive-frame difference (mean absolute, the wrap
     last→first included) against the median; (2) the streaks' local alignment
-    (`coherence`) in each morph frame against the 1st–99th percentile of the others';
+    (`coherence`) in each morph frame against the 1st–99th percentile of the others'
+    (widened by the largest step between two of them);
     (3) the ink coverage in each morph frame against the median; (4) the fastest bird
     during the morph (from the states, consecutive positions) against the scene's maximum
     speed. `crossfade` frames from the first are the morph's. `start`: the loop's t₀ in the
@@ -110,8 +112,13 @@ class SeamMeter:
         inside = slice(self.window, self.window + self.crossfade)
         blend = self.coverage[inside]
         low, high = (min(blend) / cover - 1, max(blend) / cover - 1) if cover else (np.nan,) * 2
-        rest = (self.coherence[:self.window] + self.coherence[inside.stop:]) or self.coherence
-        band = np.percentile(rest, BAND)
+        before, after = self.coherence[:self.window], self.coherence[inside.stop:]
+        rest = (before + after) or self.coherence
+        # A frame of uninterrupted flight may pass the others' extremes by one step of its
+        # own: the band reaches as far as the largest step between two ordinary frames.
+        jump = max((float(np.abs(np.diff(run)).max()) for run in (before, after)
+                    if len(run) > 1), default=0.0)
+        band = np.percentile(rest, BAND) + [-jump, jump]
         morph = self.coherence[inside]
         return {"start_s": self.start, "seam": float(np.abs(self.first - self.last).mean()),
                 "median_step": median, "max_step": max(steps),
@@ -153,7 +160,7 @@ class SeamMeter:
                 f"consecutive frames median {m['median_step']:.2f} "
                 f"(×{m['seam'] / max(m['median_step'], 1e-9):.2f}), max {m['max_step']:.2f}; "
                 f"{coverage}; streak alignment during the morph {m['coherence_low']:.3f} to "
-                f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile "
+                f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their largest step "
                 f"{m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
                 f"{m['max_speed']:.2f}× max speed, {m['fading']:.1%} of the birds jump "
                 f"(fade out and in); "

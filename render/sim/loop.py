@@ -42,8 +42,9 @@ STREAM_LOOP = 3
 # scene's maximum speed); a pair further apart switches (fades out and in).
 GLIDE = 0.95 * 1.5
 # The pull's time constant, as a share of the morph; the drift it may add to a bird's own
-# flight, in maximum speeds; the last share of the morph, where the residual closes.
-PULL_TIME, DRIFT, SNAP = 0.25, 0.45, 1.0
+# flight, in maximum speeds; the last share of the morph, where the residual closes; the
+# first share, over which the pull grows to its full weight.
+PULL_TIME, DRIFT, SNAP, RAMP = 0.25, 0.45, 0.3, 0.5
 
 
 @functools.lru_cache(maxsize=4)
@@ -151,16 +152,18 @@ def morph(scene, head: list[Frame], start: int, count: int,
     mid_tail, mid_head = (mid.positions, mid.velocities), (head[middle].positions,
                                                            head[middle].velocities)
     partner = partners(scene, mid_tail, mid_head, accent, c)
-    glides = gliding(scene, mid_tail, mid_head, partner, c)
-    moment = switch_moments(scene.scene.seed, accent.size)
-    guided = Guided(scene, partner, start, count, c)
-    for i, (frame, t) in enumerate(zip(head, frames(guided, fps, c, first=start + count))):
-        s = i / c
-        snap = np.clip((s - (1 - SNAP)) / SNAP, 0.0, 1.0)
-        w = np.where(glides, snap * snap * (3 - 2 * snap), (moment < s).astype(float))[:, None]
+    guided = list(frames(Guided(scene, partner, start, count, c), fps, c, first=start + count))
+    paths = []
+    for i, (frame, t) in enumerate(zip(head, guided)):
+        snap = np.clip((i / c - (1 - SNAP)) / SNAP, 0.0, 1.0)
         delta = frame.positions[partner] - t.positions
         if extent is not None:
             delta -= extent * np.round(delta / extent)
+        paths.append((snap * snap * (3 - 2 * snap), delta))
+    glides = flies(scene, guided, paths)
+    moment = switch_moments(scene.scene.seed, accent.size)
+    for i, (frame, t, (snap, delta)) in enumerate(zip(head, guided, paths)):
+        w = np.where(glides, snap, (moment < i / c).astype(float))[:, None]
         pos = t.positions + w * delta
         if extent is not None:
             pos = np.mod(pos, extent)
@@ -168,6 +171,22 @@ def morph(scene, head: list[Frame], start: int, count: int,
         nb = np.where(w[:, 0] < 0.5, t.snapshot.neighbours, frame.snapshot.neighbours[partner])
         yield dataclasses.replace(frame, positions=pos, velocities=vel, exposure=(),
                                   snapshot=dataclasses.replace(frame.snapshot, neighbours=nb))
+
+
+def flies(scene, guided: list[Frame], paths: list[tuple]) -> np.ndarray:
+    """Which birds ((n,) bool) stay under `GLIDE` × the maximum speed from frame to frame
+    along guided + snap·delta (`paths`: (snap, delta) per frame), the step into the frame
+    after the morph (delta 0, snap 1) included."""
+    fps, extent = float(scene.output.fps), wrapping(scene, guided[0].positions)
+    fastest = np.zeros(len(guided[0].positions))
+    drawn = [t.positions + w * delta for t, (w, delta) in zip(guided, paths)]
+    drawn.append(guided[-1].positions + paths[-1][1])  # where the head's next frame is
+    for a, b in zip(drawn, drawn[1:]):
+        step = b - a
+        if extent is not None:
+            step -= extent * np.round(step / extent)
+        fastest = np.maximum(fastest, np.sqrt((step * step).sum(axis=1)) * fps)
+    return fastest <= GLIDE * scene.flock.max_speed
 
 
 class Guided:
@@ -202,7 +221,7 @@ class Guided:
             return snap
         while self.head.step_index < k - self.offset:
             self.head.advance()
-        s = min(1.0, (k - self.begin) / self.steps)
+        s = min(1.0, (k - self.begin) / (RAMP * self.steps))
         self.tail.positions, self.tail.velocities = self.pulled(s * s * (3 - 2 * s))
         return snap
 
