@@ -1,4 +1,4 @@
-"""Drawing figures: a settled murmuration's 3,600 streaks, from simulated state to a buffer
+"""Drawing figures: a settled plate's 3,600 streaks, from simulated state to a buffer
 ready for the encoder, against the stroked drawing it replaced and against matplotlib.
 
 Contenders draw the same frame at the same size, one core each, timed in interleaved rounds
@@ -21,7 +21,7 @@ import numpy as np
 from figures import result
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENE = ROOT / "scenes" / "murmuration.toml"
+SCENE = ROOT / "scenes" / "plate.toml"
 # By 2 s after settling the flock shows the neighbour counts SPEC §4 asks of a murmuration
 # (10th/50th/90th percentile ≈ 18/39/73); frame 0 is still looser (18/28/42).
 SETTLED_S = 2.0
@@ -38,7 +38,7 @@ class FlockFrame(NamedTuple):
 
 
 def settled_frame(seconds: float = SETTLED_S) -> FlockFrame:
-    """The murmuration (scenes/murmuration.toml) `seconds` after settling."""
+    """The plate (scenes/plate.toml) `seconds` after settling."""
     from render.scene import load_scene
     from render.sim.simulate import Simulation, frames
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from figures import result
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENE = ROOT / "scenes" / "murmuration.toml"
+SCENE = ROOT / "scenes" / "plate.toml"
 SCENE3D = ROOT / "scenes" / "flock3d.toml"
 CLI = [sys.executable, "-m", "render"]
 
@@ -109,7 +109,7 @@ def _cores() -> int:
 
 
 def export_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
-    """Full export of the murmuration against ffmpeg alone encoding the same frames from raw
+    """Full export of the plate against ffmpeg alone encoding the same frames from raw
     with the same settings, in turns; see `export_rows` for what is reported."""
     from render.scene import load_scene
 
@@ -172,7 +172,7 @@ def flock_span(state) -> float:
     return float(hi - lo) / pose.width
 
 
-def export_rows(pairs, frames: int, size: str, cores: int, *, name: str = "murmuration",
+def export_rows(pairs, frames: int, size: str, cores: int, *, name: str = "plate",
                 prefix: str = "", target: str = "≤ 1.15× ffmpeg alone") -> list[dict]:
     """The export's figures from turns of ((wall, CPU) of ffmpeg alone, (wall, CPU) of the
     export), seconds: medians of each side, and the median of each turn's export ÷ ffmpeg
@@ -332,7 +332,7 @@ def poster(quick: bool = False) -> list[dict]:
         tiled, _ = _peak_rss([*base, "--size", big, "--tile-size", tile])
         seconds = time.perf_counter() - start
         whole, _ = _peak_rss([*base, "--size", quarter])
-    return [result(f"poster {big} in {tile}-px tiles, murmuration", seconds, "s"),
+    return [result(f"poster {big} in {tile}-px tiles, plate", seconds, "s"),
             result(f"peak memory, poster {big} in {tile}-px tiles", tiled, "MiB",
                    reference=whole, target=f"below {quarter} drawn whole")]
 

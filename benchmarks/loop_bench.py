@@ -1,4 +1,4 @@
-"""A loop's cost: 6 s of the murmuration at 1280x720, 30 fps, as a WebM with `--loop`
+"""A loop's cost: 6 s of the plate at 1280x720, 30 fps, as a WebM with `--loop`
 against the same clip without it (the start search, the pairing, the measures on every
 frame at full resolution). The promise (docs/loops.md): at most 1.5× the plain clip."""
 

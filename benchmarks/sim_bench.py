@@ -1,4 +1,4 @@
-"""Simulation figures: one step of the murmuration (scenes/murmuration.toml) at 3,600 birds
+"""Simulation figures: one step of the plate (scenes/plate.toml) at 3,600 birds
 and at larger flocks of the same density, against an all-pairs numpy step of the same
 rules measured in the same run.
 
@@ -29,7 +29,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SCENE = ROOT / "scenes" / "murmuration.toml"
+SCENE = ROOT / "scenes" / "plate.toml"
 BIRDS = 3600  # the scene's own flock: 80 x 45 at spacing 1
 # "Settled": 2 s after the scene's settling steps, as the drawing figures use; by then the
 # flock is clustered (about 100 candidates and 39 neighbours per bird).
@@ -47,7 +47,7 @@ def load_scene(path, overrides):
 
 
 def scene_for(birds: int = BIRDS):
-    """The murmuration with its world scaled so that `birds` keep spacing 1 (same density,
+    """The plate with its world scaled so that `birds` keep spacing 1 (same density,
     same aspect; every other length stays in spacings)."""
     scale = math.sqrt(birds / BIRDS)
     return load_scene(SCENE, [("world.width", repr(80.0 * scale), "bench"),
@@ -83,7 +83,7 @@ def numba_threads(threads: int):
 
 def all_pairs_step(sim):
     """One step of `sim`'s flock by the obvious vectorised numpy code: (n, n) arrays of
-    every pair's offset and distance, the murmuration's rules (inverse-square separation,
+    every pair's offset and distance, the plate's rules (inverse-square separation,
     difference alignment, cohesion, each clamped), its containment, hawk and steering
     field, semi-implicit Euler. Returns the new (positions, velocities); `sim` is not
     advanced."""
@@ -152,8 +152,8 @@ def all_pairs_error(sim) -> float:
 # Figures
 
 
-def murmuration_step(quick: bool = False) -> list[dict]:
-    """The settled murmuration, one step (`Simulation.advance`, everything a step does) on
+def plate_step(quick: bool = False) -> list[dict]:
+    """The settled plate, one step (`Simulation.advance`, everything a step does) on
     one thread, against the all-pairs numpy step of the same flock, in turns; and how the
     two agree."""
     birds = 900 if quick else BIRDS
@@ -163,7 +163,7 @@ def murmuration_step(quick: bool = False) -> list[dict]:
                          "all pairs": (lambda: all_pairs_step(sim), 1)},
                         rounds=2 if quick else 7)
     ours, reference = t["ours"], t["all pairs"]
-    label = f"settled murmuration, {birds:,} birds, one step, 1 thread"
+    label = f"settled plate, {birds:,} birds, one step, 1 thread"
     return [
         result(label, ours, "ms", reference, reference / ours,
                "" if quick else "≤ 0.7 ms; ≥ 500× all-pairs numpy"),
@@ -174,7 +174,7 @@ def murmuration_step(quick: bool = False) -> list[dict]:
 
 
 def neighbour_search(quick: bool = False) -> list[dict]:
-    """The neighbourhood kernel alone on the settled murmuration: nanoseconds per
+    """The neighbourhood kernel alone on the settled plate: nanoseconds per
     candidate tested (1 thread), beside what the hardware needs to merely test a candidate
     (a vectorised distance count over the same candidates, no sums)."""
     from render.sim.grid import counting_sort
@@ -217,7 +217,7 @@ def neighbour_search(quick: bool = False) -> list[dict]:
 
 
 def step_phases(quick: bool = False) -> list[dict]:
-    """Where one step of the settled murmuration goes (1 thread, median ms): the serial
+    """Where one step of the settled plate goes (1 thread, median ms): the serial
     counting sort, the gather into grid order, the neighbourhood search, the steering
     field (three polynomial sines for φ, cos and sin of the turn per bird), the
     rest of the fused kernel (steering, containment, hawk, integration, identity order),
@@ -357,7 +357,7 @@ def heap_tuning(quick: bool = False) -> list[dict]:
 
 def run(quick: bool = False) -> list[dict]:
     """Every simulation figure of issue 4."""
-    return (murmuration_step(quick) + step_phases(quick) + neighbour_search(quick)
+    return (plate_step(quick) + step_phases(quick) + neighbour_search(quick)
             + parallel_calibration(quick) + large_flocks(quick) + heap_tuning(quick))
 
 

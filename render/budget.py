@@ -38,7 +38,7 @@ VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
 SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
 EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
 EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
-# A frame's file, bytes per pixel, by suffix: the murmuration at 480x270 (animated images)
+# A frame's file, bytes per pixel, by suffix: the plate at 480x270 (animated images)
 # and 1080p to 4K (the rest), rounded up. ProRes 4444 about 0.42, PNG 0.09 to 0.17, JPEG
 # 0.16, EXR 0.39, GIF 0.25, WebP 0.2, APNG 0.5, H.264 and VP9 far less. cluster.py bounds
 # a segment's result by them.
@@ -100,18 +100,21 @@ def simulation_costs(scene: Scene) -> tuple[float, float]:
     return SIM_BYTES_PER_BIRD, SIM_S_PER_BIRD_STEP
 
 
-def estimate(scene: Scene, output: str | None) -> Estimate:
-    """Cost of rendering `scene` to `output` (None: simulate only, as for --stats)."""
+def estimate(scene: Scene, output: str | None, first: int = 0) -> Estimate:
+    """Cost of rendering frames first .. the last of `scene` to `output` (None: simulate
+    only, as for --stats): the flock is simulated from the start, only those frames are
+    drawn and written."""
     birds = scene.count
-    frames = scene.frame_count
     # Steps: the settling, then up to the last frame's time (float: may be astronomical).
-    steps = scene.scene.settle_steps + float(frames / scene.output.fps) / scene.scene.dt + 1
+    steps = scene.scene.settle_steps + \
+        float(scene.frame_count / scene.output.fps) / scene.scene.dt + 1
+    frames = max(0, scene.frame_count - first)
     per_bird, per_step = simulation_costs(scene)
     per_pixel = 0.0
     seconds = steps * birds * per_step
     pixels = disk = 0
     if output is not None and is_state_output(output):
-        return trajectory_estimate(scene, output, seconds)
+        return trajectory_estimate(scene, output, seconds, frames)
     if output is not None:
         suffix = _suffix(output)
         video = suffix in VIDEO_SUFFIXES
@@ -134,10 +137,11 @@ def _suffix(output: str) -> str:
     return ".png" if output.endswith(("/", os.sep)) else Path(output).suffix.lower()
 
 
-def trajectory_estimate(scene: Scene, output: str, seconds: float) -> Estimate:
-    """Cost of writing `scene`'s trajectories to `output` (.npz, .usd, .usda, .usdc) on
-    top of simulating it (`seconds`): nothing is drawn."""
-    birds, frames = scene.count, scene.frame_count
+def trajectory_estimate(scene: Scene, output: str, seconds: float,
+                        frames: int) -> Estimate:
+    """Cost of writing `frames` frames of `scene`'s trajectories to `output` (.npz, .usd,
+    .usda, .usdc) on top of simulating it (`seconds`): nothing is drawn."""
+    birds = scene.count
     per_bird = simulation_costs(scene)[0]
     d = scene.dimensions
     suffix = Path(output).suffix.lower()
@@ -250,17 +254,18 @@ def require_size(scene: Scene, where: str, limit: float, what: str, instead: str
                      f"{instead}")
 
 
-def check(scene: Scene, output: str | None, cost: Estimate | None = None) -> Estimate:
-    """`cost` (by default the estimate of rendering `scene` to `output`, a clip or PNG
-    sequence, whose frames must also be small enough for cairo), or UsageError (exit 2)
-    saying what would fit when it does not."""
+def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
+          first: int = 0) -> Estimate:
+    """`cost` (by default the estimate of rendering frames first .. the last of `scene` to
+    `output`, a clip or PNG sequence, whose frames must also be small enough for cairo), or
+    UsageError (exit 2) saying what would fit when it does not."""
     if cost is None:
         if output is not None and not is_state_output(output):
             require_size(scene, output, IMAGE_MAX_SIDE,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
                          "drawn in tiles")
-        cost = estimate(scene, output)
+        cost = estimate(scene, output, first)
     where = output or scene.path
     memory = available_memory()
     if memory is not None and cost.bytes > memory:

@@ -139,8 +139,9 @@ def _check(args: argparse.Namespace, scene) -> int:
 
     print(describe(scene))
     scope = f"to {args.output}" if args.output else "(simulation only; -o adds drawing)"
-    print(f"# estimate {scope}: {budget.estimate(scene, args.output)}")
-    budget.check(scene, args.output)
+    first = frame_range(args.frames)[0]
+    print(f"# estimate {scope}: {budget.estimate(scene, args.output, first)}")
+    budget.check(scene, args.output, first=first)
     return 0
 
 

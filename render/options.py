@@ -16,7 +16,7 @@ examples:
   boids-render scenes/classic.toml -o out/classic/ --size 1280x720 --frames 120
   boids-render scenes/murmuration.toml -o out/m.mp4 --fps 24000/1001 --set palette.theme=dark
   boids-render scenes/murmuration.toml --stats out/stats.csv --duration 5   (no drawing)
-  boids-render scenes/murmuration.toml --plot out/diagnostics.png --frames 400
+  boids-render scenes/plate.toml --plot out/diagnostics.png --frames 400
   boids-render scenes/sliders.toml --check --set flock.count=2000
   boids-render scenes/murmuration.toml -o out/frames/ --resume   (after an interruption)
   boids-render scenes/murmuration.toml -o /shared/frames/ --no-overwrite   (one per machine)

@@ -58,7 +58,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
                          f"encoders and a poster fed the same frames): drop --scheduler")
     for path in target.paths or (None,):
-        budget.check(scene, path)  # before anything large is allocated
+        budget.check(scene, path, first=target.first)  # before anything large is allocated
     if target.paths:
         open_writer(target, scene)  # refuses what cannot be written; opens nothing
     crossfade = crossfade_frames(scene, target.first)

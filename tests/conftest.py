@@ -19,9 +19,9 @@ from render.cli import main  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = ROOT / "scenes"
 # Shipped scenes too big to settle in a test run, with the --set options that shrink
-# them: murmuration3d's 20,000 birds as 1,000 settled for 3 s, the landing brought into
+# them: the murmuration's 20,000 birds as 1,000 settled for 3 s, the landing brought into
 # the first seconds (the hunt starts at 2 s).
-SMALLER = {"murmuration3d": ("--set", "flock.count=1000", "--set", "scene.settle_steps=300",
+SMALLER = {"murmuration": ("--set", "flock.count=1000", "--set", "scene.settle_steps=300",
                              "--set", "roost.landing_at=3.0", "--set",
                              "roost.landing_spread=2.0")}
 

@@ -77,7 +77,7 @@ def test_export_rows_from_hand_worked_turns():
         (found,) = [r for r in rows if r["figure"].startswith(start)]
         return found
 
-    export = row("full export, murmuration")
+    export = row("full export, plate")
     assert (export["value"], export["reference"]) == (34.0, 29.0)
     assert export["ratio"] == 33.0 / 28.0  # the median turn's, not 34 / 29
     assert "1.83 of 2 cores busy" in row("ffmpeg alone, CPU")["figure"]
@@ -95,3 +95,11 @@ def test_results_say_which_sections_ran_and_what_is_left():
     assert "Partial" not in whole and "Sections:" not in whole and "| x | 1 ms |" in whole
     cut = run.report([row], False, ["sim", "sim3d"], 1)
     assert "Sections: sim, sim3d." in cut and "Partial: 1 section(s) still to run." in cut
+
+
+def test_a_difference_reads_as_one_not_as_a_ratio():
+    run = _run_module()
+    row = run.figures.result("VMAF", 86.6, "", reference=86.8, ratio=-0.2,
+                             compared=" points (difference)")
+    assert "| -0.2 points (difference) |" in run.table([row])
+    assert "| 1.5× |" in run.table([run.figures.result("t", 3.0, "s", reference=2.0)])

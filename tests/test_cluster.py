@@ -25,8 +25,8 @@ from conftest import SCENES
 
 pytestmark = pytest.mark.slow
 
-MURMURATION = SCENES / "murmuration.toml"
-# Small frames of the default scene, with its camera, hawk and accent birds.
+PLATE = SCENES / "plate.toml"
+# Small frames of the 2D plate, with its camera, hawk and accent birds.
 SMALL = ("--size", "160x90", "--quiet")
 
 
@@ -64,7 +64,7 @@ def local_frames(tmp_path_factory):
     from render.cli import main
 
     folder = tmp_path_factory.mktemp("local")
-    assert main([str(MURMURATION), "-o", f"{folder}/frames/", *SMALL, "--frames", "14",
+    assert main([str(PLATE), "-o", f"{folder}/frames/", *SMALL, "--frames", "14",
                  "--motion-blur", "2", "--workers", "1", "--stats",
                  str(folder / "stats.csv")]) == 0
     return folder
@@ -72,7 +72,7 @@ def local_frames(tmp_path_factory):
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_png_frames_equal_a_local_render_byte_for_byte(cli, local_frames, tmp_path, workers):
-    r = cli(MURMURATION, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
+    r = cli(PLATE, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
             "--motion-blur", "2", "--scheduler", "local", "--workers", str(workers),
             "--stats", tmp_path / "stats.csv")
     assert r.code == 0, r.err
@@ -85,8 +85,8 @@ def test_png_frames_equal_a_local_render_byte_for_byte(cli, local_frames, tmp_pa
 def test_a_clip_joins_its_segments_with_the_local_timing(cli, scheduler, tmp_path, suffix,
                                                          fps):
     args = (*SMALL, "--frames", "40", "--fps", fps, "--crf", "0")
-    assert cli(MURMURATION, "-o", tmp_path / f"local{suffix}", *args).code == 0
-    r = cli(MURMURATION, "-o", tmp_path / f"cluster{suffix}", *args,
+    assert cli(PLATE, "-o", tmp_path / f"local{suffix}", *args).code == 0
+    r = cli(PLATE, "-o", tmp_path / f"cluster{suffix}", *args,
             "--scheduler", scheduler)
     assert r.code == 0, r.err
     local, joined = tmp_path / f"local{suffix}", tmp_path / f"cluster{suffix}"
@@ -103,8 +103,8 @@ def test_a_clip_joins_its_segments_with_the_local_timing(cli, scheduler, tmp_pat
 def test_frames_of_any_format_equal_a_local_render_byte_for_byte(cli, scheduler, tmp_path,
                                                                  suffix):
     args = (*SMALL, "--frames", "6")
-    assert cli(MURMURATION, "-o", f"{tmp_path}/local/f_%02d{suffix}", *args).code == 0
-    r = cli(MURMURATION, "-o", f"{tmp_path}/cluster/f_%02d{suffix}", *args,
+    assert cli(PLATE, "-o", f"{tmp_path}/local/f_%02d{suffix}", *args).code == 0
+    r = cli(PLATE, "-o", f"{tmp_path}/cluster/f_%02d{suffix}", *args,
             "--scheduler", scheduler)
     assert r.code == 0, r.err
     frames = files(tmp_path / "cluster")
@@ -115,7 +115,7 @@ def test_the_segments_are_more_than_one(scheduler):
     """The joins above are real: 40 frames on 2 workers are several segments."""
     with Client(scheduler) as client:
         slots = sum(client.nthreads().values())
-    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test")])
     from render.states import simulated
 
     sample = next(simulated(scene, 0, 1))
@@ -124,7 +124,7 @@ def test_the_segments_are_more_than_one(scheduler):
 
 
 def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monkeypatch):
-    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test")])
     from render.states import simulated
 
     sample = next(simulated(scene, 0, 1))
@@ -139,7 +139,7 @@ def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monke
 def test_an_encoded_segment_stays_within_a_message(capsys):
     """ProRes 4444 at 4K is about 3.5 MB a frame: a 10-minute film on 4 workers would send
     back gigabytes per task without the cap."""
-    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test")])
     from render.states import simulated
 
     sample = next(simulated(scene, 0, 1))
@@ -151,7 +151,7 @@ def test_an_encoded_segment_stays_within_a_message(capsys):
 def test_states_through_a_shared_cache_give_the_same_frames(cli, scheduler, local_frames,
                                                             tmp_path):
     cache = tmp_path / "cache"
-    r = cli(MURMURATION, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
+    r = cli(PLATE, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
             "--motion-blur", "2", "--scheduler", scheduler, "--cache-dir", cache)
     assert r.code == 0, r.err
     assert files(tmp_path / "frames") == files(local_frames / "frames")
@@ -168,7 +168,7 @@ def test_resume_on_a_cluster_draws_only_the_missing_frames(cli, scheduler, local
     for p in missing:
         p.unlink()
     kept = {p: p.stat().st_mtime_ns for p in out.iterdir()}
-    r = cli(MURMURATION, "-o", f"{out}/", *SMALL, "--frames", "14", "--motion-blur", "2",
+    r = cli(PLATE, "-o", f"{out}/", *SMALL, "--frames", "14", "--motion-blur", "2",
             "--scheduler", scheduler, "--resume")
     assert r.code == 0, r.err
     assert files(out) == files(local_frames / "frames")
@@ -183,14 +183,14 @@ def test_a_resumed_sequence_with_every_frame_kept_ends_its_bar_full(capsys, sche
     out.mkdir()
     for name, data in files(local_frames / "frames").items():
         (out / name).write_bytes(data)
-    assert main([str(MURMURATION), "-o", f"{out}/", "--size", "160x90", "--frames", "14",
+    assert main([str(PLATE), "-o", f"{out}/", "--size", "160x90", "--frames", "14",
                  "--motion-blur", "2", "--scheduler", scheduler, "--resume"]) == 0
     assert "14/14" in capsys.readouterr().err
     assert files(out) == files(local_frames / "frames")
 
 
 def test_a_worker_with_another_version_joining_mid_render_is_refused(scheduler):
-    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test")])
     from render.errors import UsageError
     from render.states import simulated
 
@@ -202,7 +202,7 @@ def test_a_worker_with_another_version_joining_mid_render_is_refused(scheduler):
 
 
 def test_workers_report_every_frame_they_draw(scheduler):
-    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test")])
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test")])
     from render.states import simulated
 
     states = list(simulated(scene, 0, 5))
@@ -224,7 +224,7 @@ def test_workers_report_every_frame_they_draw(scheduler):
 def test_a_progress_bar_counts_frames_across_workers(capsys, scheduler, tmp_path):
     from render.cli import main
 
-    assert main([str(MURMURATION), "-o", f"{tmp_path}/f/", "--size", "160x90", "--frames",
+    assert main([str(PLATE), "-o", f"{tmp_path}/f/", "--size", "160x90", "--frames",
                  "12", "--scheduler", scheduler]) == 0
     assert "12/12" in capsys.readouterr().err
 
@@ -245,7 +245,7 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
         client.subscribe_topic(segments.TOPIC, drawn.append)
         codes = []
         render = threading.Thread(target=lambda: codes.append(main([
-            str(MURMURATION), "-o", f"{tmp_path}/cluster/{output}", *args,
+            str(PLATE), "-o", f"{tmp_path}/cluster/{output}", *args,
             "--scheduler", local.scheduler_address])))
         render.start()
         victim = None
@@ -266,7 +266,7 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
     # Some segment's frames were drawn twice: the killed task's, run again elsewhere.
     reports = [(msg[1], msg[2]) for _, msg in drawn]
     assert len(set(reports)) < len(reports)
-    assert main([str(MURMURATION), "-o", f"{tmp_path}/local/{output}", *args]) == 0
+    assert main([str(PLATE), "-o", f"{tmp_path}/local/{output}", *args]) == 0
     if output.endswith("/"):
         assert files(tmp_path / "cluster" / "frames") == files(tmp_path / "local" / "frames")
     else:
@@ -275,7 +275,7 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
 
 
 def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
-    scene = load_scene(MURMURATION, [("output.size", '"160x90"', "test"),
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test"),
                                      ("output.frames", "24", "test")])
     from render.states import simulated
 
@@ -310,7 +310,7 @@ def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, messag
     if "-o" not in args:
         args += ["-o", f"{tmp_path}/x.mp4"]
     started = time.monotonic()
-    r = cli(MURMURATION, *args, "--frames", "3")
+    r = cli(PLATE, *args, "--frames", "3")
     assert r.code == 2, r
     assert message in r.err
     assert time.monotonic() - started < 15
@@ -319,7 +319,7 @@ def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, messag
 
 def test_without_the_extra_the_error_says_how_to_install_it(cli, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if absent
-    r = cli(MURMURATION, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", "local")
+    r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", "local")
     assert r.code == 2
     assert "boids-render[distributed]" in r.err
 
@@ -328,7 +328,7 @@ def test_a_worker_with_another_version_is_refused(cli, scheduler, tmp_path, monk
     import render
 
     monkeypatch.setattr(render, "__version__", "0.0.0-other")  # this side only
-    r = cli(MURMURATION, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", scheduler)
+    r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", scheduler)
     assert r.code == 2
     assert "install the same version on every worker" in r.err
     assert list(tmp_path.iterdir()) == []
@@ -360,7 +360,7 @@ def test_a_lost_scheduler_ends_the_render_in_one_line(capsys, tmp_path):
         codes = []
         out = tmp_path / "clip.mp4"
         render = threading.Thread(target=lambda: codes.append(main([
-            str(MURMURATION), "-o", str(out), "--size", "640x360", "--frames", "60",
+            str(PLATE), "-o", str(out), "--size", "640x360", "--frames", "60",
             "--motion-blur", "8", "--quiet", "--scheduler", address])))
         render.start()
         deadline = time.monotonic() + 60

@@ -188,5 +188,11 @@ def test_the_estimate_knows_each_format_on_disk(cli, small_scene, tmp_path):
     assert sizes["frames/"] == 100 * 1920 * 1080 * budget.FILE_BYTES_PER_PX[".png"]
     assert sizes["f_%04d.exr"] > sizes["frames/"] > sizes["a.webp"] * 0.5
     assert budget.estimate(scene, "f_%04d.exr").bytes > budget.estimate(scene, "frames/").bytes
+    # --frames 60:100 draws and writes 40 frames (the flock is still simulated from 0).
+    part = budget.estimate(scene, "frames/", 60)
+    assert part.disk == 40 * 1920 * 1080 * budget.FILE_BYTES_PER_PX[".png"]
+    assert budget.estimate(scene, None, 60).seconds == budget.estimate(scene, None).seconds
+    whole_npz, part_npz = budget.estimate(scene, "f.npz"), budget.estimate(scene, "f.npz", 60)
+    assert part_npz.disk < 0.5 * whole_npz.disk
     r = cli(small_scene, "--check", "-o", f"{tmp_path}/f_%04d.exr")
     assert r.code == 0 and " on disk and " in r.out

@@ -73,9 +73,9 @@ def test_png_frames_of_every_shipped_scene(cli, tmp_path, name, size, frames):
 
 @pytest.mark.parametrize("extra", [(), ("--transparent",), ("--motion-blur", "4"),
                                    ("--set", "palette.theme=dark")])
-def test_murmuration_frames_in_each_drawing_mode(cli, tmp_path, extra):
+def test_plate_frames_in_each_drawing_mode(cli, tmp_path, extra):
     out = tmp_path / "frames"
-    r = cli(SCENES / "murmuration.toml", "-o", f"{out}/", "--size", "480x270", "--frames",
+    r = cli(SCENES / "plate.toml", "-o", f"{out}/", "--size", "480x270", "--frames",
             "60:62", "--quiet", *extra)
     assert r.code == 0, r.err
     compare(f"modes/{' '.join(extra) or 'plain'}", decoded(frames_in(out)))
@@ -85,7 +85,7 @@ def test_murmuration_frames_in_each_drawing_mode(cli, tmp_path, extra):
                                    ("--transparent",)])
 def test_stills(cli, tmp_path, extra):
     out = tmp_path / "still.png"
-    r = cli(SCENES / "murmuration.toml", "--still", "2.5", "-o", out, "--size", "960x540",
+    r = cli(SCENES / "plate.toml", "--still", "2.5", "-o", out, "--size", "960x540",
             *extra)
     assert r.code == 0, r.err
     compare(f"still/{' '.join(extra) or 'plain'}", decoded([out]))
@@ -93,10 +93,10 @@ def test_stills(cli, tmp_path, extra):
 
 def test_loop_frames(cli, tmp_path):
     out = tmp_path / "loop"
-    r = cli(SCENES / "murmuration.toml", "-o", f"{out}/", "--size", "320x180", "--duration",
+    r = cli(SCENES / "plate.toml", "-o", f"{out}/", "--size", "320x180", "--duration",
             "1.5", "--loop", "--crossfade", "0.5", "--quiet")
     assert r.code == 0, r.err
-    compare("loop/murmuration", decoded(frames_in(out)))
+    compare("loop/plate", decoded(frames_in(out)))
 
 
 def test_render_on_a_local_cluster(cli, tmp_path):
@@ -128,11 +128,11 @@ def test_frame_counts(cli, tmp_path):
 
 def test_an_mp4_clip(cli, tmp_path):
     out = tmp_path / "clip.mp4"
-    r = cli(SCENES / "murmuration.toml", "-o", out, "--size", "320x180", "--frames", "12",
+    r = cli(SCENES / "plate.toml", "-o", out, "--size", "320x180", "--frames", "12",
             "--quiet")
     assert r.code == 0, r.err
     pixels = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(out),
                              "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
                             capture_output=True, check=True).stdout
-    compare("clip/murmuration.mp4", [len(pixels) // (320 * 180 * 3),
-                                     hashlib.sha256(pixels).hexdigest()[:24]])
+    compare("clip/plate.mp4", [len(pixels) // (320 * 180 * 3),
+                               hashlib.sha256(pixels).hexdigest()[:24]])

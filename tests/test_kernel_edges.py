@@ -222,7 +222,7 @@ def test_thread_count_does_not_change_positions(restore_threads):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has a single thread on this machine")
     raw = {"scene": {"settle_steps": 0, "seed": 4}, "world": {"width": 80.0, "height": 45.0},
-           "flock": {"spacing": 1.0}}  # murmuration rules (defaults), 3,600 birds
+           "flock": {"spacing": 1.0}}  # the plate's rules (defaults), 3,600 birds
     scene = build_scene(raw)
     results = []
     for threads in (1, 2):

@@ -42,17 +42,17 @@ def metered(scene, states, crossfade: int = CROSSFADE, *, plain: bool = False):
 
 @pytest.fixture(scope="module")
 def renders(tmp_path_factory):
-    """A 45-frame loop of the murmuration with a 0.5 s crossfade (PNG frames, its report
+    """A 45-frame loop of the plate with a 0.5 s crossfade (PNG frames, its report
     and stats), its start t₀, and the plain clip long enough to hold it and 15 frames
     more."""
     from render.cli import main
     from render.sim.loop import loop_start
 
     tmp = tmp_path_factory.mktemp("loop")
-    scene = SCENES / "murmuration.toml"
+    scene = SCENES / "plate.toml"
     assert main([str(scene), "-o", f"{tmp}/loop/", "--loop", "--crossfade", "0.5",
                  "--stats", f"{tmp}/loop.csv", *LOOP]) == 0
-    start = loop_start(scene_of("murmuration", "output.loop=true", "output.crossfade=0.5"),
+    start = loop_start(scene_of("plate", "output.loop=true", "output.crossfade=0.5"),
                        FRAMES, CROSSFADE)
     long = [a if a != str(FRAMES) else str(start + FRAMES + CROSSFADE) for a in LOOP]
     assert main([str(scene), "-o", f"{tmp}/plain/", *long]) == 0
@@ -104,14 +104,14 @@ MEASURED = 90  # frames: the bands need the clip's own variation around the morp
 
 @pytest.fixture(scope="module")
 def meters():
-    """The murmuration's measures, 90 frames with a 0.5 s morph: the plain clip, today's
+    """The plate's measures, 90 frames with a 0.5 s morph: the plain clip, today's
     morph, and the dissolve it replaced."""
     from render.sim.simulate import frames
     from render.states import detached, simulated, simulation
 
     settings = ("scene.settle_steps=300", f"output.frames={MEASURED}")
-    plain = scene_of("murmuration", *settings)
-    scene = scene_of("murmuration", *settings, "output.loop=true", "output.crossfade=0.5")
+    plain = scene_of("plate", *settings)
+    scene = scene_of("plate", *settings, "output.loop=true", "output.crossfade=0.5")
     sim = simulation(scene)
     old = dissolved(scene, frames(sim, scene.output.fps, MEASURED), MEASURED, CROSSFADE)
     return {"plain": metered(plain, simulated(plain, 0, MEASURED), plain=True),
@@ -119,7 +119,7 @@ def meters():
             "morph": metered(scene, simulated(scene, 0, MEASURED))}
 
 
-def test_the_measures_pass_on_the_murmuration_without_a_loop(meters):
+def test_the_measures_pass_on_the_plate_without_a_loop(meters):
     # The bands are the clip's own: uninterrupted flight passes every one of them (the
     # wrap aside: a clip that is not a loop does not close).
     plain = meters["plain"]

@@ -276,7 +276,7 @@ def test_png_frames_get_the_permissions_of_ordinary_new_files(cli, small_scene, 
 
 
 def test_shipped_scene_renders_a_small_png_sequence(cli, tmp_path):
-    r = cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/m/", "--frames", "2",
+    r = cli(SCENES / "plate.toml", "-o", f"{tmp_path}/m/", "--frames", "2",
             "--size", "160x90", "--set", "flock.spacing=4", "-q")
     assert r.code == 0, r.err
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
@@ -486,6 +486,7 @@ def test_every_shipped_scene_passes_check(cli, scene):
 
 def test_shipped_scenes_are_found():
     assert (SCENES / "murmuration.toml").is_file()
+    assert (SCENES / "plate.toml").is_file()
 
 
 @pytest.mark.parametrize("scene", sorted(SCENES.glob("*.toml")), ids=lambda p: p.name)

@@ -11,6 +11,7 @@ from render.cli import overrides_from, parser
 from render.scene import WorldSettings, load_scene
 
 SCENES = Path(__file__).resolve().parents[1] / "scenes"
+PLATE = SCENES / "plate.toml"
 MURMURATION = SCENES / "murmuration.toml"
 
 
@@ -44,9 +45,9 @@ def check_output(text: str) -> dict[str, tuple[str, str]]:
 # The shipped scene and precedence: defaults < scene file < command line
 
 
-def test_shipped_murmuration_scene_loads_with_spec_values():
-    scene = load_scene(MURMURATION)
-    assert scene.scene.name == "murmuration"
+def test_shipped_plate_scene_loads_with_spec_values():
+    scene = load_scene(PLATE)
+    assert scene.scene.name == "plate"
     assert (scene.world.width, scene.world.height) == (80.0, 45.0)
     assert scene.count == 3600  # spacing 1 over 80 x 45 (SPEC §4)
     assert scene.rules.perception_radius == 2.15
@@ -54,6 +55,16 @@ def test_shipped_murmuration_scene_loads_with_spec_values():
     assert scene.scene.settle_steps == 60
     assert sources(scene)["scene.name"] == "scene file"
 
+
+def test_the_default_scene_is_the_3d_film():
+    # `make render` renders scenes/murmuration.toml: the 20,000-starling film, not the plate.
+    scene = load_scene(MURMURATION)
+    assert scene.scene.name == "murmuration"
+    assert scene.dimensions == 3
+    assert scene.count == 20000
+    assert scene.rules.topological_count == 7
+    assert scene.camera is None  # filmed by the default camera, from the ground
+    assert sources(scene)["scene.name"] == "scene file"
 
 def test_keys_missing_from_the_scene_file_take_the_defaults(small_scene):
     scene = resolve(small_scene)
@@ -103,9 +114,9 @@ def test_set_count_replaces_the_spacing_the_scene_file_gives(cli):
     # count and spacing are two ways to say one thing; the command line outranks the file,
     # so `--set flock.count=200` on the shipped (spacing-based) scene must simply win.
     # There is no TOML null to unset the file's spacing from the command line.
-    r = cli(MURMURATION, "--check", "--set", "flock.count=200")
+    r = cli(PLATE, "--check", "--set", "flock.count=200")
     assert r.code == 0, r.err
-    scene = resolve(MURMURATION, "--set", "flock.count=200")
+    scene = resolve(PLATE, "--set", "flock.count=200")
     assert scene.count == 200
 
 
@@ -420,14 +431,14 @@ def test_scene_file_that_is_not_utf8_is_one_line(cli, tmp_path):
 def test_quality_presets_sit_between_the_scene_file_and_explicit_options(cli):
     from conftest import SCENES
 
-    r = cli(SCENES / "murmuration.toml", "--check", "--quality", "preview", "--crf", "30",
+    r = cli(SCENES / "plate.toml", "--check", "--quality", "preview", "--crf", "30",
             "--set", "output.fps=25")
     assert r.code == 0, r.err
     lines = {line.split("=")[0].strip(): line for line in r.out.splitlines() if "=" in line}
     assert '"1280x720"' in lines["size"] and "--quality preview" in lines["size"]
     assert "30" in lines["crf"] and "--crf" in lines["crf"]
     assert '"25"' in lines["fps"] and "--set" in lines["fps"]
-    r = cli(SCENES / "murmuration.toml", "--check", "--quality", "film")
+    r = cli(SCENES / "plate.toml", "--check", "--quality", "film")
     lines = {line.split("=")[0].strip(): line for line in r.out.splitlines() if "=" in line}
     assert "motion_blur = 8" in lines["motion_blur"] and '"24"' in lines["fps"]
 
@@ -435,4 +446,4 @@ def test_quality_presets_sit_between_the_scene_file_and_explicit_options(cli):
 def test_unknown_quality_is_bad_input(cli):
     from conftest import SCENES
 
-    assert cli(SCENES / "murmuration.toml", "--check", "--quality", "ultra").code == 2
+    assert cli(SCENES / "plate.toml", "--check", "--quality", "ultra").code == 2

@@ -5,7 +5,7 @@ from the separate pieces, as readable numpy: `Simulation.measure` (the neighbour
 steering kernels), the numpy forces of tests/numpy_forces.py, the field's turn and the
 `integrate` kernel. Every state and every measure must be identical, not merely close:
 the flock is chaotic, so one ulp anywhere becomes a different flock within a few hundred
-steps, and the murmuration's tuned targets (test_murmuration.py) would move with it.
+steps, and the plate's tuned targets (test_plate.py) would move with it.
 """
 
 from __future__ import annotations
@@ -74,19 +74,19 @@ def assert_same_steps(scene, steps, setup=None):
     np.testing.assert_array_equal(fused.velocities, composed.velocities)
 
 
-@pytest.mark.parametrize("name", ["murmuration", "classic", "reynolds", "sliders"])
+@pytest.mark.parametrize("name", ["plate", "classic", "reynolds", "sliders"])
 def test_fused_step_is_bit_identical_to_the_composed_step(name):
-    # murmuration: open world, containment, hawk (out from t = 1 s), field;
+    # plate: open world, containment, hawk (out from t = 1 s), field;
     # classic: torus; reynolds: walls; sliders: walls and an attractor on a path.
-    # The murmuration from its settled state: birds have strayed outside the ellipse.
-    settle = "60" if name == "murmuration" else "0"
+    # The plate from its settled state: birds have strayed outside the ellipse.
+    settle = "60" if name == "plate" else "0"
     scene = load_scene(SCENES / f"{name}.toml", [("scene.settle_steps", settle, "test")])
-    assert_same_steps(scene, 100 if name == "murmuration" else 30)
+    assert_same_steps(scene, 100 if name == "plate" else 30)
 
 
 def test_fused_step_matches_while_the_hawk_is_out():
-    scene = load_scene(SCENES / "murmuration.toml", [("scene.settle_steps", "0", "test"),
-                                                      ("hawk.start", "0.0", "test")])
+    scene = load_scene(SCENES / "plate.toml", [("scene.settle_steps", "0", "test"),
+                                                ("hawk.start", "0.0", "test")])
     sim = Simulation(scene)
     assert sim.hawk_position() is not None
     assert_same_steps(scene, 20)
@@ -185,11 +185,11 @@ def test_field_per_bird_equals_numpy(scatter):
 
 
 def test_fused_step_is_identical_for_one_and_two_threads():
-    # The murmuration (open world, containment, field) with the hawk out, from a settled
+    # The plate (open world, containment, field) with the hawk out, from a settled
     # flock: thousands of birds, so every parallel loop splits across threads.
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has a single thread on this machine")
-    scene = load_scene(SCENES / "murmuration.toml", [("hawk.start", "0.0", "test")])
+    scene = load_scene(SCENES / "plate.toml", [("hawk.start", "0.0", "test")])
     before = numba.get_num_threads()
     runs = []
     try:

@@ -148,7 +148,7 @@ def test_vector_drawing_matches_the_raster_drawing():
     from render.sim.simulate import Simulation, frames
     from conftest import SCENES
 
-    scene = load_scene(SCENES / "murmuration.toml", [("output.size", '"480x270"', "test")])
+    scene = load_scene(SCENES / "plate.toml", [("output.size", '"480x270"', "test")])
     sim = Simulation(scene)
     frame = next(frames(sim, scene.output.fps, 1))
     state = (frame.positions, frame.velocities, frame.snapshot.neighbours, sim.accent)

@@ -2,7 +2,7 @@
 (AV1, SVT-AV1), NAME.jpg (the poster: the first frame) and NAME.html (a `<video>` element
 offering both, AV1 first), written together: all four or none.
 
-The encoder settings were chosen by measuring size and VMAF on the murmuration
+The encoder settings were chosen by measuring size and VMAF on the plate
 (benchmarks/web_bench.py, docs/loops.md): each clip is at least 10% smaller than plain
 x264 crf 23 preset slow at a VMAF no more than 0.5 below it.
 """
@@ -27,7 +27,7 @@ from .video import _BT709_TAGS, VideoWriter
 # RGB → BT.709 limited-range YUV, tagged, as every clip here is (video._H264).
 BT709_SCALE = ("scale=out_color_matrix=bt709:out_range=tv,"
                "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv")
-# Measured on 6 s of the murmuration at 1280x720, 30 fps (docs/loops.md has the search):
+# Measured on 6 s of the plate at 1280x720, 30 fps (docs/loops.md has the search):
 # x264 at preset veryslow finds 12% to save at the same VMAF; crf 23.25 spends a little of
 # it on quality. 8-bit: browsers decode no High 10.
 H264_ARGS = ["-c:v", "libx264", "-preset", "veryslow", "-crf", "23.25", "-pix_fmt", "yuv420p"]

@@ -76,7 +76,7 @@ def integrate_bird(world, motion, x, y, vx, vy, ax, ay, turn):
 
 
 # Below this angle (radians) `_cos_sin` uses Taylor polynomials: the first terms left out,
-# t⁹/9! and t¹⁰/10!, are below 6e-18 there. (The murmuration turns at most 0.0092 rad a step.)
+# t⁹/9! and t¹⁰/10!, are below 6e-18 there. (The plate turns at most 0.0092 rad a step.)
 _SMALL_TURN = 0.05
 
 

@@ -9,7 +9,7 @@ partial sums in vector lanes and adds the lanes up at the end. That order is fix
 bird's candidate list alone, so any thread count gives the same bits; it differs from a
 plain left-to-right sum by round-off (the all-pairs reference agrees to ~1e-14). The flock
 is chaotic, so such a change of round-off grows into a different (equally valid) flock
-within a few hundred steps: the murmuration's tuned targets are measured on the
+within a few hundred steps: the plate's tuned targets are measured on the
 trajectories this order produces.
 
 Where the time goes (3,600 settled birds, ~109 candidates and ~41 neighbours per bird):

@@ -133,14 +133,14 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
                                                bank[q], a0, a1, a2)
 
 
-@parallel
+@serial
 def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s_extra,
              s_states):
     """Rows order[q] of vel, bank, radius (and extra, states when not empty) into row q of
     the s_ arrays: the birds' state in grid order, gathered in one pass so the step reads
     memory in order (read at random inside the step, the rows cost more than the search
-    at 100,000 birds)."""
-    for q in prange(order.shape[0]):
+    at 100,000 birds). Serial, like `forward`: a pass over memory."""
+    for q in range(order.shape[0]):
         i = order[q]
         s_vel[q, 0], s_vel[q, 1], s_vel[q, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
         s_bank[q] = bank[i]
@@ -151,13 +151,13 @@ def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s
             s_states[q] = states[i]
 
 
-@parallel
+@serial
 def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius, s_idx,
                s_kth2, pos, vel, bank, count, tested, nearest, radius, idx, kth2):
     """Row q of the s_ arrays (grid order) into row order[q] of the others (bird order);
     s_idx, s_kth2 only when idx is not empty."""
     lists = idx.shape[0] > 0
-    for q in prange(order.shape[0]):
+    for q in range(order.shape[0]):
         i = order[q]
         pos[i, 0], pos[i, 1], pos[i, 2] = s_pos[q, 0], s_pos[q, 1], s_pos[q, 2]
         vel[i, 0], vel[i, 1], vel[i, 2] = s_vel[q, 0], s_vel[q, 1], s_vel[q, 2]

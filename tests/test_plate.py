@@ -1,4 +1,4 @@
-"""The default scene measured against its targets (SPEC §4, issue targets), for 5 seeds.
+"""The 2D plate (scenes/plate.toml) measured against its targets (SPEC §4, issue targets), for 5 seeds.
 
 The scene's parameters are tuned; the measurement is not: these are the SPEC §7
 diagnostics of 400 frames at 60 fps after the 60 settling steps.
@@ -15,10 +15,10 @@ from render.scene import load_scene
 from render.sim.diagnostics import measure
 from render.sim.simulate import Simulation, frames
 
-# Five seeds of the default scene, hundreds of frames each: the full suite runs them.
+# Five seeds of the plate, hundreds of frames each: the full suite runs them.
 pytestmark = pytest.mark.slow
 
-SCENE = Path(__file__).resolve().parents[1] / "scenes" / "murmuration.toml"
+SCENE = Path(__file__).resolve().parents[1] / "scenes" / "plate.toml"
 FRAMES = 400
 
 
