@@ -4,20 +4,22 @@ first `crossfade` frames carry the flock from where it is just after the clip's 
 the last frame flows into the first and every frame reads as uninterrupted flight.
 
 Three choices make that so (docs/loops.md has the measures):
-- t₀ is searched: the start whose flock the end resembles best (birds per grid cell and
-  their mean velocity, compared half-way through the morph), within the clip's first half;
+- t₀ is searched: the start, within the clip's length, at which the fewest pairs would
+  be too far apart to meet, compared half-way through the morph (`loop_start`);
 - each tail bird is paired with a head bird near it heading the same way (`pairing.pair`),
   the accent birds among themselves, so no bird crosses the frame;
-- each pair follows the Hermite blend of its two trajectories: with w = 3s² − 2s³ over
-  the morph (s from 0 to 1), position p = pₜ + w·(pₕ − pₜ) and velocity (the heading
-  drawn) vₜ + w·(vₕ − vₜ): both start as the tail's and end as the head's, with zero
-  slope of w at both ends, and each bird is drawn whole in every frame. The drawn velocity
-  leaves out the glide w′·(pₕ − pₜ): a streak shows the bird's flight, not its drift
-  toward its partner (which `render.loop.SeamMeter` measures as speed).
+- the tail flies on under the flocking rules with each bird pulled toward its partner's
+  state in the head (`Guided`: the velocity toward the partner's velocity plus a capped
+  drift along the gap, the position along that drift), the pull growing from nothing at
+  the morph's start; the rules still act, so neighbours turn together and the streaks keep
+  their lanes. Over the morph's last `SNAP` the small residual closes with w = 3s² − 2s³
+  (position pₜ + w·(pₕ − pₜ), velocity vₜ + w·(vₕ − vₜ)), so frame C is the clip's. A
+  pair whose drawn path would outrun the speed limit switches instead, at its own moment.
 
 Earlier ways failed visibly: a pixel cross-dissolve ghosts a double flock; a bird-by-bird
 dissolve scrambles the local headings mid-way; gliding bird i to bird i drags birds across
-the frame. Works on (n, d) states, any d.
+the frame; gliding each pair along the Hermite blend of its two free trajectories mixes two
+unrelated layouts mid-way (dust). Works on (n, d) states, any d.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ STREAM_LOOP = 3
 # A pair glides while its speed stays under this share of the measures' limit (1.5× the
 # scene's maximum speed); a pair further apart switches (fades out and in).
 GLIDE = 0.95 * 1.5
-# The pull's time constant, as a share of the morph; the drift it may add to a bird's own
-# flight, in maximum speeds; the last share of the morph, where the residual closes; the
-# first share, over which the pull grows to its full weight.
-PULL_TIME, DRIFT, SNAP, RAMP = 0.25, 0.45, 0.3, 0.5
+# The pull (`Guided`), as shares of the morph's length: the time constant of its drift
+# along the gap; the drift's cap, in maximum speeds (flight plus drift stays under the
+# measures' 1.5×); the last share, where the residual closes; the first share, over which
+# the pull grows to its full weight; the time constant of the velocity's turn toward the
+# partner's.
+PULL_TIME, DRIFT, SNAP, RAMP, TURN_TIME = 0.15, 0.45, 0.3, 0.4, 0.03
 
 
 @functools.lru_cache(maxsize=4)
@@ -147,8 +151,7 @@ def morph(scene, head: list[Frame], start: int, count: int,
     c, fps = len(head), scene.output.fps
     middle = c // 2
     extent = wrapping(scene, head[0].positions)
-    free = frames(Simulation(scene), fps, 1, first=start + count + middle)
-    mid = next(free)
+    mid = next(frames(Simulation(scene), fps, 1, first=start + count + middle))
     mid_tail, mid_head = (mid.positions, mid.velocities), (head[middle].positions,
                                                            head[middle].velocities)
     partner = partners(scene, mid_tail, mid_head, accent, c)
@@ -192,10 +195,11 @@ def flies(scene, guided: list[Frame], paths: list[tuple]) -> np.ndarray:
 class Guided:
     """The tail's simulation (frames start+count … of the scene) with each bird pulled, as
     the morph goes on, toward its partner's state in the head (frames start …, a second
-    simulation run in step): after each step of the flocking rules, the velocity relaxes
-    toward the partner's velocity plus the gap over `PULL_TIME` and the position drifts
-    along the gap over `PULL_TIME` (at most `DRIFT` × the maximum speed), both weighted by
-    a smoothstep from 0 at the morph's start to 1 at its end. The rules still act on every
+    simulation run in step): after each step of the flocking rules, a drift along the gap
+    (the gap over `PULL_TIME`, at most `DRIFT` × the maximum speed) moves the position,
+    and the velocity turns (time constant `TURN_TIME`) toward the partner's velocity plus
+    that drift, both weighted by a smoothstep from 0 at the morph's start to 1 at `RAMP`
+    of it. The rules still act on every
     bird, so neighbours turn together and the streaks keep their lanes. Exposes what
     `frames` samples: scene, dt, world, step_index, advance()."""
 
@@ -232,12 +236,13 @@ class Guided:
         if self.extent is not None:
             gap -= self.extent * np.round(gap / self.extent)
         tau = PULL_TIME * self.span
-        vel = vel + min(1.0, g * dt / tau) * (self.head.velocities[self.partner] - vel)
-        drift = g * gap / tau
+        drift = gap / tau
         cap = DRIFT * self.scene.flock.max_speed
         size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
         drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
-        pos = pos + dt * drift
+        want = self.head.velocities[self.partner] + drift
+        vel = vel + min(1.0, g * dt / (TURN_TIME * self.span)) * (want - vel)
+        pos = pos + dt * g * drift
         if self.extent is not None:
             pos = np.mod(pos, self.extent)
         return pos, vel
