@@ -160,8 +160,8 @@ class SeamMeter:
                 f"consecutive frames median {m['median_step']:.2f} "
                 f"(×{m['seam'] / max(m['median_step'], 1e-9):.2f}), max {m['max_step']:.2f}; "
                 f"{coverage}; streak alignment during the morph {m['coherence_low']:.3f} to "
-                f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their largest step "
-                f"{m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
+                f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their "
+                f"largest step {m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
                 f"{m['max_speed']:.2f}× max speed, {m['fading']:.1%} of the birds jump "
                 f"(fade out and in); "
                 + (f"fails: {', '.join(failed)}" if failed else "all four measures hold"))
