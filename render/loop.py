@@ -20,16 +20,61 @@ def crossfade_frames(scene: Scene, first: int) -> int:
     return max(1, round(out.crossfade * out.fps))  # shorter than the clip: the scene checks it
 
 
-class SeamMeter:
-    """How well a loop closes: the mean absolute pixel difference from the last frame to
-    the first against the consecutive frames' (median), and the ink coverage during the
-    morph against the clip's median (a ghosted double flock would raise it)."""
+# The measures' limits (docs/loops.md): a step within 1.5× the median step, ink within
+# ±10% of the median, a morph frame's coherence within the 1st–99th percentile of the
+# others' (give or take the largest step between two of them), no bird faster than 1.5×
+# the scene's maximum speed, at most 5% fading.
+STEP_LIMIT, INK_LIMIT, BAND, SPEED_LIMIT, FADE_LIMIT = 1.5, 0.10, (1, 99), 1.5, 0.05
+# Coherence tiles are this many streaks wide (and at least MIN_TILE px).
+TILE_STREAKS, MIN_TILE = 4, 8
 
-    def __init__(self, scene: Scene | None, crossfade: int):
-        self.crossfade = crossfade
+
+def coherence(ink: np.ndarray, tile: int) -> float:
+    """How aligned the drawn streaks are, locally: the structure tensor of the (h, w)
+    float ink image summed over square tiles of `tile` px, each tile's coherence
+    √((Jxx − Jyy)² + 4Jxy²) / (Jxx + Jyy) (1: all edges one way, 0: no preferred way)
+    averaged with the tiles' weight Jxx + Jyy. 0 without ink."""
+    gy, gx = np.gradient(ink)
+    h, w = (ink.shape[0] // tile) * tile, (ink.shape[1] // tile) * tile
+    tiles = lambda a: a[:h, :w].reshape(h // tile, tile, w // tile, tile).sum(axis=(1, 3))  # noqa: E731
+    jxx, jyy, jxy = tiles(gx * gx), tiles(gy * gy), tiles(gx * gy)
+    trace = float(jxx.sum() + jyy.sum())
+    return float(np.sqrt((jxx - jyy) ** 2 + 4 * jxy * jxy).sum()) / trace if trace else 0.0
+
+
+def tile_px(scene: Scene | None, size: tuple[int, int]) -> int:
+    """The coherence tile: `TILE_STREAKS` streaks at the scene's maximum speed, in px."""
+    if scene is None:
+        return MIN_TILE
+    style = scene.render
+    streak = (style.tail + style.head) * scene.flock.max_speed / 60.0  # world units
+    return max(MIN_TILE, round(TILE_STREAKS * streak * size[0] / scene.world.width))
+
+
+class SeamMeter:
+    """How well a loop closes and whether its morph reads as flight, on the rendered frames
+    at full resolution: (1) every consecutive-frame difference (mean absolute, the wrap
+    last→first included) against the median; (2) the streaks' local alignment
+    (`coherence`) in each morph frame against the 1st–99th percentile of the others'
+    (widened by the largest step between two of them);
+    (3) the ink coverage in each morph frame against the median; (4) the fastest bird
+    during the morph (from the states, consecutive positions) against the scene's maximum
+    speed. `crossfade` frames from the first are the morph's. `start`: the loop's t₀ in the
+    simulation, s. `window`: the morph's first frame (0 in a loop, whose morph the loop's
+    wrap brackets with ordinary frames on both sides; a clip that is not a loop is measured
+    with the frames the morph would take in its middle, so that there too the band comes
+    from flight before and after them, not only from what follows)."""
+
+    def __init__(self, scene: Scene | None, crossfade: int, start: float = 0.0,
+                 window: int = 0):
+        self.scene, self.crossfade, self.start = scene, crossfade, start
+        self.window = window
         self.first = self.last = None
         self.steps: list[float] = []
         self.coverage: list[float] = []
+        self.coherence: list[float] = []
+        self.fastest = None  # per bird: its fastest step in the morph, in max speeds
+        self.previous = None
 
     def add(self, pixels: np.ndarray) -> None:
         """The next frame's (h, w, 4) uint8 BGRA pixels."""
@@ -39,16 +84,68 @@ class SeamMeter:
         else:
             self.steps.append(float(np.abs(rgb - self.last).mean()))
         self.last = rgb
-        self.coverage.append(float((np.abs(rgb - self.first[0, 0]).max(axis=2) > 24).mean()))
+        ink = np.abs(rgb - self.first[0, 0]).max(axis=2)
+        self.coverage.append(float((ink > 24).mean()))
+        tile = tile_px(self.scene, (rgb.shape[1], rgb.shape[0]))
+        self.coherence.append(coherence(ink.astype(np.float32) / 255, tile))
 
-    def measures(self) -> dict[str, float]:
-        """The seam's figures; the coverage ones NaN where the median frame has no ink."""
+    def add_state(self, state) -> None:
+        """The next frame's state (a `FrameState`): the speeds of the morph's birds."""
+        if not self.window <= state.index < self.window + self.crossfade:
+            return
+        if self.previous is not None and self.scene is not None:
+            delta = state.positions - self.previous
+            if self.scene.world.boundary == "wrap":
+                extent = np.array([self.scene.world.width, self.scene.world.height])
+                delta -= extent * np.round(delta / extent)
+            speed = np.sqrt((delta * delta).sum(axis=1)) * float(self.scene.output.fps)
+            speed /= self.scene.flock.max_speed
+            self.fastest = speed if self.fastest is None else np.maximum(self.fastest, speed)
+        self.previous = state.positions
+
+    def measures(self, wrap: bool = True) -> dict[str, float]:
+        """The figures; the coverage ones NaN where the median frame has no ink. `wrap`:
+        count the last→first step (False for a clip that is not a loop)."""
+        steps = self.steps + ([float(np.abs(self.first - self.last).mean())] if wrap else [])
         median = float(np.median(self.steps))
         cover = float(np.median(self.coverage))
-        blend = self.coverage[:self.crossfade]
+        inside = slice(self.window, self.window + self.crossfade)
+        blend = self.coverage[inside]
         low, high = (min(blend) / cover - 1, max(blend) / cover - 1) if cover else (np.nan,) * 2
-        return {"seam": float(np.abs(self.first - self.last).mean()), "median_step": median,
-                "max_step": max(self.steps), "coverage_low": low, "coverage_high": high}
+        before, after = self.coherence[:self.window], self.coherence[inside.stop:]
+        rest = (before + after) or self.coherence
+        # A frame of uninterrupted flight may pass the others' extremes by one step of its
+        # own: the band reaches as far as the largest step between two ordinary frames.
+        jump = max((float(np.abs(np.diff(run)).max()) for run in (before, after)
+                    if len(run) > 1), default=0.0)
+        band = np.percentile(rest, BAND) + [-jump, jump]
+        morph = self.coherence[inside]
+        return {"start_s": self.start, "seam": float(np.abs(self.first - self.last).mean()),
+                "median_step": median, "max_step": max(steps),
+                "coverage_low": low, "coverage_high": high,
+                "coherence_low": min(morph), "coherence_high": max(morph),
+                "band_low": float(band[0]), "band_high": float(band[1]),
+                **self._speeds()}
+
+    def _speeds(self) -> dict[str, float]:
+        """The fastest bird that flies (in max speeds) and the share of birds that jump: a
+        step faster than `SPEED_LIMIT` does not read as flight but as a bird fading out
+        and another in."""
+        if self.fastest is None:
+            return {"max_speed": np.nan, "fading": 0.0}
+        jumped = self.fastest > SPEED_LIMIT
+        flying = self.fastest[~jumped]
+        return {"max_speed": float(flying.max()) if flying.size else np.nan,
+                "fading": float(jumped.mean())}
+
+    def passes(self, wrap: bool = True) -> dict[str, bool]:
+        """Each of the four measures: whether it holds."""
+        m = self.measures(wrap)
+        return {"steps": m["max_step"] <= STEP_LIMIT * m["median_step"],
+                "alignment": m["band_low"] <= m["coherence_low"] and
+                m["coherence_high"] <= m["band_high"],
+                "ink": bool(max(-m["coverage_low"], m["coverage_high"]) <= INK_LIMIT),
+                "speed": m["fading"] <= FADE_LIMIT}
 
     def report(self) -> str:
         """One line of the figures ("" before two frames)."""
@@ -58,6 +155,20 @@ class SeamMeter:
         coverage = ("no ink in the median frame" if np.isnan(m["coverage_low"]) else
                     f"ink coverage during the morph {m['coverage_low']:+.0%} to "
                     f"{m['coverage_high']:+.0%} of the median")
-        return (f"loop seam: last→first {m['seam']:.2f}, consecutive frames median "
-                f"{m['median_step']:.2f} (×{m['seam'] / max(m['median_step'], 1e-9):.2f}), "
-                f"max {m['max_step']:.2f}; {coverage}")
+        failed = [k for k, ok in self.passes().items() if not ok]
+        return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s): last→first {m['seam']:.2f}, "
+                f"consecutive frames median {m['median_step']:.2f} "
+                f"(×{m['seam'] / max(m['median_step'], 1e-9):.2f}), max {m['max_step']:.2f}; "
+                f"{coverage}; streak alignment during the morph {m['coherence_low']:.3f} to "
+                f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their "
+                f"largest step {m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
+                f"{m['max_speed']:.2f}× max speed, {m['fading']:.1%} of the birds jump "
+                f"(fade out and in); "
+                + (f"fails: {', '.join(failed)}" if failed else "all four measures hold"))
+
+    def rows(self) -> list[dict]:
+        """Per frame: the step to the next frame (the last: to the first), its ink coverage
+        and streak coherence, for --stats."""
+        steps = self.steps + [float(np.abs(self.first - self.last).mean())]
+        return [{"loop_step": s, "loop_ink": c, "loop_coherence": h}
+                for s, c, h in zip(steps, self.coverage, self.coherence)]

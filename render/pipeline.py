@@ -27,6 +27,7 @@ from .executor import Cluster, Executor, Threads
 from .loop import SeamMeter, crossfade_frames
 from .scene import Scene
 from .sim import diagnostics as measures
+from .sim.loop import loop_start
 from .states import FrameState, simulated
 
 
@@ -80,14 +81,58 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         elif isinstance(executor, Cluster):
             from .cluster import draw_on_cluster
 
-            draw_on_cluster(scene, states, target, executor, bar)
+            seam = _meter(scene, target, crossfade)
+            draw_on_cluster(scene, _metered(states, seam), target, executor, bar)
+            if seam:
+                _read_back(scene, target, seam)
         else:
-            seam = SeamMeter(scene, crossfade) if crossfade else None
-            _draw_here(scene, states, target, executor or Threads(), bar, seam)
+            seam = _meter(scene, target, crossfade)
+            _draw_here(scene, _metered(states, seam), target, executor or Threads(), bar,
+                       seam)
     if seam and seam.report():
         print(f"boids-render: {seam.report()}", file=sys.stderr)
+        if rows is not None:
+            for row, loop in zip(rows, seam.rows()):
+                row.update(loop)
     _keep(diagnostics, rows, scene)
     return target.count
+
+
+def _meter(scene: Scene, target: Target, crossfade: int) -> SeamMeter | None:
+    """The loop's measures (None: not a loop), its start t₀ the one the states take."""
+    if not crossfade:
+        return None
+    start = loop_start(scene, target.count, crossfade) / scene.output.fps
+    return SeamMeter(scene, crossfade, float(start))
+
+
+def _read_back(scene: Scene, target: Target, seam: SeamMeter) -> None:
+    """Show `seam` the frames a cluster wrote (it drew them; this machine saw only the
+    states): decoded by ffmpeg from the file or the sequence, at the frames' size."""
+    import subprocess
+
+    import numpy as np
+
+    from .encode.images import is_sequence, sequence_pattern
+    from .encode.video import ffmpeg_exe
+
+    path = target.paths[0]
+    source = sequence_pattern(str(path)) if is_sequence(str(path)) else str(path)
+    width, height = scene.output.size
+    with subprocess.Popen([ffmpeg_exe(), "-v", "error", "-i", source, "-f", "rawvideo",
+                           "-pix_fmt", "bgra", "-s", f"{width}x{height}", "-"],
+                          stdout=subprocess.PIPE) as ffmpeg:
+        size = width * height * 4
+        while len(frame := ffmpeg.stdout.read(size)) == size:
+            seam.add(np.frombuffer(frame, np.uint8).reshape(height, width, 4))
+
+
+def _metered(states: Iterable[FrameState], seam: SeamMeter | None) -> Iterator[FrameState]:
+    """`states`, each shown to `seam` (when given) on its way past."""
+    for state in states:
+        if seam:
+            seam.add_state(state)
+        yield state
 
 
 def _primed(states: Iterator[FrameState]) -> Iterator[FrameState]:

@@ -28,7 +28,7 @@ from .loop import crossfade_frames
 from .scene import Scene
 from . import sim as sim_package
 from .sim import diagnostics
-from .sim.loop import looped
+from .sim.loop import loop_start, looped
 from .sim.simulate import Simulation, frames
 
 
@@ -115,16 +115,18 @@ def top_down(vectors: np.ndarray) -> np.ndarray:
 
 def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = None, *,
               quiet: bool = True) -> Iterator[FrameState]:
-    """The states of frames first .. first+count−1, simulated from the start (a loop's
-    head morphing from its tail); each frame's diagnostics are appended to `rows` when
+    """The states of frames first .. first+count−1, simulated from the start (a loop's:
+    frames t₀ … of the simulation, t₀ = `loop.loop_start`, its head morphing from its
+    tail, re-indexed from 0); each frame's diagnostics are appended to `rows` when
     given. The flock is seeded and settled by this call, not by the first `next`, so a
     first run compiles the kernels here (announced unless `quiet`, see `simulation`)
     rather than inside whatever times the frames."""
-    sim = simulation(scene, quiet=quiet)
-    stream = frames(sim, scene.output.fps, count, first=first, **exposure(scene))
     crossfade = crossfade_frames(scene, first)
+    start = loop_start(scene, count, crossfade) if crossfade else 0
+    sim = simulation(scene, quiet=quiet)
+    stream = frames(sim, scene.output.fps, count, first=first + start, **exposure(scene))
     if crossfade:
-        stream = looped(scene, stream, count, crossfade)
+        stream = looped(scene, stream, start, count, crossfade, np.asarray(sim.accent, bool))
     return detached(scene, stream, sim.accent, rows)
 
 

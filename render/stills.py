@@ -3,6 +3,7 @@ tiles streamed into the file) or a PDF/SVG page, recording the scene it was draw
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from .encode.still import provenance
 from .errors import UsageError
 from .scene import Scene
 from .sim.simulate import frames
-from .states import FrameState, exposure, require_finite, simulation
+from .states import FrameState, exposure, require_finite, simulated, simulation
 
 
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
@@ -57,7 +58,10 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
 
 
 def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:
-    """The flock at `time` s, sampled as a clip's frame at that time would be."""
+    """The flock at `time` s, sampled as a clip's frame at that time would be (a loop's:
+    its frame at that time, which starts at t₀ and morphs, `states.simulated`)."""
+    if scene.output.loop:
+        return _loop_state(scene, time, quiet=quiet)
     sim = simulation(scene, quiet=quiet)
     # Frame 1 at 1/time frames per second is sampled at exactly `time`.
     fps, index = (1 / time, 1) if time > 0 else (Fraction(1), 0)
@@ -67,6 +71,17 @@ def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:
     frame = next(frames(sim, fps, 1, first=index, **blur))
     require_finite(frame)
     return FrameState.of(frame, sim.accent, scene)
+
+
+def _loop_state(scene: Scene, time: Fraction, *, quiet: bool) -> FrameState:
+    """The loop's frame at `time`: a frame time of the clip (the morph exists only there)."""
+    index = time * scene.output.fps
+    if index.denominator != 1 or not 0 <= index < scene.frame_count:
+        raise UsageError(f"--still {time}: a loop's still is one of its frames: expected a "
+                         f"multiple of 1/{scene.output.fps} s, frames 0 to "
+                         f"{scene.frame_count - 1}, got {time} s")
+    states = simulated(scene, 0, scene.frame_count, quiet=quiet)
+    return next(itertools.islice(states, int(index), None))
 
 
 def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,

@@ -1,42 +1,75 @@
-"""Seamless loops: the last frame flows into the first, without a ghosted double flock."""
+"""Seamless loops: the last frame flows into the first, and the morph is measured as flight
+(render.loop.SeamMeter: steps, streak alignment, ink, speed) on the rendered frames."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
 
+from conftest import SCENES
+from dissolve import dissolved
 from test_still import pixels
 
-LOOP = ("--size", "240x136", "--fps", "30", "--frames", "45", "--quiet",
-        "--set", "flock.count=600", "--set", "scene.settle_steps=120")
+SIZE, FRAMES, CROSSFADE = "320x180", 45, 15
+LOOP = ("--size", SIZE, "--fps", "30", "--frames", str(FRAMES), "--quiet",
+        "--set", "scene.settle_steps=120")
+
+
+def scene_of(name: str, *settings: str):
+    """The scene `name` as LOOP renders it (loop or not, per `settings`)."""
+    from render.scene import load_scene, parse_override
+
+    values = [f"output.size={SIZE}", "output.fps=30", f"output.frames={FRAMES}",
+              "scene.settle_steps=120", *settings]
+    return load_scene(SCENES / f"{name}.toml", [(*parse_override(v), v) for v in values])
+
+
+def metered(scene, states, crossfade: int = CROSSFADE, *, plain: bool = False):
+    """The SeamMeter of `states` drawn at the scene's size (`plain`: a clip that is not a
+    loop, the morph's frames taken in its middle)."""
+    from render.draw.surface import Canvas
+    from render.loop import SeamMeter
+
+    window = (scene.frame_count - crossfade) // 2 if plain else 0
+    meter = SeamMeter(scene, crossfade, window=window)
+    for state in states:
+        meter.add_state(state)
+        meter.add(state.draw(Canvas(scene.output.size), scene))
+    return meter
 
 
 @pytest.fixture(scope="module")
 def renders(tmp_path_factory):
-    """A 45-frame loop with a 0.5 s crossfade, and the plain clip 15 frames longer."""
+    """A 45-frame loop of the plate with a 0.5 s crossfade (PNG frames, its report
+    and stats), its start t₀, and the plain clip long enough to hold it and 15 frames
+    more."""
     from render.cli import main
-    from conftest import SCENES
+    from render.sim.loop import loop_start
 
     tmp = tmp_path_factory.mktemp("loop")
     scene = SCENES / "plate.toml"
     assert main([str(scene), "-o", f"{tmp}/loop/", "--loop", "--crossfade", "0.5",
-                 *LOOP]) == 0
-    long = [a if a != "45" else "60" for a in LOOP]
+                 "--stats", f"{tmp}/loop.csv", *LOOP]) == 0
+    start = loop_start(scene_of("plate", "output.loop=true", "output.crossfade=0.5"),
+                       FRAMES, CROSSFADE)
+    long = [a if a != str(FRAMES) else str(start + FRAMES + CROSSFADE) for a in LOOP]
     assert main([str(scene), "-o", f"{tmp}/plain/", *long]) == 0
     load = lambda d: [pixels(p) for p in sorted((tmp / d).glob("*.png"))]  # noqa: E731
-    return load("loop"), load("plain")
+    return load("loop"), load("plain"), start, tmp
 
 
 def test_the_loop_starts_where_the_clip_would_go_on(renders):
-    loop, plain = renders
-    assert len(loop) == 45
-    assert np.array_equal(loop[0], plain[45]), "frame 0 is the frame after the last"
-    for i in range(15, 45):  # after the crossfade, the clip itself
-        assert np.array_equal(loop[i], plain[i])
+    loop, plain, start, _ = renders
+    assert len(loop) == FRAMES
+    assert np.array_equal(loop[0], plain[start + FRAMES]), "frame 0 is the frame after the last"
+    for i in range(CROSSFADE, FRAMES):  # after the crossfade, the clip itself from t₀
+        assert np.array_equal(loop[i], plain[start + i])
 
 
 def test_no_seam_and_no_jump_anywhere_in_the_loop(renders):
-    loop, _ = renders
+    loop, *_ = renders
     cycle = loop + loop[:1]
     steps = [np.abs(b - a).mean() for a, b in zip(cycle, cycle[1:])]
     median = np.median(steps)
@@ -45,17 +78,94 @@ def test_no_seam_and_no_jump_anywhere_in_the_loop(renders):
 
 
 def test_no_ghosted_double_flock_during_the_crossfade(renders):
-    loop, _ = renders
+    loop, *_ = renders
     background = loop[-1][0, 0]
     coverage = [(np.abs(f - background).max(axis=2) > 24).mean() for f in loop]
     median = np.median(coverage)
     assert all(abs(c / median - 1) <= 0.15 for c in coverage[:15])
 
 
+def test_the_report_and_stats_carry_the_measures(renders):
+    import csv
+
+    *_, start, tmp = renders
+    rows = list(csv.DictReader(open(tmp / "loop.csv")))
+    assert len(rows) == FRAMES
+    assert {"loop_step", "loop_ink", "loop_coherence"} <= set(rows[0])
+    loop, *_ = renders
+    # The stats' steps are the frames' mean absolute differences (the last: to the first).
+    cycle = loop + loop[:1]
+    steps = [np.abs(b - a).mean() for a, b in zip(cycle, cycle[1:])]
+    assert np.allclose([float(r["loop_step"]) for r in rows], steps)
+
+
+MEASURED = 90  # frames: the bands need the clip's own variation around the morph
+
+
+@pytest.fixture(scope="module")
+def meters():
+    """The plate's measures, 90 frames with a 0.5 s morph: the plain clip, today's
+    morph, and the dissolve it replaced."""
+    from render.sim.simulate import frames
+    from render.states import detached, simulated, simulation
+
+    settings = ("scene.settle_steps=300", f"output.frames={MEASURED}")
+    plain = scene_of("plate", *settings)
+    scene = scene_of("plate", *settings, "output.loop=true", "output.crossfade=0.5")
+    sim = simulation(scene)
+    old = dissolved(scene, frames(sim, scene.output.fps, MEASURED), MEASURED, CROSSFADE)
+    return {"plain": metered(plain, simulated(plain, 0, MEASURED), plain=True),
+            "dissolve": metered(scene, detached(scene, old, sim.accent)),
+            "morph": metered(scene, simulated(scene, 0, MEASURED))}
+
+
+def test_the_measures_pass_on_the_plate_without_a_loop(meters):
+    # The bands are the clip's own: uninterrupted flight passes every one of them (the
+    # wrap aside: a clip that is not a loop does not close).
+    plain = meters["plain"]
+    assert plain.passes(wrap=False) == {"steps": True, "alignment": True, "ink": True,
+                                        "speed": True}, plain.report()
+    m = plain.measures(wrap=False)
+    assert m["max_speed"] <= 1.0 + 1e-6 and m["fading"] == 0.0  # the simulator's clamp
+
+
+def test_the_dissolve_fails_the_alignment_measure(meters):
+    dissolve = meters["dissolve"]
+    assert not dissolve.passes()["alignment"], dissolve.report()
+    # It keeps each bird drawn once: ink and steps hold, and every bird jumps.
+    assert dissolve.passes()["ink"] and dissolve.passes()["steps"], dissolve.report()
+    assert dissolve.measures()["fading"] > 0.9
+
+
+def test_the_morph_closes_the_loop_and_keeps_the_ink(meters):
+    morph = meters["morph"]
+    assert morph.passes()["steps"] and morph.passes()["ink"], morph.report()
+    assert morph.measures()["fading"] < meters["dissolve"].measures()["fading"]
+
+
+def test_the_measures_pass_on_the_classic_clip_without_a_loop():
+    from render.states import simulated
+
+    scene = scene_of("classic", "scene.settle_steps=300", f"output.frames={MEASURED}")
+    meter = metered(scene, simulated(scene, 0, MEASURED), plain=True)
+    assert meter.passes(wrap=False) == {"steps": True, "alignment": True, "ink": True,
+                                        "speed": True}, meter.report()
+
+
 def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/a/", "--loop", "--crossfade", "5").code == 2
     assert cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20").code == 2
     assert cli(small_scene, "-o", f"{tmp_path}/c/", "--loop", "--motion-blur", "4").code == 2
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".webm", ".gif", ".webp", "/"])
+def test_every_loop_output_is_written_and_reported(cli, small_scene, tmp_path, suffix):
+    out = tmp_path / f"loop{suffix}"
+    r = cli(small_scene, "-o", f"{out}{'/' if suffix == '/' else ''}", "--loop", "--crossfade", "0.3", "--frames", "30",
+            "--size", "160x90")
+    assert r.code == 0, r.err
+    assert out.exists() and (out.is_file() or len(list(out.glob("*.png"))) == 30)
+    assert re.search(r"loop seam \(starts at t₀ = [\d.]+ s\)", r.err), r.err
 
 
 def _frame(*black):
@@ -74,12 +184,13 @@ def test_seam_meter_from_hand_worked_frames():
         meter.add(frame)
     m = meter.measures()
     # Last→first: two pixels of four differ by 255 in each colour; each step one pixel.
-    assert (m["seam"], m["median_step"], m["max_step"]) == (127.5, 63.75, 63.75)
+    assert (m["seam"], m["median_step"], m["max_step"]) == (127.5, 63.75, 127.5)
+    assert meter.measures(wrap=False)["max_step"] == 63.75
     # Ink covers a quarter of the morph's one frame and of the median frame.
     assert (m["coverage_low"], m["coverage_high"]) == (0.0, 0.0)
-    assert meter.report() == ("loop seam: last→first 127.50, consecutive frames median 63.75 "
-                              "(×2.00), max 63.75; ink coverage during the morph +0% to +0% "
-                              "of the median")
+    assert meter.report().startswith("loop seam (starts at t₀ = 0.000 s): last→first 127.50, "
+                                     "consecutive frames median 63.75 (×2.00), max 127.50; "
+                                     "ink coverage during the morph +0% to +0% of the median")
 
 
 def test_seam_meter_without_ink_reports_no_coverage():
@@ -90,4 +201,93 @@ def test_seam_meter_without_ink_reports_no_coverage():
     for _ in range(3):
         meter.add(_frame())
     assert np.isnan(meter.measures()["coverage_low"])
-    assert meter.report().endswith("max 0.00; no ink in the median frame")
+    assert "max 0.00; no ink in the median frame" in meter.report()
+
+
+def test_coherence_from_hand_worked_images():
+    from render.loop import coherence
+
+    stripes = np.zeros((16, 16), np.float32)
+    stripes[::4] = 1.0  # horizontal lines: every gradient vertical
+    assert coherence(stripes, 8) == pytest.approx(1.0)
+    assert coherence(stripes.T.copy(), 8) == pytest.approx(1.0)
+    # Lines at right angles, side by side: tiles of 8 see one way each (but for the
+    # lines' ends), one tile of 16 sees both, and crossing lines cancel out.
+    mixed = np.hstack([stripes[:, :8], np.roll(stripes.T, 2, axis=1)[:, :8]])
+    assert coherence(mixed, 8) > 0.8 > 0.2 > coherence(mixed, 16)
+    cross = np.maximum(stripes, stripes.T)
+    assert coherence(cross, 16) < 0.01
+    assert coherence(np.zeros((16, 16), np.float32), 8) == 0.0
+
+
+def _greedy_reference(pa, va, pb, vb, horizon):
+    """Plain greedy matching over every pair: cheapest first, ties to (i, j) order."""
+    n = len(pa)
+    cost = {(i, j): float(((pa[i] - pb[j]) ** 2).sum() + horizon ** 2 *
+                          ((va[i] - vb[j]) ** 2).sum()) for i in range(n) for j in range(n)}
+    partner, used = [-1] * n, set()
+    for (i, j) in sorted(cost, key=lambda k: (cost[k], k)):
+        if partner[i] < 0 and j not in used:
+            partner[i] = j
+            used.add(j)
+    return np.array(partner)
+
+
+def test_pairing_matches_the_plain_greedy_reference_on_small_flocks():
+    from render.sim.pairing import pair
+
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 40):
+        pa, pb = rng.random((n, 2)) * 10, rng.random((n, 2)) * 10
+        va, vb = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+        assert (pair(pa, va, pb, vb, horizon=0.5) == _greedy_reference(pa, va, pb, vb, 0.5)).all()
+
+
+def test_pairing_finds_a_shuffled_flock_and_scales():
+    from render.sim.pairing import pair
+
+    rng = np.random.default_rng(4)
+    n = 100_000
+    pa = rng.random((n, 2)) * [400.0, 250.0]
+    va = rng.normal(size=(n, 2))
+    shuffle = rng.permutation(n)
+    partner = pair(pa, va, pa[shuffle] + 1e-3, va[shuffle], horizon=0.5)
+    assert (shuffle[partner] == np.arange(n)).all()  # each bird finds itself
+
+
+def test_pairing_counts_distance_across_a_wrapping_edge():
+    from render.sim.pairing import pair
+
+    pa = np.array([[0.2, 5.0], [3.0, 5.0], [6.0, 5.0]])
+    pb = np.array([[9.95, 5.0], [0.5, 5.0], [6.5, 5.0]])  # 9.95 is 0.25 from 0.2 across
+    v = np.zeros((3, 2))
+    wrapped = pair(pa, v, pb, v, horizon=0.5, extent=np.array([10.0, 10.0]))
+    assert wrapped.tolist() == [0, 1, 2]
+    assert pair(pa, v, pb, v, horizon=0.5).tolist() == [1, 0, 2]
+
+
+def test_a_loop_still_is_the_loop_frame_and_from_draws_it_again(cli, small_scene, tmp_path):
+    args = ("--loop", "--crossfade", "0.3", "--frames", "30", "--size", "160x90", "-q")
+    assert cli(small_scene, "-o", f"{tmp_path}/seq/", *args).code == 0
+    frames = sorted((tmp_path / "seq").glob("*.png"))
+    fps = 30  # the small scene's
+    for k in (4, 20):  # in the morph, after it
+        still = tmp_path / f"still{k}.png"
+        assert cli(small_scene, "--still", f"{k}/{fps}", "-o", still, *args).code == 0
+        assert np.array_equal(pixels(still), pixels(frames[k]))
+        again = tmp_path / f"again{k}.png"
+        assert cli("--from", still, "-o", again).code == 0
+        assert np.array_equal(pixels(again), pixels(still))
+    r = cli(small_scene, "--still", "1/1000", "-o", tmp_path / "x.png", *args)
+    assert r.code == 2 and "a loop's still is one of its frames" in r.err
+
+
+def test_a_loop_drawn_on_a_cluster_is_reported(cli, small_scene, tmp_path):
+    pytest.importorskip("distributed")
+    args = ("--loop", "--crossfade", "0.3", "--frames", "30", "--size", "160x90")
+    here = cli(small_scene, "-o", f"{tmp_path}/here/", *args)
+    there = cli(small_scene, "-o", f"{tmp_path}/there/", *args, "--scheduler", "local",
+                "--workers", "1")
+    assert here.code == there.code == 0, there.err
+    line = lambda r: re.search(r"loop seam .*", r.err).group(0)  # noqa: E731
+    assert line(there) == line(here)  # the same frames, measured the same

@@ -123,13 +123,17 @@ def test_a_frame_range_holds_the_same_frames_as_the_full_clip(cli, small_scene, 
 def test_a_loop_holds_the_frames_the_loop_video_shows(cli, small_scene, tmp_path):
     argv = ("--frames", "30", "--loop", "--crossfade", "0.3")
     assert cli(small_scene, "-o", tmp_path / "loop.npz", *argv, "-q").code == 0
-    assert cli(small_scene, "-o", tmp_path / "plain.npz", "--frames", "30", "-q").code == 0
+    from render.sim.loop import loop_start
+
+    # The loop is frames t₀ … of the simulation (t₀ within the clip's length).
+    assert cli(small_scene, "-o", tmp_path / "plain.npz", "--frames", "60", "-q").code == 0
     loop, plain = np.load(tmp_path / "loop.npz"), np.load(tmp_path / "plain.npz")
-    _, states = states_of(small_scene, argv)
+    scene, states = states_of(small_scene, argv)
     assert (loop["positions"] == np.stack([s.positions for s in states])).all()
+    t0 = loop_start(scene, 30, 9)
     # The morph's frames differ from the plain clip's; after it, they are the same.
-    assert not (loop["positions"][:9] == plain["positions"][:9]).all()
-    assert (loop["positions"][9:] == plain["positions"][9:]).all()
+    assert not (loop["positions"][:9] == plain["positions"][t0:t0 + 9]).all()
+    assert (loop["positions"][9:] == plain["positions"][t0 + 9:t0 + 30]).all()
 
 
 def test_stats_beside_an_npz(cli, small_scene, tmp_path):

@@ -1,0 +1,112 @@
+"""Pairing two flocks bird to bird by position and heading, for a loop's morph: an
+assignment local to grid cells, so it scales to 100,000 birds.
+
+Each bird of flock A is paired with one bird of flock B (a permutation). The cost of a
+pair is the squared distance between the two birds plus the squared distance their
+headings would part them over `horizon` seconds: |pa − pb|² + (horizon·|va − vb|)².
+Birds are binned in square cells; inside each cell every free A bird is offered every free
+B bird, and the offered pairs are taken cheapest first (the greedy matching). Birds left over try again in cells twice as wide, the
+grid shifted by half a cell each time so that neighbours split by a cell border meet;
+the last few are paired all against all. Works for (n, d) states, any d.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import serial
+
+# Past this many birds left over, the all-against-all end would hold too many pairs: the
+# rest are paired in the order of their grid cells instead (a flock that moved away).
+ALL_PAIRS_LIMIT = 200
+# Cells of the first level hold about this many birds of each flock.
+PER_CELL = 6
+
+
+def pair(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray, *,
+         horizon: float, extent: np.ndarray | None = None) -> np.ndarray:
+    """For each bird i of flock A (positions pa, velocities va: (n, d) float64) its partner
+    in flock B (pb, vb: (n, d)): an (n,) int64 permutation. `extent`: the world's (d,)
+    size when it wraps (distances across the edge count), else None."""
+    n, d = pa.shape
+    partner = np.full(n, -1, np.int64)
+    free_a, free_b = np.arange(n), np.arange(n)
+    span = np.ptp(np.concatenate([pa, pb]), axis=0).max() + 1e-9
+    side = span / max(1.0, (n / PER_CELL) ** (1.0 / d))
+    level = 0
+    while free_a.size > ALL_PAIRS_LIMIT and side <= 2 * span:
+        offset = 0.5 * side * (level % 2)
+        ia, ib = _cell_pairs(pa[free_a], pb[free_b], side, offset)
+        cost = _cost(pa[free_a[ia]], va[free_a[ia]], pb[free_b[ib]], vb[free_b[ib]],
+                     horizon, extent)
+        ka, kb = _greedy(ia, ib, cost, free_a.size, free_b.size)
+        partner[free_a[ka]] = free_b[kb]
+        free_a, free_b = np.delete(free_a, ka), np.delete(free_b, kb)
+        side *= 2.0
+        level += 1
+    if free_a.size > ALL_PAIRS_LIMIT:  # a flock that moved away: keep the cells' order
+        order = lambda p: np.lexsort(np.floor(p / side).T[::-1])  # noqa: E731
+        partner[free_a[order(pa[free_a])]] = free_b[order(pb[free_b])]
+    elif free_a.size:
+        m = free_a.size
+        ia, ib = np.repeat(np.arange(m), m), np.tile(np.arange(m), m)
+        cost = _cost(pa[free_a[ia]], va[free_a[ia]], pb[free_b[ib]], vb[free_b[ib]],
+                     horizon, extent)
+        ka, kb = _greedy(ia, ib, cost, m, m)
+        partner[free_a[ka]] = free_b[kb]
+    return partner
+
+
+def _cost(pa, va, pb, vb, horizon: float, extent) -> np.ndarray:
+    delta = pb - pa
+    if extent is not None:
+        delta -= extent * np.round(delta / extent)
+    return (delta * delta).sum(axis=1) + horizon * horizon * ((vb - va) ** 2).sum(axis=1)
+
+
+def _cell_pairs(pa: np.ndarray, pb: np.ndarray, side: float, offset: float):
+    """Every (i, j) with A bird i and B bird j in the same cell: two (k,) int64 arrays."""
+    origin = np.minimum(pa.min(axis=0), pb.min(axis=0)) - offset
+    key_a, key_b = _keys(pa, side, origin), _keys(pb, side, origin)
+    order_b = np.argsort(key_b, kind="stable")
+    sorted_b = key_b[order_b]
+    start = np.searchsorted(sorted_b, key_a, side="left")
+    stop = np.searchsorted(sorted_b, key_a, side="right")
+    count = stop - start
+    ia = np.repeat(np.arange(pa.shape[0]), count)
+    # Position of each pair inside its A bird's run of B birds.
+    within = np.arange(ia.size) - np.repeat(np.cumsum(count) - count, count)
+    return ia, order_b[np.repeat(start, count) + within]
+
+
+def _keys(p: np.ndarray, side: float, origin: np.ndarray) -> np.ndarray:
+    """One int64 per cell of side `side` of a grid whose corner is at `origin`."""
+    cells = np.floor((p - origin) / side).astype(np.int64)
+    key = np.zeros(p.shape[0], np.int64)
+    for axis in range(p.shape[1]):
+        key = key * (1 << 20) + cells[:, axis]
+    return key
+
+
+def _greedy(ia, ib, cost, na: int, nb: int):
+    """The greedy matching of the offered pairs: cheapest first (ties to the earlier
+    offer), each bird taken once. Matched (A, B) index arrays."""
+    got = _take(np.argsort(cost, kind="stable"), ia, ib, na, nb)
+    return ia[got], ib[got]
+
+
+@serial
+def _take(order, ia, ib, na, nb):
+    """The offers, in `order`, whose two birds are both still free: their indices."""
+    taken_a = np.zeros(na, np.bool_)
+    taken_b = np.zeros(nb, np.bool_)
+    got = np.empty(min(na, nb), np.int64)
+    count = 0
+    for k in order:
+        a, b = ia[k], ib[k]
+        if not (taken_a[a] or taken_b[b]):
+            taken_a[a] = True
+            taken_b[b] = True
+            got[count] = k
+            count += 1
+    return got[:count]
