@@ -34,6 +34,13 @@ def easing_setting():
                    choices=("linear", "ease-in-out"))
 
 
+def follow_setting(centroid: str):
+    """Whether a camera follows the flock ("none" or "centroid", described by `centroid`:
+    what following means for that camera)."""
+    return setting("none", f"centroid: {centroid}", kind="choice",
+                   choices=("none", "centroid"))
+
+
 def follow_time_setting():
     """A camera follow's smoothing time (2D and 3D cameras alike)."""
     return setting(1.5, "Follow's smoothing time: the spring's 1/ω.", unit="s", lo=0,

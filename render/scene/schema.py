@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
-                     follow_time_setting, setting)
+                     follow_setting, follow_time_setting, setting)
 from .schema3d import (PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings, Camera3DSettings,
                        FlightSettings, RoostSettings)
 
@@ -236,9 +236,8 @@ class CameraSettings:
         "override centre, width and rotation.", kind="path5", unit="s, world units, deg",
         optional=True)
     easing: str = easing_setting()
-    follow: str = setting("none", "centroid: the centre glides after the flock's centroid, "
-                          "critically damped (open worlds only).", kind="choice",
-                          choices=("none", "centroid"))
+    follow: str = follow_setting("the centre glides after the flock's centroid, critically "
+                                 "damped (open worlds only).")
     follow_time: float = follow_time_setting()
 
 

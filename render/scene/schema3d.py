@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fields import easing_setting, follow_time_setting, setting
+from .fields import easing_setting, follow_setting, follow_time_setting, setting
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,8 @@ class Camera3DSettings:
         "held outside; override position, look_at and fov.", kind="path8",
         unit="s, m, m, degrees", optional=True)
     easing: str = easing_setting()
-    follow: str = setting("none", "centroid: the camera looks at the flock's centroid, "
-                          "critically damped (overrides look_at).", kind="choice",
-                          choices=("none", "centroid"))
+    follow: str = follow_setting("the camera looks at the flock's centroid, critically "
+                                 "damped (overrides look_at).")
     follow_time: float = follow_time_setting()
 
 

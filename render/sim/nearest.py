@@ -186,11 +186,9 @@ def _take(q, slot, ox, oy, oz, d2, bound, f0, f1, f2, cos_blind, g_order, best_s
     if slot == q:
         return found, bound
     # In the rear cone when the angle between −forward and the offset is below half the
-    # blind angle: −(o·f) > cos(half)·|o|. A coincident bird has no direction: seen. A
-    # cone no wider than a hemisphere (cos ≥ 0) hides no bird ahead: no root to take.
+    # blind angle: −(o·f) > cos(half)·|o|. A coincident bird has no direction: seen.
     if cos_blind < 1.0 and d2 > 0.0:
-        back = -(ox * f0 + oy * f1 + oz * f2)
-        if (back > 0.0 or cos_blind < 0.0) and back > cos_blind * math.sqrt(d2):
+        if -(ox * f0 + oy * f1 + oz * f2) > cos_blind * math.sqrt(d2):
             return found, bound
     found = _offer(slot, d2, g_order, best_s, best_d2, found, k)
     return found, (best_d2[k - 1] if found == k else bound)
