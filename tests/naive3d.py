@@ -130,7 +130,9 @@ def naive_fly(vel, bank, acc, m):
         rate = np.where(into, m["roll_in"], m["roll_out"])
         bank = bank + (target - bank) * np.minimum(1.0, rate * dt)
         lift = np.cos(bank)[:, None] * up + np.sin(bank)[:, None] * right
-        acc = along[:, None] * fwd + (acc * up).sum(1)[:, None] * up + m["g"] * lift
+        # lift across the path: g times the up vector's vertical part (the pitch's cosine)
+        acc = along[:, None] * fwd + (acc * up).sum(1)[:, None] * up + \
+            (m["g"] * up[:, 2])[:, None] * lift
         acc[:, 2] -= m["g"]
     vel = vel + acc * dt
     s = np.linalg.norm(vel, axis=1)

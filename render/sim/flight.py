@@ -6,7 +6,8 @@ which also relaxes toward the cruise speed v₀ with time constant τ. Along u i
 bird directly. Along r it is not applied: it sets the bank angle's target
 β* = atan(a·r / g), and β relaxes toward it at `roll_in` /s into a turn (|β*| > |β|, or β*
 of the other sign) and `roll_out` /s out of it. Lift, along the banked up vector
-cos β·u + sin β·r, has the magnitude g: what balances gravity at the equilibrium speed, not
+cos β·u + sin β·r, has the magnitude g·(u·z): what balances gravity's part across the
+flight path at the equilibrium speed (g in level flight, nothing straight up), not
 g·(v/v₀)², so a bird that brakes does not lose lift and dive (the prototype's 35 m); a
 banked bird loses g·(1 − cos β) of vertical lift, a little height in a hard turn, which
 the roost's vertical spring gives back. Then semi-implicit Euler, the speed clamped to
@@ -84,10 +85,15 @@ def fly(p, x, y, z, v0, v1, v2, bank, a0, a1, a2):
         along = a0 * f0 + a1 * f1 + a2 * f2 + (p.cruise - s) / p.tau
         up = a0 * u0 + a1 * u1 + a2 * u2
         bank = bank_step(p, bank, math.atan((a0 * r0 + a1 * r1) / p.g))
+        # Lift balances gravity's part across the flight path, g·(u·z): g level, 0 straight
+        # up. A lift of g whatever the pitch pulled a climbing bird back to the vertical
+        # from either side (its level up vector flips as its tilt crosses it), so a bird
+        # pointing up stayed up, braked to the minimum speed by the roost's spring.
+        lift = p.g * u2
         c, sb = math.cos(bank), math.sin(bank)
-        a0 = along * f0 + up * u0 + p.g * (c * u0 + sb * r0)
-        a1 = along * f1 + up * u1 + p.g * (c * u1 + sb * r1)
-        a2 = along * f2 + up * u2 + p.g * (c * u2) - p.g
+        a0 = along * f0 + up * u0 + lift * (c * u0 + sb * r0)
+        a1 = along * f1 + up * u1 + lift * (c * u1 + sb * r1)
+        a2 = along * f2 + up * u2 + lift * (c * u2) - p.g
     v0 = v0 + a0 * p.dt
     v1 = v1 + a1 * p.dt
     v2 = v2 + a2 * p.dt
