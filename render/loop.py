@@ -7,6 +7,7 @@ import numpy as np
 
 from .errors import UsageError
 from .scene import Scene
+from .sim.loop import cruise_speed, flock_motion
 
 
 def crossfade_frames(scene: Scene, first: int) -> int:
@@ -17,7 +18,33 @@ def crossfade_frames(scene: Scene, first: int) -> int:
     if first:
         raise UsageError("--frames A:B: a loop is rendered whole (its first frames depend on "
                          "its last)")
+    if scene.dimensions == 3:
+        refuse_moving_keys(scene)
     return max(1, round(out.crossfade * out.fps))  # shorter than the clip: the scene checks it
+
+
+def refuse_moving_keys(scene: Scene) -> None:
+    """A keyframed 3D camera loops only if its pose at the loop's end (the time of the
+    frame after the last) is its pose at the start: raises UsageError otherwise (its
+    path would jump back at the wrap, and easing it back would be a pan of its own)."""
+    from .draw3d.camera import key_at
+    from .scene.schema3d import keyframes
+
+    camera = scene.camera
+    if camera is None or not camera.enabled or camera.path is None:
+        return
+    end = scene.frame_count / float(scene.output.fps)
+    first, last = (key_at(keyframes(camera, scene.world, scene.roost), t, camera.easing)
+                   for t in (0.0, end))
+    if not np.allclose(first[1:], last[1:], rtol=0.0, atol=1e-9):
+        raise UsageError(f"camera.path: a --loop's camera must end where it starts; at "
+                         f"{end:g} s it is at {_key(last)}, at 0 s at {_key(first)} (add a "
+                         f"last key at {end:g} s equal to the first, or drop the path)")
+
+
+def _key(row: np.ndarray) -> str:
+    return (f"position {[round(float(v), 3) for v in row[1:4]]}, look_at "
+            f"{[round(float(v), 3) for v in row[4:7]]}, fov {float(row[7]):g}")
 
 
 # The measures' limits (docs/loops.md): a step within 1.5× the median step, ink within
@@ -25,6 +52,8 @@ def crossfade_frames(scene: Scene, first: int) -> int:
 # others' (give or take the largest step between two of them), no bird faster than 1.5×
 # the scene's maximum speed, at most 5% fading.
 STEP_LIMIT, INK_LIMIT, BAND, SPEED_LIMIT, FADE_LIMIT = 1.5, 0.10, (1, 99), 1.5, 0.05
+# A camera step this small (degrees, m) is no motion: a still camera's steps are all 0.
+CAMERA_STILL = 1e-9
 # Coherence tiles are this many streaks wide (and at least MIN_TILE px).
 TILE_STREAKS, MIN_TILE = 4, 8
 
@@ -75,6 +104,8 @@ class SeamMeter:
         self.coherence: list[float] = []
         self.fastest = None  # per bird: its fastest step in the morph, in max speeds
         self.previous = None
+        self.three = scene is not None and scene.dimensions == 3
+        self.poses: list = []  # a 3D clip's camera, per frame
 
     def add(self, pixels: np.ndarray) -> None:
         """The next frame's (h, w, 4) uint8 BGRA pixels."""
@@ -84,13 +115,32 @@ class SeamMeter:
         else:
             self.steps.append(float(np.abs(rgb - self.last).mean()))
         self.last = rgb
-        ink = np.abs(rgb - self.first[0, 0]).max(axis=2)
-        self.coverage.append(float((ink > 24).mean()))
+        if self.three:
+            # Sub-pixel birds over a sky gradient: the ink is the frame's difference from
+            # its own sky (drawn alone through the frame's camera), and its amount is the
+            # mean difference, not a count of pixels past a threshold few birds reach.
+            ink = np.abs(rgb - self._sky(len(self.coverage), rgb.shape)).max(axis=2)
+            self.coverage.append(float(ink.mean()) / 255)
+        else:
+            ink = np.abs(rgb - self.first[0, 0]).max(axis=2)
+            self.coverage.append(float((ink > 24).mean()))
         tile = tile_px(self.scene, (rgb.shape[1], rgb.shape[0]))
         self.coherence.append(coherence(ink.astype(np.float32) / 255, tile))
 
+    def _sky(self, index: int, shape) -> np.ndarray:
+        """Frame `index`'s sky and ground without birds, (h, w, 3) int16 BGR."""
+        from .draw3d.camera import resized
+        from .draw3d.sky import sky_for, sky_pixels
+
+        pose = resized(self.poses[index], shape[1], shape[0])
+        sky = sky_pixels(sky_for(self.scene, pose), (0, 0, shape[1], shape[0]))
+        return sky[:, :, :3].astype(np.int16)
+
     def add_state(self, state) -> None:
-        """The next frame's state (a `FrameState`): the speeds of the morph's birds."""
+        """The next frame's state (a `FrameState`): the speeds of the morph's birds (in 3D
+        relative to their centroid, in cruise speeds) and the camera."""
+        if self.three:
+            self.poses.append(state.pose)
         if not self.window <= state.index < self.window + self.crossfade:
             return
         if self.previous is not None and self.scene is not None:
@@ -98,8 +148,10 @@ class SeamMeter:
             if self.scene.world.boundary == "wrap":
                 extent = np.array([self.scene.world.width, self.scene.world.height])
                 delta -= extent * np.round(delta / extent)
+            if self.three:
+                delta -= flock_motion(delta)
             speed = np.sqrt((delta * delta).sum(axis=1)) * float(self.scene.output.fps)
-            speed /= self.scene.flock.max_speed
+            speed /= cruise_speed(self.scene) if self.three else self.scene.flock.max_speed
             self.fastest = speed if self.fastest is None else np.maximum(self.fastest, speed)
         self.previous = state.positions
 
@@ -125,7 +177,21 @@ class SeamMeter:
                 "coverage_low": low, "coverage_high": high,
                 "coherence_low": min(morph), "coherence_high": max(morph),
                 "band_low": float(band[0]), "band_high": float(band[1]),
-                **self._speeds()}
+                **self._speeds(), **self._camera(wrap)}
+
+    def _camera(self, wrap: bool) -> dict[str, float]:
+        """A 3D clip's camera from frame to frame (the wrap included): its largest turn of
+        view and step of position against the clip's median ones (degrees, m)."""
+        if not self.three or len(self.poses) < 2:
+            return {}
+        poses = self.poses + (self.poses[:1] if wrap else [])
+        turns, moves = [], []
+        for a, b in zip(poses, poses[1:]):
+            cos = float(np.clip(np.dot(a.forward, b.forward), -1.0, 1.0))
+            turns.append(float(np.degrees(np.arccos(cos))))
+            moves.append(float(np.linalg.norm(np.asarray(b.position) - a.position)))
+        return {"camera_turn": max(turns), "camera_turn_median": float(np.median(turns)),
+                "camera_move": max(moves), "camera_move_median": float(np.median(moves))}
 
     def _speeds(self) -> dict[str, float]:
         """The fastest bird that flies (in max speeds) and the share of birds that jump: a
@@ -139,13 +205,16 @@ class SeamMeter:
                 "fading": float(jumped.mean())}
 
     def passes(self, wrap: bool = True) -> dict[str, bool]:
-        """Each of the four measures: whether it holds."""
+        """Each of the four measures (five in 3D, the camera's): whether it holds."""
         m = self.measures(wrap)
         return {"steps": m["max_step"] <= STEP_LIMIT * m["median_step"],
                 "alignment": m["band_low"] <= m["coherence_low"] and
                 m["coherence_high"] <= m["band_high"],
                 "ink": bool(max(-m["coverage_low"], m["coverage_high"]) <= INK_LIMIT),
-                "speed": m["fading"] <= FADE_LIMIT}
+                "speed": m["fading"] <= FADE_LIMIT,
+                **({"camera": all(m[k] <= STEP_LIMIT * m[f"{k}_median"] + CAMERA_STILL
+                                  for k in ("camera_turn", "camera_move"))}
+                   if "camera_turn" in m else {})}
 
     def report(self) -> str:
         """One line of the figures ("" before two frames)."""
@@ -155,16 +224,25 @@ class SeamMeter:
         coverage = ("no ink in the median frame" if np.isnan(m["coverage_low"]) else
                     f"ink coverage during the morph {m['coverage_low']:+.0%} to "
                     f"{m['coverage_high']:+.0%} of the median")
-        failed = [k for k, ok in self.passes().items() if not ok]
+        passes = self.passes()
+        failed = [k for k, ok in passes.items() if not ok]
+        speed = "× cruise speed relative to the flock's centroid" if self.three else \
+            "× max speed"
+        camera = ""
+        if "camera_turn" in m:
+            camera = (f"camera turns at most {m['camera_turn']:.3f}° and moves "
+                      f"{m['camera_move']:.3f} m a frame (median {m['camera_turn_median']:.3f}°, "
+                      f"{m['camera_move_median']:.3f} m); ")
+        held = {4: "all four measures hold", 5: "all five measures hold"}[len(passes)]
         return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s): last→first {m['seam']:.2f}, "
                 f"consecutive frames median {m['median_step']:.2f} "
                 f"(×{m['seam'] / max(m['median_step'], 1e-9):.2f}), max {m['max_step']:.2f}; "
                 f"{coverage}; streak alignment during the morph {m['coherence_low']:.3f} to "
                 f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their "
                 f"largest step {m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
-                f"{m['max_speed']:.2f}× max speed, {m['fading']:.1%} of the birds jump "
-                f"(fade out and in); "
-                + (f"fails: {', '.join(failed)}" if failed else "all four measures hold"))
+                f"{m['max_speed']:.2f}{speed}, {m['fading']:.1%} of the birds jump "
+                f"(fade out and in); {camera}"
+                + (f"fails: {', '.join(failed)}" if failed else held))
 
     def rows(self) -> list[dict]:
         """Per frame: the step to the next frame (the last: to the first), its ink coverage

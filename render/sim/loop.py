@@ -31,6 +31,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errors import UsageError
+from .flight import flight
 from .pairing import pair
 from .simulate import Frame, Simulation, frames
 
@@ -56,36 +58,66 @@ def loop_start(scene, count: int, crossfade: int) -> int:
     """t₀: the frame, within the clip's first `SEARCH` share (a candidate every
     crossfade/`STRIDE` frames), at which the fewest pairs of the morph would have to
     switch rather than glide (`gliding`), compared at the morph's middle. Ties go to the
-    earlier start."""
+    earlier start. A 3D loop's window (t₀ … t₀ + count + crossfade) must end before the
+    landing and hold no hunting hawk's attack (`calm_starts`): raises UsageError, naming
+    the setting, where no candidate does."""
     fps, middle = scene.output.fps, crossfade // 2
     step = max(1, crossfade // STRIDE)
+    window = count + crossfade
     candidates = set(range(0, int(count * SEARCH) + 1, step))
     sim = Simulation(scene)
     accent = np.asarray(sim.accent, bool)
     starts: dict[int, tuple] = {}
-    best, best_score = 0, np.inf
-    for frame in frames(sim, fps, max(candidates) + count + 1, first=middle):
+    scores: dict[int, float] = {}
+    attacks = []
+    for frame in frames(sim, fps, max(candidates) + window):
+        attacks.append(bool(getattr(frame.snapshot, "attack", False)))
         k = frame.index - middle
         if k in candidates:
             starts[k] = (frame.positions.copy(), frame.velocities.copy())
         if k - count in candidates:
             head = starts.pop(k - count)
-            partner = partners(scene, (frame.positions, frame.velocities), head, accent,
-                               crossfade)
-            score = float((~gliding(scene, (frame.positions, frame.velocities), head,
-                                    partner, crossfade)).mean())
-            if score < best_score:
-                best, best_score = k - count, score
-    return best
+            tail = (frame.positions, frame.velocities)
+            partner = partners(scene, tail, head, accent, crossfade)
+            scores[k - count] = float((~gliding(scene, tail, head, partner,
+                                                crossfade)).mean())
+    calm = calm_starts(scene, sorted(candidates), window, np.array(attacks))
+    return min(calm, key=lambda k: (scores[k], k))
+
+
+def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) -> list[int]:
+    """The candidate starts whose `window` frames end before the landing begins and hold
+    no hunting hawk's attack (`attacks`: (frames,) bool, the attack flag of each frame from
+    0): an attack starting or ending inside a loop, or a landing, changes the flock as
+    uninterrupted flight never undoes, so the end cannot flow into the start."""
+    fps = float(scene.output.fps)
+    roost = getattr(scene, "roost", None)
+    landing = getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
+    kept = [k for k in candidates if landing is None or (k + window) / fps <= landing]
+    if not kept:
+        raise UsageError(f"roost.landing_at = {landing:g} s: a --loop of {window / fps:g} s "
+                         f"(the clip and its morph) cannot end before the landing, which "
+                         f"no loop can undo: set roost.landing_at later or a shorter clip")
+    calm = [k for k in kept if not attacks[k:k + window].any()]
+    if not calm:
+        raise UsageError(f"hawk.mode = \"hunt\": every loop start within "
+                         f"{kept[-1] / fps:g} s puts an attack inside the {window / fps:g} s "
+                         f"loop (the clip and its morph), and a loop cannot close across "
+                         f"one: set hawk.enabled = false, or a shorter clip")
+    return calm
 
 
 def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int):
     """Tail bird i becomes head bird partner[i] ((n,) int64; accent birds among
-    themselves); `tail`, `head`: (positions, velocities) at the morph's middle."""
+    themselves); `tail`, `head`: (positions, velocities) at the morph's middle, compared
+    in the centroid's frame where the camera follows the flock (`centred`)."""
     partner = np.empty(accent.size, np.int64)
     span = crossfade / float(scene.output.fps)
+    pt, ph = tail[0], head[0]
+    if centred(scene):
+        pt, ph = pt - pt.mean(axis=0), ph - ph.mean(axis=0)
     for group in (np.flatnonzero(accent), np.flatnonzero(~accent)):
-        found = pair(tail[0][group], tail[1][group], head[0][group], head[1][group],
+        found = pair(pt[group], tail[1][group], ph[group], head[1][group],
                      horizon=span / 2, extent=wrapping(scene, tail[0]))
         partner[group] = group[found]
     return partner
@@ -93,14 +125,49 @@ def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int
 
 def gliding(scene, tail: tuple, head: tuple, partner: np.ndarray, crossfade: int):
     """Which pairs glide ((n,) bool): at the morph's middle, where the glide is fastest
-    (w′ = 1.5 / span), flight plus glide stays under `GLIDE` × the maximum speed."""
+    (w′ = 1.5 / span), flight plus glide stays under the speed limits (`flying`)."""
     span = crossfade / float(scene.output.fps)
     gap = head[0][partner] - tail[0]
     extent = wrapping(scene, tail[0])
     if extent is not None:
         gap -= extent * np.round(gap / extent)
-    flight = 0.5 * (tail[1] + head[1][partner]) + 1.5 * gap / span
-    return np.sqrt((flight * flight).sum(axis=1)) <= GLIDE * scene.flock.max_speed
+    if centred(scene):
+        gap -= gap.mean(axis=0)  # the camera carries the centroid's gap
+    return flying(scene, 0.5 * (tail[1] + head[1][partner]) + 1.5 * gap / span)
+
+
+def flying(scene, velocity: np.ndarray) -> np.ndarray:
+    """Which birds' drawn velocities ((n, d), world units/s) read as flight ((n,) bool):
+    under `GLIDE` × the maximum speed (where the picture is the world's: not a 3D flock
+    under a follow camera) and, in 3D, relative to the flock's motion (`flock_motion`)
+    under `GLIDE` × the cruise speed (the measures' 4th)."""
+    ok = np.ones(len(velocity), bool)
+    if not centred(scene):
+        ok &= np.sqrt((velocity * velocity).sum(axis=1)) <= GLIDE * scene.flock.max_speed
+    if scene.dimensions == 3:
+        relative = velocity - flock_motion(velocity)
+        ok &= np.sqrt((relative * relative).sum(axis=1)) <= GLIDE * cruise_speed(scene)
+    return ok
+
+
+def flock_motion(steps: np.ndarray) -> np.ndarray:
+    """The flock's own motion in (n, d) steps or velocities: the centroid's, taken as the
+    birds' median on each axis so that a few birds jumping across do not drag it. (d,)."""
+    return np.median(steps, axis=0)
+
+
+def centred(scene) -> bool:
+    """Whether the loop closes in the flock's centroid frame: a 3D flock filmed by a
+    camera that follows it, which carries the flock's place (elsewhere, the world's)."""
+    cam = scene.camera
+    return scene.dimensions == 3 and cam is not None and cam.enabled and \
+        cam.follow == "centroid"
+
+
+def cruise_speed(scene) -> float:
+    """A 3D flock's cruise speed, m/s (without [flight], the middle of its speed range)."""
+    fl = flight(scene)
+    return fl.cruise if fl.active else 0.5 * (fl.min_speed + fl.max_speed)
 
 
 def wrapping(scene, positions: np.ndarray) -> np.ndarray | None:
@@ -156,40 +223,76 @@ def morph(scene, head: list[Frame], start: int, count: int,
                                                            head[middle].velocities)
     partner = partners(scene, mid_tail, mid_head, accent, c)
     guided = list(frames(Guided(scene, partner, start, count, c), fps, c, first=start + count))
-    paths = []
-    for i, (frame, t) in enumerate(zip(head, guided)):
-        snap = np.clip((i / c - (1 - SNAP)) / SNAP, 0.0, 1.0)
-        delta = frame.positions[partner] - t.positions
-        if extent is not None:
-            delta -= extent * np.round(delta / extent)
-        paths.append((snap * snap * (3 - 2 * snap), delta))
-    glides = flies(scene, guided, paths)
+    paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
+             for i, (frame, t) in enumerate(zip(head, guided))]
+    glides = flies(scene, guided, paths, head[-1].positions[partner])
     moment = switch_moments(scene.scene.seed, accent.size)
-    for i, (frame, t, (snap, delta)) in enumerate(zip(head, guided, paths)):
+    for i, (frame, t, (snap, residual, carried)) in enumerate(zip(head, guided, paths)):
         w = np.where(glides, snap, (moment < i / c).astype(float))[:, None]
-        pos = t.positions + w * delta
+        pos = t.positions + carried + w * residual
         if extent is not None:
             pos = np.mod(pos, extent)
         vel = t.velocities + w * (frame.velocities[partner] - t.velocities)
         nb = np.where(w[:, 0] < 0.5, t.snapshot.neighbours, frame.snapshot.neighbours[partner])
+        snapshot = dataclasses.replace(frame.snapshot, neighbours=nb)
+        followed = frame.followed
+        if scene.dimensions == 3:
+            snapshot, followed = carried_3d(frame, t, partner, w[:, 0], smooth(i / c), snapshot)
         yield dataclasses.replace(frame, positions=pos, velocities=vel, exposure=(),
-                                  snapshot=dataclasses.replace(frame.snapshot, neighbours=nb))
+                                  snapshot=snapshot, followed=followed)
 
 
-def flies(scene, guided: list[Frame], paths: list[tuple]) -> np.ndarray:
-    """Which birds ((n,) bool) stay under `GLIDE` × the maximum speed from frame to frame
-    along guided + snap·delta (`paths`: (snap, delta) per frame), the step into the frame
-    after the morph (delta 0, snap 1) included."""
+def smooth(s):
+    """The smoothstep 3s² − 2s³ of s in [0, 1] (scalar or array)."""
+    return s * s * (3 - 2 * s)
+
+
+def path(scene, s: float, target: np.ndarray, guided: np.ndarray, extent):
+    """Where a morph frame `s` (0–1) of the way through draws its birds, as the guided
+    tail's positions plus (snap, residual, carried): `residual` (n, d) closes with the
+    weight `snap` over the last `SNAP` (each gliding pair's; a switching pair's is 0 or
+    1), `carried` (d,) is the centroid's gap to the head (`target`: the partners'
+    positions), carried all the morph long with a smoothstep where the camera follows the
+    flock (`centred`; elsewhere 0)."""
+    snap = smooth(np.clip((s - (1 - SNAP)) / SNAP, 0.0, 1.0))
+    delta = target - guided
+    if extent is not None:
+        delta -= extent * np.round(delta / extent)
+    carried = np.zeros(delta.shape[1])
+    if centred(scene):
+        carried = delta.mean(axis=0)
+        delta = delta - carried
+        carried = smooth(s) * carried
+    return snap, delta, carried
+
+
+def carried_3d(head: Frame, tail: Frame, partner: np.ndarray, w: np.ndarray, s: float,
+               snapshot):
+    """A 3D morph frame's bank ((n,) radians, each bird's turned from the guided tail's
+    toward its partner's with its weight `w`, so at the morph's end it is the partner's)
+    and the followed point (the camera carried from the tail's to the head's with `s`)."""
+    bank = tail.snapshot.bank + w * (head.snapshot.bank[partner] - tail.snapshot.bank)
+    followed = head.followed
+    if followed is not None and tail.followed is not None:
+        followed = tuple(a + s * (b - a) for a, b in zip(tail.followed, followed))
+    return dataclasses.replace(snapshot, bank=bank), followed
+
+
+def flies(scene, guided: list[Frame], paths: list[tuple], end: np.ndarray) -> np.ndarray:
+    """Which birds ((n,) bool) read as flight (`flying`) from frame to frame along
+    guided + carried + snap·residual (`paths`, see `path`), the step into `end` (the
+    partners' positions in the morph's last head frame, where the clip goes on) included."""
     fps, extent = float(scene.output.fps), wrapping(scene, guided[0].positions)
-    fastest = np.zeros(len(guided[0].positions))
-    drawn = [t.positions + w * delta for t, (w, delta) in zip(guided, paths)]
-    drawn.append(guided[-1].positions + paths[-1][1])  # where the head's next frame is
+    drawn = [t.positions + carried + w * residual
+             for t, (w, residual, carried) in zip(guided, paths)]
+    drawn.append(end)
+    ok = np.ones(len(end), bool)
     for a, b in zip(drawn, drawn[1:]):
         step = b - a
         if extent is not None:
             step -= extent * np.round(step / extent)
-        fastest = np.maximum(fastest, np.sqrt((step * step).sum(axis=1)) * fps)
-    return fastest <= GLIDE * scene.flock.max_speed
+        ok &= flying(scene, step * fps)
+    return ok
 
 
 class Guided:
@@ -213,6 +316,7 @@ class Guided:
         self.steps = crossfade / fps / self.dt
         self.span = crossfade / fps
         self.extent = wrapping(scene, self.tail.positions)
+        self.centred = centred(scene)
 
     @property
     def step_index(self) -> int:
@@ -226,22 +330,29 @@ class Guided:
         while self.head.step_index < k - self.offset:
             self.head.advance()
         s = min(1.0, (k - self.begin) / (RAMP * self.steps))
-        self.tail.positions, self.tail.velocities = self.pulled(s * s * (3 - 2 * s))
+        self.tail.positions, self.tail.velocities = self.pulled(smooth(s))
         return snap
 
     def pulled(self, g: float) -> tuple[np.ndarray, np.ndarray]:
-        """The tail's state after one step's pull of weight `g` (0–1)."""
+        """The tail's state after one step's pull of weight `g` (0–1); a 3D tail's bank
+        turns with its velocity, toward the partner's."""
         pos, vel, dt = self.tail.positions, self.tail.velocities, self.dt
         gap = self.head.positions[self.partner] - pos
         if self.extent is not None:
             gap -= self.extent * np.round(gap / self.extent)
+        if self.centred:
+            gap -= gap.mean(axis=0)  # the morph carries the centroid's gap (`path`)
         tau = PULL_TIME * self.span
         drift = gap / tau
         cap = DRIFT * self.scene.flock.max_speed
         size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
         drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
         want = self.head.velocities[self.partner] + drift
-        vel = vel + min(1.0, g * dt / (TURN_TIME * self.span)) * (want - vel)
+        turn = min(1.0, g * dt / (TURN_TIME * self.span))
+        vel = vel + turn * (want - vel)
+        if self.scene.dimensions == 3:
+            bank = self.tail.bank
+            self.tail.bank = bank + turn * (self.head.bank[self.partner] - bank)
         pos = pos + dt * g * drift
         if self.extent is not None:
             pos = np.mod(pos, self.extent)
