@@ -53,7 +53,6 @@ GLIDE = 0.95 * 1.5
 PULL_TIME, DRIFT, SNAP, RAMP, TURN_TIME = 0.15, 0.45, 0.3, 0.4, 0.03
 
 
-@functools.lru_cache(maxsize=4)
 def loop_start(scene, count: int, crossfade: int) -> int:
     """t₀: the frame, within the clip's first `SEARCH` share (a candidate every
     crossfade/`STRIDE` frames), at which the fewest pairs of the morph would have to
@@ -61,6 +60,14 @@ def loop_start(scene, count: int, crossfade: int) -> int:
     earlier start. A 3D loop's window (t₀ … t₀ + count + crossfade) must end before the
     landing and hold no hunting hawk's attack (`calm_starts`): raises UsageError, naming
     the setting, where no candidate does."""
+    scores = start_scores(scene, count, crossfade)
+    return min(scores, key=lambda k: (scores[k], k))
+
+
+@functools.lru_cache(maxsize=4)
+def start_scores(scene, count: int, crossfade: int) -> dict[int, float]:
+    """Each calm candidate start (frames) and the share of its morph's pairs that would
+    switch (see `loop_start`)."""
     fps, middle = scene.output.fps, crossfade // 2
     step = max(1, crossfade // STRIDE)
     window = count + crossfade
@@ -82,7 +89,7 @@ def loop_start(scene, count: int, crossfade: int) -> int:
             scores[k - count] = float((~gliding(scene, tail, head, partner,
                                                 crossfade)).mean())
     calm = calm_starts(scene, sorted(candidates), window, np.array(attacks))
-    return min(calm, key=lambda k: (scores[k], k))
+    return {k: scores[k] for k in calm}
 
 
 def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) -> list[int]:

@@ -1,0 +1,173 @@
+"""Seamless loops of the 3D murmuration: the five measures (render.loop.SeamMeter) on the
+film at the tests' size (1,000 birds, 320x180, 3 s, a 0.5 s morph, the camera following
+the flock), the same clip without --loop, the dissolve; what a 3D loop refuses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import SCENES
+from dissolve import dissolved
+
+FRAMES, CROSSFADE = 90, 15
+SETTINGS = ("flock.count=1000", "scene.settle_steps=300", "output.size=320x180",
+            "output.fps=30", f"output.frames={FRAMES}", "camera.follow=centroid")
+LOOP = ("output.loop=true", "output.crossfade=0.5")
+
+
+def film(*settings: str):
+    """The 3D murmuration at the tests' size, with `settings` over SETTINGS."""
+    from render.scene import load_scene, parse_override
+
+    values = [*SETTINGS, *settings]
+    return load_scene(SCENES / "murmuration.toml",
+                      [(*parse_override(v), v) for v in values])
+
+
+def metered(scene, states, *, plain: bool = False):
+    """The SeamMeter of `states` drawn at the scene's size, and the states' banks
+    (`plain`: a clip that is not a loop, the morph's frames taken in its middle)."""
+    from render.draw.surface import Canvas
+    from render.loop import SeamMeter
+
+    meter = SeamMeter(scene, CROSSFADE, window=(FRAMES - CROSSFADE) // 2 if plain else 0)
+    banks, positions = [], []
+    for state in states:
+        meter.add_state(state)
+        meter.add(state.draw(Canvas(scene.output.size), scene))
+        banks.append(state.bank)
+        positions.append(state.positions)
+    return meter, np.array(banks), np.array(positions)
+
+
+@pytest.fixture(scope="module")
+def meters():
+    """The film's measures: the plain clip, the loop, the dissolve; and the plain clip's
+    frames from 0 to past the loop's tail, to compare the loop's frames with."""
+    from render.sim.loop import loop_start
+    from render.sim.simulate import frames
+    from render.states import detached, simulated, simulation
+
+    plain, loop = film(), film(*LOOP)
+    start = loop_start(loop, FRAMES, CROSSFADE)
+    longer = film(f"output.frames={start + FRAMES + CROSSFADE}")
+    sim = simulation(loop)
+    old = dissolved(loop, frames(sim, loop.output.fps, FRAMES), FRAMES, CROSSFADE)
+    return {"plain": metered(plain, simulated(plain, 0, FRAMES), plain=True),
+            "loop": metered(loop, simulated(loop, 0, FRAMES)),
+            "dissolve": metered(loop, detached(loop, old, sim.accent)),
+            "start": start,
+            "long": [(s.positions, s.bank)
+                     for s in simulated(longer, 0, start + FRAMES + CROSSFADE)]}
+
+
+def test_the_five_measures_pass_on_the_film_without_a_loop(meters):
+    # The bands are the clip's own: uninterrupted flight passes all five (the wrap aside).
+    plain, _, _ = meters["plain"]
+    assert plain.passes(wrap=False) == {"steps": True, "alignment": True, "ink": True,
+                                        "speed": True, "camera": True}, plain.report()
+    m = plain.measures(wrap=False)
+    assert m["fading"] == 0.0 and m["camera_turn"] > 0  # the camera follows, smoothly
+
+
+def test_the_loop_is_the_film_from_its_start_after_the_morph(meters):
+    _, _, positions = meters["loop"]
+    start, long = meters["start"], meters["long"]
+    assert np.array_equal(positions[0], long[start + FRAMES][0]), "frame 0 follows the last"
+    for i in range(CROSSFADE, FRAMES):
+        assert np.array_equal(positions[i], long[start + i][0])
+
+
+def test_the_dissolve_fails_the_alignment_measure_in_3d(meters):
+    dissolve, _, _ = meters["dissolve"]
+    assert not dissolve.passes()["alignment"], dissolve.report()
+    assert dissolve.passes()["ink"], dissolve.report()  # each bird drawn once
+    assert dissolve.measures()["fading"] > 0.9  # and every bird jumps
+
+
+def test_the_morph_keeps_the_alignment_and_fewer_birds_jump(meters):
+    loop, _, _ = meters["loop"]
+    dissolve, _, _ = meters["dissolve"]
+    assert loop.passes()["alignment"], loop.report()
+    assert loop.measures()["fading"] < 0.5 * dissolve.measures()["fading"]
+    # Measured, not yet passed (docs/loops.md): the flock 3 s on is elsewhere, and the
+    # camera carried back to where it looked at the start pans faster than it follows.
+    assert loop.measures()["camera_turn"] < dissolve.measures()["camera_turn"]
+
+
+def test_banks_end_on_the_partners_and_stay_in_flight_range(meters):
+    # The morph turns each bird's bank toward its partner's, so the step into the clip's
+    # own frame (index CROSSFADE) is no larger than the film's own bank steps, but for the
+    # birds that switch (at most the share the speed measure counts); no morph bank is
+    # steeper than the film's own, head and tail.
+    loop, banks, _ = meters["loop"]
+    film_banks = np.array([bank for _, bank in meters["long"]])
+    into = np.abs(banks[CROSSFADE] - banks[CROSSFADE - 1])
+    ordinary = np.abs(np.diff(film_banks, axis=0)).max()
+    assert np.mean(into > ordinary) <= loop.measures()["fading"] + 0.01
+    assert np.abs(banks[:CROSSFADE]).max() <= np.abs(film_banks).max() + 1e-9
+
+
+def _pose(forward):
+    from render.draw3d.camera import pose
+
+    return pose((0.0, 0.0, 1.7), np.add((0.0, 0.0, 1.7), forward), (0.0, 0.0, 1.0), 30.0,
+                16, 9, 0.1)
+
+
+class _State:
+    def __init__(self, index, forward):
+        self.index, self.pose = index, _pose(forward)
+        self.positions = np.zeros((1, 3))
+
+
+def test_camera_measure_from_hand_worked_poses():
+    from render.loop import SeamMeter
+
+    def camera(forwards):
+        meter = SeamMeter(film(), crossfade=1)
+        for i, f in enumerate(forwards):
+            meter.add_state(_State(i, f))
+            meter.add(np.zeros((9, 16, 4), np.uint8))
+        return meter
+
+    still = camera([(0, 1, 0)] * 4)
+    assert still.passes()["camera"] and still.measures()["camera_turn"] == 0.0
+    # Turning 1° a frame and back to the start at the wrap: 3° in one frame.
+    turn = [(np.sin(np.radians(a)), np.cos(np.radians(a)), 0) for a in (0, 1, 2, 3)]
+    pan = camera(turn)
+    assert pan.measures()["camera_turn"] == pytest.approx(3.0)
+    assert pan.measures()["camera_turn_median"] == pytest.approx(1.0)
+    assert not pan.passes()["camera"] and pan.passes(wrap=False)["camera"]
+
+
+def test_a_keyframed_camera_that_does_not_close_is_refused(cli, tmp_path):
+    path = "[[0,300,-131,1.7,300,169,50,30],[3,320,-131,1.7,300,169,50,30]]"
+    r = cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/a/", "--loop", "--frames",
+            "60", "--set", f"camera.path={path}", "--set", "flock.count=1000")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err.startswith("boids-render: camera.path: a --loop's camera must end where"), r.err
+
+
+def test_a_keyframed_camera_that_closes_loops():
+    from render.loop import crossfade_frames
+
+    path = "[[0,300,-131,1.7,300,169,50,30],[1,320,-131,1.7,300,169,50,30],[2,300,-131,1.7,300,169,50,30]]"
+    assert crossfade_frames(film(*LOOP, "output.frames=60", f"camera.path={path}"), 0) == 15
+
+
+def test_hunts_and_landings_inside_the_window_are_refused_naming_the_setting():
+    from render.errors import UsageError
+    from render.sim.loop import calm_starts
+
+    scene = film(*LOOP, "roost.landing_at=4.0")
+    attacks = np.zeros(400, bool)
+    attacks[100:130] = True  # an attack from 3.33 s to 4.33 s
+    # A 2 s window (60 frames) must end by the landing (4 s, frame 120) and miss the
+    # attack: the starts 0–40 do.
+    assert calm_starts(scene, list(range(0, 100, 10)), 60, attacks) == [0, 10, 20, 30, 40]
+    with pytest.raises(UsageError, match=r"^hawk\.mode = \"hunt\": every loop start"):
+        calm_starts(scene, [50, 60], 60, attacks)
+    with pytest.raises(UsageError, match=r"^roost\.landing_at = 4 s: a --loop"):
+        calm_starts(scene, [70, 80], 60, attacks)
