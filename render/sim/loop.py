@@ -20,6 +20,13 @@ Earlier ways failed visibly: a pixel cross-dissolve ghosts a double flock; a bir
 dissolve scrambles the local headings mid-way; gliding bird i to bird i drags birds across
 the frame; gliding each pair along the Hermite blend of its two free trajectories mixes two
 unrelated layouts mid-way (dust). Works on (n, d) states, any d.
+
+In 3D a bird's bank turns with its velocity toward its partner's, so it ends on it; under
+a follow camera the loop closes in the flock's centroid frame (`centred`): pairs and pulls
+compare positions relative to the centroids, and the centroid's own gap (and the camera's
+followed point with it) is carried across the whole morph. Speeds are judged relative to
+the flock's motion against the cruise speed (`flying`). A window holding a hunt's attack
+or reaching the landing is not a candidate (`calm_starts`).
 """
 
 from __future__ import annotations
