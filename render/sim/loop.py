@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -325,7 +326,9 @@ class Guided:
         self.scene, self.partner = scene, partner
         self.tail, self.head = Simulation(scene), Simulation(scene)
         self.dt, self.world = self.tail.dt, self.tail.world
-        self.begin = int((start + count) / fps / self.dt)  # the step of the morph's frame 0
+        # The first step at or after the morph's frame 0 (a frame between two steps is
+        # drawn from both, so neither may be pulled yet).
+        self.begin = math.ceil((start + count) / fps / self.dt - 1e-9)
         self.offset = int(round(count / fps / self.dt))  # tail step − head step
         self.steps = crossfade / fps / self.dt
         self.span = crossfade / fps
