@@ -25,6 +25,7 @@ class State3:
     step: int
     homing: bool = False
     side: float = 1.0
+    pull: float = 0.0
 
 
 def _mix(z):
@@ -87,9 +88,9 @@ def naive_rules3(pos, fwd, m) -> np.ndarray:
 
 
 def naive_roost(state: State3, fwd, m):
-    """(n, 3) roost acceleration and the return's new (homing, side)."""
+    """(n, 3) roost acceleration and the return's new (homing, side, pull)."""
     if not m["roost"]:
-        return np.zeros_like(state.pos), False, state.side
+        return np.zeros_like(state.pos), False, state.side, 0.0
     pos = state.pos
     acc = np.zeros_like(pos)
     acc[:, 2] = -m["k_vertical"] * (pos[:, 2] - m["altitude"])
@@ -97,21 +98,24 @@ def naive_roost(state: State3, fwd, m):
     d = np.hypot(*to)
     homing = d > m["roost_radius"] or (state.homing and d > m["inner"])
     side = state.side
-    if not homing:
-        return acc, False, side
-    t = to / d
-    heading = fwd.mean(axis=0)
-    if not state.homing:
-        side = 1.0 if heading[0] * t[1] - heading[1] * t[0] >= 0 else -1.0
-    strength = min(m["k_return"] * (d - m["inner"]), m["cap"])
+    if homing and not state.homing:
+        heading = fwd.mean(axis=0)
+        side = 1.0 if heading[0] * to[1] - heading[1] * to[0] >= 0 else -1.0
+    goal = min(m["k_return"] * (d - m["inner"]), m["cap"]) if homing else 0.0
+    most = m["cap"] * m["dt"] / m["ramp"]  # the strength changes by at most this a step
+    pull = state.pull + np.clip(goal - state.pull, -most, most)
+    if pull <= 0:
+        return acc, homing, side, pull
     h = fwd[:, :2] / np.linalg.norm(fwd[:, :2], axis=1, keepdims=True)
-    toward = h @ t
-    cross = h[:, 0] * t[1] - h[:, 1] * t[0]
+    own = np.array(m["roost_xy"]) - pos[:, :2]  # each bird aims from where it is
+    own = own / np.linalg.norm(own, axis=1, keepdims=True)
+    toward = np.sum(h * own, axis=1)
+    cross = h[:, 0] * own[:, 1] - h[:, 1] * own[:, 0]
     s = np.where(toward < 0, side, np.where(cross >= 0, 1.0, -1.0))
-    push = strength * 0.5 * (1 - toward) * s
+    push = pull * 0.5 * (1 - toward) * s
     acc[:, 0] += -h[:, 1] * push
     acc[:, 1] += h[:, 0] * push
-    return acc, True, side
+    return acc, homing, side, pull
 
 
 def naive_fly(vel, bank, acc, m):
@@ -144,7 +148,7 @@ def naive_fly(vel, bank, acc, m):
 def naive_step3(state: State3, m) -> State3:
     fwd, _ = unit_rows(state.vel)
     acc = naive_rules3(state.pos, fwd, m)
-    push, homing, side = naive_roost(state, fwd, m)
+    push, homing, side, pull = naive_roost(state, fwd, m)
     acc = acc + push + m["noise"] * naive_noise(m["seed"], len(state.pos), state.step)
     vel, bank = naive_fly(state.vel, state.bank, acc, m)
     pos = state.pos + vel * m["dt"]
@@ -152,7 +156,7 @@ def naive_step3(state: State3, m) -> State3:
     pos[below, 2] = 0.0
     vel[below, 2] = np.maximum(vel[below, 2], 0.0)
     return replace(state, pos=pos, vel=vel, bank=bank, step=state.step + 1, homing=homing,
-                   side=side)
+                   side=side, pull=pull)
 
 
 def model_of(scene) -> dict:
@@ -173,7 +177,7 @@ def model_of(scene) -> dict:
         m.update(roost_xy=ro.position or (w.width / 2, w.height / 2), altitude=ro.altitude,
                  k_vertical=ro.vertical_strength, roost_radius=ro.radius,
                  inner=ro.radius * (1 - ro.hysteresis), k_return=ro.return_strength,
-                 cap=ro.return_cap)
+                 cap=ro.return_cap, ramp=2.0)  # the return reaches its cap over 2 s
     return m
 
 

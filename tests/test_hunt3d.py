@@ -223,7 +223,7 @@ def test_landed_birds_are_nobodys_neighbours():
     fin = step3d.Finale3(np.zeros((n, 3)), state, np.empty((n, k), np.int64), np.empty(n))
     work = step3d.workspace3(n, True, 2.0)
     centroid, heading = step3d.forward(pos, vel, work.fwd)
-    home = roost.at_step(sim.roost, centroid, heading, False, 1.0)
+    home = roost.at_step(sim.roost, centroid, heading, False, 1.0, 0.0, 0.01)
     new = step3d.step3(pos, vel, np.zeros(n), sim.how, sim.rules, home, sim.flight, 0.0, 0, 0,
                        work, fin)
     flying = np.flatnonzero(~landed)
@@ -326,3 +326,21 @@ def test_an_edge_attack_aims_at_the_flocks_face_not_a_straggler():
     hawk = np.array([200.0, 0.0, 0.0])
     assert choose_target("edge", 1, pos, kth, hawk) == dense
     assert choose_target("alternate", 0, pos, kth, hawk) == np.argsort(pos[:, 0])[0]
+
+
+def test_the_wave_front_speed_reads_every_source():
+    """Worked by hand: 201 birds 0.5 m apart on a line in the flock's frame. The hawk
+    startles the bird at 0 m at 1 s and the one at 60 m at 2 s; every other bird zigs when
+    the first front moving at 15 m/s reaches it, from either. Every copied bird reads 15
+    m/s; a slope fitted from the first startle alone read the birds past 60 m as a front
+    going backwards. Under 10 copied birds: NaN."""
+    from render.sim.hunt3d import Attack
+
+    x = np.arange(201) * 0.5
+    first = np.minimum(1.0 + x / 15.0, 2.0 + np.abs(x - 60.0) / 15.0)
+    direct = (x == 0.0) | (x == 60.0)
+    where = np.column_stack([x, np.zeros_like(x), np.zeros_like(x)])
+    a = Attack(1.0, 10.0, first, where, direct)
+    assert a.wave_speed() == pytest.approx(15.0, rel=1e-12) and a.wave_speed() is a._speed
+    few = np.where(x < 4.0, first, np.nan)
+    assert math.isnan(Attack(1.0, 10.0, few, where, direct).wave_speed())

@@ -221,3 +221,41 @@ def test_candidates_are_the_birds_whose_distance_the_search_computed():
     assert (snap.candidates >= nearer).all()
     assert (snap.candidates > snap.neighbours).mean() > 0.9  # the blind ones were tested too
     assert snap.candidates.mean() < 0.2 * len(pos)
+
+
+def test_the_return_aims_from_each_bird():
+    """Worked by hand: the roost at the origin, the return on at 2 m/s², the flock's side
+    left. A bird at (10, 0) flying +x flies straight away: 2 m/s² to its left (+y). A bird
+    at (0, 10) flying +x has the roost on its right, square to its heading: half of it,
+    1 m/s², to the right (−y), whatever the centroid. At 60 m the spring (0.15 /s², 50 m)
+    pulls down 1.5 m/s²."""
+    from render.sim.forces import roost
+
+    p = roost.Roost(True, 0.0, 0.0, 50.0, 0.15, 5.0, 3.0, 1.0, 2.0, homing=True,
+                    strength=2.0, side=1.0)
+    np.testing.assert_allclose(roost.accel(p, 10.0, 0.0, 60.0, 1.0, 0.0), (0.0, 2.0, -1.5),
+                               atol=1e-12)
+    np.testing.assert_allclose(roost.accel(p, 0.0, 10.0, 50.0, 1.0, 0.0), (0.0, -1.0, 0.0),
+                               atol=1e-12)
+    np.testing.assert_allclose(roost.accel(p, 0.0, -10.0, 50.0, -1.0, 0.0), (0.0, 1.0, 0.0),
+                               atol=1e-12)
+
+
+def test_the_return_leans_in_over_two_seconds():
+    """Worked by hand: the centroid 20 m out (radius 10, inner 5, 0.2 /s², cap 2 m/s²):
+    the goal is min(0.2·15, 2) = 2 m/s², reached 2 s after the return starts, 0.01 m/s²
+    more each 10 ms step; back inside the inner radius it eases off at the same rate."""
+    from render.sim.forces import roost
+
+    p = roost.Roost(True, 0.0, 0.0, 50.0, 0.1, 10.0, 5.0, 0.2, 2.0)
+    out, heading = np.array([20.0, 0.0, 50.0]), np.array([1.0, 0.0, 0.0])
+    home = roost.at_step(p, out, heading, False, 1.0, 0.0, 0.01)
+    assert home.homing and home.strength == pytest.approx(0.01)
+    strengths = []
+    for _ in range(250):
+        home = roost.at_step(p, out, heading, home.homing, home.side, home.strength, 0.01)
+        strengths.append(home.strength)
+    assert strengths[198] == pytest.approx(2.0) and strengths[-1] == pytest.approx(2.0)
+    assert strengths[97] == pytest.approx(0.99)
+    inside = roost.at_step(p, np.array([1.0, 0.0, 50.0]), heading, True, home.side, 2.0, 0.01)
+    assert not inside.homing and inside.strength == pytest.approx(1.99)

@@ -9,7 +9,7 @@ any thread count); the hawk and the attack records are fixed-order reductions in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,32 +38,52 @@ def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
     return out
 
 
+WAVE_CHUNK = 256  # copied birds a time against every source: bounded memory at 100,000
+
+
 @dataclass
 class Attack:
-    """One attack: its start and end (s), the hawk's position at the first startle (m, in
-    the flock's frame: relative to the centroid), each bird's first zig time in it (s,
-    NaN: none) and place in the flock's frame, whether the hawk itself startled it."""
+    """One attack: its start and end (s), each bird's first zig time in it (s, NaN: none)
+    and place (m, in the flock's frame: relative to the centroid), whether the hawk itself
+    startled it."""
 
     start: float
     end: float
-    origin: np.ndarray | None
     first: np.ndarray
     where: np.ndarray
     direct: np.ndarray
+    _speed: float | None = field(default=None, repr=False)
 
     def wave_speed(self) -> float:
+        """The finished attack's wave-front speed (m/s), worked out once (`front_speed`):
+        every step's diagnostics report the last one."""
+        if self._speed is None:
+            self._speed = self.front_speed()
+        return self._speed
+
+    def front_speed(self) -> float:
         """The wave front's speed (m/s) in the flock's frame over the birds beyond the
-        startle range (those that copied): the least-squares slope of their distance from
-        the first startle against their zig's delay after it; NaN under 10 such birds."""
-        copied = np.isfinite(self.first) & ~self.direct
-        if self.origin is None or copied.sum() < 10:
+        startle range (those that copied): for each, the least distance over time elapsed
+        from a bird the hawk startled before it; the median of those. A front that spreads
+        at c from wherever the hawk startled birds reaches each bird first from one of
+        them, at exactly c, and from any other no sooner, so the least ratio is c whatever
+        the number of sources (a hawk that startles birds along its pass starts several
+        fronts; one fitted slope from the first startle read them as slow, or negative).
+        NaN under 10 such birds."""
+        copied = np.flatnonzero(np.isfinite(self.first) & ~self.direct)
+        sources = np.isfinite(self.first) & self.direct
+        if len(copied) < 10 or not sources.any():
             return math.nan
-        t0 = float(np.nanmin(self.first[self.direct])) if self.direct.any() else self.start
-        dist = np.linalg.norm(self.where[copied] - self.origin, axis=1)
-        delay = self.first[copied] - t0
-        delay_c = delay - delay.mean()
-        denom = float(delay_c @ delay_c)
-        return float(delay_c @ (dist - dist.mean()) / denom) if denom > 0 else math.nan
+        t_s, x_s = self.first[sources], self.where[sources]
+        least = np.empty(len(copied))
+        for lo in range(0, len(copied), WAVE_CHUNK):
+            rows = copied[lo:lo + WAVE_CHUNK]
+            elapsed = self.first[rows, None] - t_s[None, :]
+            gap = np.linalg.norm(self.where[rows, None, :] - x_s[None, :, :], axis=2)
+            ratio = np.where(elapsed > 0, gap / np.where(elapsed > 0, elapsed, 1.0), np.inf)
+            least[lo:lo + WAVE_CHUNK] = ratio.min(axis=1)
+        least = least[np.isfinite(least)]
+        return float(np.median(least)) if len(least) >= 10 else math.nan
 
     def startled_share(self) -> float:
         """Share of the birds the hawk itself startled in this attack."""
@@ -135,7 +155,7 @@ class Finale:
         h = self.hawk
         if self.current is None and h.attacking(t):
             n = len(pos)
-            self.current = Attack(h.attack_from, math.inf, None, np.full(n, math.nan),
+            self.current = Attack(h.attack_from, math.inf, np.full(n, math.nan),
                                   np.zeros((n, 3)), np.zeros(n, bool))
         a = self.current
         if a is None:
@@ -148,8 +168,6 @@ class Finale:
             d2 = ((pos[began] - h.pos) ** 2).sum(axis=1)
             direct = began[d2 < self.waves.range2]
             a.direct[direct] = True
-            if a.origin is None and len(direct):
-                a.origin = a.where[direct].mean(axis=0)
         if not h.attacking(t) and t >= h.attack_until:
             a.end = h.attack_until
             self.done.append(a)

@@ -75,7 +75,8 @@ class Simulation3D:
         self.flight = flight.flight(scene)
         self.rules = flocking3d.flocking3(scene)
         self.roost = roost.roost(scene)
-        self.homing, self.side = False, 1.0  # the roost's return: on?, which way
+        # The roost's return: on?, which way, how strong (m/s²).
+        self.homing, self.side, self.pull = False, 1.0, 0.0
         r = scene.rules
         self.how = step3d.Neighbours3(r.neighbours == "topological", r.topological_count,
                                       r.max_range if r.max_range is not None else math.inf)
@@ -106,7 +107,7 @@ class Simulation3D:
     def _kept(self) -> dict[str, np.ndarray]:
         follow = np.concatenate(self._follow[:2]) if self._follow is not None else np.zeros(0)
         return dict(positions=self.positions, velocities=self.velocities, bank=self.bank,
-                    radius=self._work.radius, homing=np.array([float(self.homing), self.side]),
+                    radius=self._work.radius, homing=np.array([float(self.homing), self.side, self.pull]),
                     follow=follow, lists_idx=self._lists[0], lists_kth=self._lists[1],
                     lists_count=self._lists[2])
 
@@ -118,7 +119,8 @@ class Simulation3D:
         np.copyto(self._work.radius, kept["radius"])
         for mine, name in zip(self._lists, ("lists_idx", "lists_kth", "lists_count")):
             np.copyto(mine, kept[name])
-        self.homing, self.side = bool(kept["homing"][0]), float(kept["homing"][1])
+        self.homing, self.side, self.pull = (bool(kept["homing"][0]), float(kept["homing"][1]),
+                                             float(kept["homing"][2]))
         if self._follow is not None:
             x, v = np.split(kept["follow"], 2)
             self._follow = (x, v, self._follow[2])
@@ -149,8 +151,9 @@ class Simulation3D:
             # sum over a fixed set: thread-independent).
             flying = ~landed
             centroid, heading = pos[flying].mean(axis=0), work.fwd[flying].mean(axis=0)
-        home = roost.at_step(self.roost, centroid, heading, self.homing, self.side)
-        self.homing, self.side = home.homing, home.side
+        home = roost.at_step(self.roost, centroid, heading, self.homing, self.side, self.pull,
+                             self.scene.scene.dt)
+        self.homing, self.side, self.pull = home.homing, home.side, home.strength
         fin = None
         if finale.active:
             told = finale.told(self.time_s)

@@ -121,7 +121,7 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
         a0, a1, a2 = flocking3d.accel(separating, row, f0, f1, f2)
     else:
         a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
-        r0, r1, r2 = roost.accel(home, z, f0, f1)
+        r0, r1, r2 = roost.accel(home, x, y, z, f0, f1)
         a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
     if extra.shape[0] > 0:
         a0, a1, a2 = a0 + extra[q, 0], a1 + extra[q, 1], a2 + extra[q, 2]

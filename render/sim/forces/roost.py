@@ -3,13 +3,18 @@ toward the roost that turns the heading sideways, never a radial spring.
 
 A radial spring toward the roost points against the heading of a flock flying away from
 it: the birds brake, and in the prototype the flock dived and split. Here the return is
-decided for the whole flock at once, from its centroid (one fixed-order mean), with
+switched for the whole flock at once, from its centroid (one fixed-order mean), with
 hysteresis: it starts when the centroid is farther than `radius` from the roost and stops
-once it is back within radius·(1 − hysteresis). While it is on, each bird is steered
-perpendicular to its own horizontal heading, toward the side the roost lies on (seen from
-the centroid), by min(k·(d − inner), cap)·(1 − cos θ)/2, θ the angle between the heading
-and the roost's direction: zero once the bird flies toward the roost, so the flock turns
-together on a wide arc and keeps its speed.
+once it is back within radius·(1 − hysteresis); its strength and the side birds flying
+away turn to are the flock's too. While it is on, each bird is steered perpendicular to
+its own horizontal heading, toward the roost as the bird itself sees it, by
+min(k·(d − inner), cap)·(1 − cos θ)/2, θ the angle between the heading and the roost's
+direction from the bird: zero once the bird flies toward the roost, so the flock keeps
+its speed. Each bird aiming from where it is (not from the centroid) bends the flock round
+the roost: its far end turns before its near end, the turn runs through it as it does in
+real flocks, and the flock stretches and folds instead of sliding round as a rigid plate
+(polarisation 0.99 and a longest axis that barely changed, when every bird aimed from the
+centroid).
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ import numpy as np
 from ...scene import Scene
 from ..jit import serial
 
+# Seconds from no return to its cap: switched on at full strength, every bird of the flock
+# banked at the same instant (a dark flash across it) and a clip's frame difference jumped.
+RAMP_S = 2.0
+
 
 class Roost(NamedTuple):
     """The roost at (x, y) on the ground (m); the preferred altitude (m); the vertical
     spring (1/s²); the outer and inner radii (m) of the return; its gain (1/s²) and cap
-    (m/s²). This step's return (`at_step`): homing, its strength (m/s²) and the unit
-    horizontal direction (tx, ty) from the centroid toward the roost."""
+    (m/s²). This step's return (`at_step`): homing, its strength (m/s²) and the side
+    birds flying away turn to (+1 left)."""
 
     active: bool
     x: float
@@ -40,8 +49,6 @@ class Roost(NamedTuple):
     cap: float
     homing: bool = False
     strength: float = 0.0
-    tx: float = 1.0
-    ty: float = 0.0
     side: float = 1.0
 
 
@@ -56,41 +63,47 @@ def roost(scene: Scene) -> Roost:
 
 
 def at_step(params: Roost, centroid: np.ndarray, heading: np.ndarray, homing: bool,
-            side: float) -> Roost:
+            side: float, strength: float, dt: float) -> Roost:
     """The return for a flock whose centroid is `centroid` and mean forward vector
     `heading` (3 floats each), which was `homing` last step turning to `side` (+1 left,
-    −1 right). A return that starts picks the side the flock's heading is nearer to the
-    roost on and keeps it: birds flying away from the roost all turn the same way."""
+    −1 right) at `strength` (m/s²), after dt (s). A return that starts picks the side the
+    flock's heading is nearer to the roost on and keeps it: birds flying away from the
+    roost all turn the same way. Its strength moves toward min(k·(d − inner), cap) (0 once
+    off) by at most cap·dt/RAMP_S a step."""
     if not params.active:
         return params
     dx, dy = params.x - float(centroid[0]), params.y - float(centroid[1])
     d = math.hypot(dx, dy)
-    if not (d > params.radius or (homing and d > params.inner)):
-        return params._replace(homing=False, strength=0.0)
-    tx, ty = dx / d, dy / d
-    if not homing:
-        side = 1.0 if float(heading[0]) * ty - float(heading[1]) * tx >= 0.0 else -1.0
-    strength = min(params.k_return * (d - params.inner), params.cap)
-    return params._replace(homing=True, strength=strength, tx=tx, ty=ty, side=side)
+    on = d > params.radius or (homing and d > params.inner)
+    if on and not homing:
+        side = 1.0 if float(heading[0]) * dy - float(heading[1]) * dx >= 0.0 else -1.0
+    target = min(params.k_return * (d - params.inner), params.cap) if on else 0.0
+    most = params.cap * dt / RAMP_S
+    strength += min(max(target - strength, -most), most)
+    return params._replace(homing=on, strength=strength, side=side)
 
 
 @serial
-def accel(p, z, f0, f1):
-    """The roost's acceleration (m/s², 3 floats) on a bird at altitude z whose forward
+def accel(p, x, y, z, f0, f1):
+    """The roost's acceleration (m/s², 3 floats) on a bird at (x, y, z) whose forward
     vector's horizontal part is (f0, f1)."""
     if not p.active:
         return 0.0, 0.0, 0.0
     az = -p.k_vertical * (z - p.altitude)
-    if not p.homing:
+    if p.strength <= 0.0:
         return 0.0, 0.0, az
     h = math.sqrt(f0 * f0 + f1 * f1)
     if h == 0.0:
         return 0.0, 0.0, az
-    hx, hy = f0 / h, f1 / h
-    toward = p.tx * hx + p.ty * hy
+    dx, dy = p.x - x, p.y - y
+    d = math.sqrt(dx * dx + dy * dy)
+    if d == 0.0:
+        return 0.0, 0.0, az
+    hx, hy, tx, ty = f0 / h, f1 / h, dx / d, dy / d
+    toward = tx * hx + ty * hy
     # Heading away, the flock's side; heading toward the roost, the bird's own (the
     # shorter turn onto it), so no bird circles past it.
-    cross = hx * p.ty - hy * p.tx
+    cross = hx * ty - hy * tx
     side = p.side if toward < 0.0 else (1.0 if cross >= 0.0 else -1.0)
     push = p.strength * 0.5 * (1.0 - toward) * side
     # The left of heading (hx, hy) is (−hy, hx).
