@@ -8,9 +8,7 @@ from pathlib import Path
 from .errors import UsageError
 
 
-def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
-    """Four stacked panels against time: polarisation (global, local), neighbour-count
-    percentiles, nearest-neighbour distance, and containment share / hawk hole radius."""
+def _pyplot():
     try:
         import matplotlib
 
@@ -18,7 +16,16 @@ def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib: pip install 'boids-render[plot]'") from None
+    return plt
 
+
+def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
+    """Four stacked panels against time: in 2D polarisation (global, local), neighbour-count
+    percentiles, nearest-neighbour distance, and containment share / hawk hole radius; in
+    3D (rows with altitudes) see `plot3d`."""
+    if rows and "altitude_p50" in rows[0]:
+        return plot3d(rows, path, title)
+    plt = _pyplot()
     time = [r["time_s"] for r in rows]
     col = lambda key: [r[key] for r in rows]  # noqa: E731
     fig, axes = plt.subplots(4, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
@@ -53,3 +60,57 @@ def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
         fig.suptitle(title)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot3d(rows: list[dict], path: str | Path, title: str = "") -> None:
+    """A 3D flock's four panels against time, the hawk's attacks shaded in each: the
+    polarisation and the largest cluster's share; the proportions (middle and longest
+    over thinnest); the altitude percentiles and the median speed; the border ratio and
+    the share landed."""
+    plt = _pyplot()
+    time = [r["time_s"] for r in rows]
+    col = lambda key: [r.get(key, math.nan) for r in rows]  # noqa: E731
+    fig, axes = plt.subplots(4, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
+    ax = axes[0]
+    ax.plot(time, col("global_polarisation"), label="polarisation")
+    ax.plot(time, col("cluster_share"), label="largest cluster", ls="", marker=".")
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("share")
+    ax = axes[1]
+    ax.plot(time, col("proportion_middle"), label="middle / thinnest", ls="", marker=".")
+    ax.plot(time, col("proportion_longest"), label="longest / thinnest", ls="", marker=".")
+    ax.set_ylabel("proportions")
+    ax = axes[2]
+    for p in ("p90", "p50", "p10"):
+        ax.plot(time, col(f"altitude_{p}"), label=f"altitude {p}")
+    ax.plot(time, col("speed_p50"), label="median speed (m/s)", color="k")
+    ax.set_ylabel("m, m/s")
+    ax = axes[3]
+    ax.plot(time, col("border_ratio"), label="border ratio", ls="", marker=".")
+    ax.plot(time, col("landed_share"), label="landed")
+    ax.set_ylabel("ratio, share")
+    ax.set_xlabel("time (s)")
+    attack = col("attack")
+    for ax in axes:
+        for a, b in _runs(time, attack):
+            ax.axvspan(a, b, color="tab:red", alpha=0.12, lw=0)
+        ax.legend(loc="upper right", ncol=4, fontsize="small")
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(f"{title} (attacks shaded)")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _runs(time: list[float], flag: list[float]) -> list[tuple[float, float]]:
+    """The spans of time over which `flag` is set (> 0), as (first, last) times."""
+    spans, begun = [], None
+    for t, f in zip(time, flag):
+        if f > 0 and begun is None:
+            begun = t
+        elif not f > 0 and begun is not None:
+            spans.append((begun, t))
+            begun = None
+    if begun is not None:
+        spans.append((begun, time[-1]))
+    return spans

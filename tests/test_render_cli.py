@@ -514,3 +514,20 @@ def test_frames_are_identical_whatever_the_number_of_drawing_workers(cli, tmp_pa
 def test_workers_must_be_a_positive_whole_number(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", f"{tmp_path}/", "--workers", "0")
     assert r.code == 2 and "--workers" in r.err
+
+
+@pytest.mark.parametrize("three", [False, True])
+def test_plot_draws_the_diagnostics_in_2d_and_3d(cli, small_scene, tmp_path, three):
+    """--plot writes a PNG whose panels are the scene's own (a 3D flock's altitudes,
+    proportions and attacks, not the 2D containment)."""
+    from PIL import Image
+
+    from conftest import SCENES
+
+    target = tmp_path / "plot.png"
+    scene = (SCENES / "murmuration.toml", *SMALLER["murmuration"]) if three else (small_scene,)
+    r = cli(*scene, "--plot", target, "--frames", "6", "-q")
+    assert r.code == 0, r.err
+    with Image.open(target) as image:
+        assert image.format == "PNG" and image.size[0] > 500
+        assert np.asarray(image.convert("L")).std() > 10  # drawn, not blank
