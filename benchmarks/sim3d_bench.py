@@ -65,10 +65,10 @@ def reference_step(sim, state):
     ali = m["w_ali"] * (fwd[jn].mean(axis=1) - fwd)
     c2 = (u.mean(axis=1) ** 2).sum(axis=1)[:, None]
     acc = sep + ali + m["w_coh"] * c2 * ((1 - g)[..., None] * u).mean(axis=1)
-    push, homing, side = naive_roost(state, fwd, m)
+    push, homing, side, pull = naive_roost(state, fwd, m)
     acc += push + m["noise"] * naive_noise(m["seed"], len(pos), state.step)
     vel, bank = naive_fly(state.vel, state.bank, acc, m)
-    return type(state)(pos + vel * m["dt"], vel, bank, state.step + 1, homing, side)
+    return type(state)(pos + vel * m["dt"], vel, bank, state.step + 1, homing, side, pull)
 
 
 def _stepper(sim):
