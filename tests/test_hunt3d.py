@@ -204,6 +204,24 @@ def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):
     assert done.returncode == 2 and needle in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("flags, code", [(["--duration", "6"], 0),
+                                         (["--set", "scene.duration=6"], 0),
+                                         (["--duration", "6", "--set", "roost.landing_at=8"],
+                                          2)])
+def test_a_clip_cut_short_of_the_files_landing_is_an_excerpt(tmp_path, flags, code):
+    """The file's landing at 9 s in its 10 s clip; --duration 6 renders the first 6 s of
+    the same film (the landing simply falls after them), while a landing asked for on the
+    command line past the clip's end is still refused."""
+    scene = tmp_path / "s.toml"
+    scene.write_text("[scene]\nduration = 10.0\n[world]\n[flock]\n[rules]\n[flight]\n"
+                     "[roost]\nlanding_at = 9.0\n[hawk]\nspeed = 20.0\n")
+    done = subprocess.run([sys.executable, "-m", "render", str(scene), "--check", *HUNT,
+                           *flags], capture_output=True, text=True)
+    assert done.returncode == code, done.stderr
+    if code:
+        assert "roost.landing_at: the landing starts after the clip's end" in done.stderr
+
+
 def test_landed_birds_are_nobodys_neighbours():
     from naive_neighbours import k_nearest_visible as naive_knn
     from render.scene.load import build_scene

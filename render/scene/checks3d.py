@@ -7,11 +7,13 @@ from __future__ import annotations
 from .values import show
 
 
-def check_hunt_and_landing(values, merged, where, usable, problems) -> None:
+def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> None:
     """Append a one-line problem for each: [hawk] mode against the world's dimension, a
     hunting hawk no faster than the flock (or whose dive is slower than its pursuit), a
     hunt without topological neighbours (the waves spread over the k nearest), and
-    roost.landing_at outside the clip (before settling ends is negative time)."""
+    roost.landing_at outside the clip (before settling ends is negative time). A clip cut
+    short of its landing by a later setting (`--duration` over the file's landing_at:
+    `rank` orders where settings came from) is an excerpt, not a mistake."""
     world, hawk, roost = values["world"], values["hawk"], values["roost"]
     three = world.dimensions == 3
     if hawk is not None and usable("hawk.mode", "world.dimensions"):
@@ -29,7 +31,8 @@ def check_hunt_and_landing(values, merged, where, usable, problems) -> None:
             problems.append(f"{where('roost.landing_at')}: the landing starts before "
                             f"settling is over (times count from frame 0, after settling): "
                             f"expected ≥ 0 s, got {show(roost.landing_at)}")
-        elif roost.landing_at >= duration:
+        elif roost.landing_at >= duration and rank("scene.duration") <= rank(
+                "roost.landing_at"):
             problems.append(f"{where('roost.landing_at')}: the landing starts after the "
                             f"clip's end: expected below scene.duration ({show(duration)} "
                             f"s), got {show(roost.landing_at)}")

@@ -189,7 +189,7 @@ def _check_relations(values, merged, path, sources, rejected, problems):
 
     flock, world = values["flock"], values["world"]
     _check_dimensions(values, merged, where, usable, problems)
-    check_hunt_and_landing(values, merged, where, usable, problems)
+    check_hunt_and_landing(values, merged, where, usable, problems, rank)
     if world.dimensions == 3 and values["camera"] is not None:
         _check_camera3d(values, where, usable, problems)
     output = values["output"]
