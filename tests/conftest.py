@@ -6,6 +6,7 @@ from render.sim.cache import use_numba_cache
 
 use_numba_cache()  # before numba is first imported: it reads NUMBA_CACHE_DIR only then
 
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import textwrap  # noqa: E402
 import time  # noqa: E402
@@ -113,6 +114,13 @@ def one_numba_thread():
     numba.set_num_threads(1)
     yield
     numba.set_num_threads(before)
+
+
+def default_sigint() -> None:
+    """For a child's preexec_fn: Ctrl-C's default action back. A job a shell starts in the
+    background inherits SIGINT ignored, and Python then never raises KeyboardInterrupt:
+    a test that interrupts a render would fail only because of how the suite was run."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until_writing(proc: subprocess.Popen, folder: Path, timeout_s: float = 60) -> None:

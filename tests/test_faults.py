@@ -27,7 +27,7 @@ import render.states as states
 import render.stills as stills
 from render.cli import main
 
-from conftest import wait_until_writing
+from conftest import default_sigint, wait_until_writing
 
 PROC = Path("/proc")
 DRAW = states.draw_frame
@@ -100,7 +100,7 @@ def test_signal_stops_a_render_fast_kills_ffmpeg_and_leaves_nothing(
     target = out / "clip.mp4"
     # Minutes of work if left alone.
     proc = render_subprocess([small_scene, "-o", target, "--frames", "20000",
-                              "--size", "640x360", "-q"])
+                              "--size", "640x360", "-q"], preexec_fn=default_sigint)
     try:
         wait_until_writing(proc, out)
         encoders = children(proc.pid)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import render.budget as budget
-from conftest import wait_until_writing
+from conftest import default_sigint, wait_until_writing
 from render.encode import Target
 from render.encode.npz import NpzWriter, memmap
 from render.scene import load_scene
@@ -251,7 +251,8 @@ def test_sigint_stops_an_npz_render_and_leaves_nothing(small_scene, tmp_path):
     out.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "render", str(small_scene), "-o",
                              str(out / "f.npz"), "--frames", "200000", "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     try:
         wait_until_writing(proc, out)
         proc.send_signal(signal.SIGINT)
