@@ -19,16 +19,21 @@ def _pyplot():
     return plt
 
 
+def _panels(rows: list[dict]):
+    """(pyplot, figure, its four stacked axes sharing time, the rows' times)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(4, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
+    return plt, fig, axes, [r["time_s"] for r in rows]
+
+
 def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
     """Four stacked panels against time: in 2D polarisation (global, local), neighbour-count
     percentiles, nearest-neighbour distance, and containment share / hawk hole radius; in
     3D (rows with altitudes) see `plot3d`."""
     if rows and "altitude_p50" in rows[0]:
         return plot3d(rows, path, title)
-    plt = _pyplot()
-    time = [r["time_s"] for r in rows]
+    plt, fig, axes, time = _panels(rows)
     col = lambda key: [r[key] for r in rows]  # noqa: E731
-    fig, axes = plt.subplots(4, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
     ax = axes[0]
     ax.plot(time, col("global_polarisation"), label="global")
     ax.plot(time, col("local_polarisation"), label="local")
@@ -67,10 +72,8 @@ def plot3d(rows: list[dict], path: str | Path, title: str = "") -> None:
     polarisation and the largest cluster's share; the proportions (middle and longest
     over thinnest); the altitude percentiles and the median speed; the border ratio and
     the share landed."""
-    plt = _pyplot()
-    time = [r["time_s"] for r in rows]
+    plt, fig, axes, time = _panels(rows)
     col = lambda key: [r.get(key, math.nan) for r in rows]  # noqa: E731
-    fig, axes = plt.subplots(4, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
     ax = axes[0]
     ax.plot(time, col("global_polarisation"), label="polarisation")
     ax.plot(time, col("cluster_share"), label="largest cluster", ls="", marker=".")

@@ -80,7 +80,7 @@ class Attack:
             rows = copied[lo:lo + WAVE_CHUNK]
             elapsed = self.first[rows, None] - t_s[None, :]
             gap = np.linalg.norm(self.where[rows, None, :] - x_s[None, :, :], axis=2)
-            ratio = np.where(elapsed > 0, gap / np.where(elapsed > 0, elapsed, 1.0), np.inf)
+            ratio = np.divide(gap, elapsed, out=np.full_like(gap, np.inf), where=elapsed > 0)
             least[lo:lo + WAVE_CHUNK] = ratio.min(axis=1)
         least = least[np.isfinite(least)]
         return float(np.median(least)) if len(least) >= 10 else math.nan
