@@ -106,6 +106,7 @@ class SeamMeter:
         self.previous = None
         self.three = scene is not None and scene.dimensions == 3
         self.poses: list = []  # a 3D clip's camera, per frame
+        self.followed: list = []  # and the point it follows (None: it does not)
 
     def add(self, pixels: np.ndarray) -> None:
         """The next frame's (h, w, 4) uint8 BGRA pixels."""
@@ -141,6 +142,7 @@ class SeamMeter:
         relative to their centroid, in cruise speeds) and the camera."""
         if self.three:
             self.poses.append(state.pose)
+            self.followed.append(getattr(state, "followed", None))
         if not self.window <= state.index < self.window + self.crossfade:
             return
         if self.previous is not None and self.scene is not None:
@@ -181,15 +183,22 @@ class SeamMeter:
 
     def _camera(self, wrap: bool) -> dict[str, float]:
         """A 3D clip's camera from frame to frame (the wrap included): its largest turn of
-        view and step of position against the clip's median ones (degrees, m)."""
+        view and step of position against the clip's median ones (degrees, m). A tracking
+        camera's position is taken level with the point it follows (its x, y), which is
+        where a loop closes it: the flock's place is carried across the morph, and the
+        sky, the ground and the treeline look the same from anywhere at one height."""
         if not self.three or len(self.poses) < 2:
             return {}
-        poses = self.poses + (self.poses[:1] if wrap else [])
+        track = self.scene.camera is not None and self.scene.camera.follow == "track"
+        places = [np.asarray(p.position) - (f[0], f[1], 0.0) if track and f is not None
+                  else np.asarray(p.position) for p, f in zip(self.poses, self.followed)]
+        poses = list(zip(self.poses, places))
+        poses += poses[:1] if wrap else []
         turns, moves = [], []
-        for a, b in zip(poses, poses[1:]):
+        for (a, at), (b, bt) in zip(poses, poses[1:]):
             cos = float(np.clip(np.dot(a.forward, b.forward), -1.0, 1.0))
             turns.append(float(np.degrees(np.arccos(cos))))
-            moves.append(float(np.linalg.norm(np.asarray(b.position) - a.position)))
+            moves.append(float(np.linalg.norm(bt - at)))
         return {"camera_turn": max(turns), "camera_turn_median": float(np.median(turns)),
                 "camera_move": max(moves), "camera_move_median": float(np.median(moves))}
 

@@ -42,7 +42,7 @@ class FrameState:
     not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank);
     pose: a 3D scene's camera at the scene's output size (None: drawn from above);
     attack: whether a hunting hawk's attack is on; landed: (n,) bool, None without a
-    landing."""
+    landing; followed: the point a following camera follows (d floats), else None."""
 
     index: int
     positions: np.ndarray
@@ -57,6 +57,7 @@ class FrameState:
     pose: Pose | None = None
     attack: bool = False
     landed: np.ndarray | None = None
+    followed: tuple[float, ...] | None = None
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -72,7 +73,7 @@ class FrameState:
                    frame.snapshot.hawk, None if bank is None else bank.copy(),
                    pose_at(scene, time, frame.followed, *scene.output.size) if three else None,
                    getattr(frame.snapshot, "attack", False),
-                   None if landed is None else landed.copy())
+                   None if landed is None else landed.copy(), frame.followed)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""

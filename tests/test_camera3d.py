@@ -161,6 +161,38 @@ def test_the_follow_glides_to_the_flock_critically_damped():
     assert cam.forward == pytest.approx(towards / np.linalg.norm(towards))
 
 
+def test_a_tracking_camera_moves_level_with_the_flock_and_never_turns():
+    from render.draw3d.sky import sky_for, sky_pixels
+
+    def filmed(follow):
+        return build_scene({**BASE, "camera": {"position": [0, -300, 2], "look_at": [0, 0, 50],
+                                               "follow": follow},
+                            "palette": {"theme": "dusk", "treeline": "reeds"}})
+
+    scene = filmed("track")
+    here = pose_at(scene, 1.0, (10.0, 5.0, 50.0), 320, 180)
+    there = pose_at(scene, 1.0, (-40.0, 75.0, 62.0), 320, 180)  # 50 m west, 70 m north, up
+    assert here.position == pytest.approx([10, -295, 2])
+    assert there.position - here.position == pytest.approx([-50, 70, 0])  # level: eyes stay
+    assert all(np.array_equal(a, b) for a, b in zip(here[1:], there[1:]))  # the same view
+    # the sky, the ground and the reeds (a ring round the camera) to the bit
+    assert np.array_equal(sky_pixels(sky_for(scene, here), (0, 0, 320, 180)),
+                          sky_pixels(sky_for(scene, there), (0, 0, 320, 180)))
+    # the follow that looks at the flock turns instead, and its sky turns with it
+    looking = filmed("centroid")
+    turned = pose_at(looking, 1.0, (-40.0, 75.0, 62.0), 320, 180)
+    assert math.degrees(math.acos(turned.forward @ there.forward)) > 5.0
+    assert not np.array_equal(sky_pixels(sky_for(looking, turned), (0, 0, 320, 180)),
+                              sky_pixels(sky_for(scene, there), (0, 0, 320, 180)))
+
+
+def test_a_tracking_camera_is_3d_only():
+    # a 2D view that follows the flock already moves with it: its choices stay two
+    with pytest.raises(SceneError, match=r"camera.follow: expected one of none \| centroid, "
+                                         r"got 'track'"):
+        build_scene({"camera": {"follow": "track"}})
+
+
 def orthonormal(cam):
     axes = np.array([cam.right, cam.up, cam.forward])
     return np.allclose(axes @ axes.T, np.eye(3), atol=1e-12)

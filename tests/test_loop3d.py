@@ -117,6 +117,29 @@ def test_banks_end_on_the_partners_and_stay_in_flight_range(meters):
     assert np.abs(banks[:CROSSFADE]).max() <= np.abs(film_banks).max() + 1e-9
 
 
+@pytest.fixture(scope="module")
+def tracked():
+    """The plain clip and the loop under a tracking camera (camera.follow = "track")."""
+    from render.states import simulated
+
+    plain, loop = film("camera.follow=track"), film("camera.follow=track", *LOOP)
+    return {"plain": metered(plain, simulated(plain, 0, FRAMES), plain=True)[0],
+            "loop": metered(loop, simulated(loop, 0, FRAMES))[0]}
+
+
+def test_a_tracking_camera_closes_the_loop(meters, tracked):
+    # It flies level with the flock and never turns, so the loop's camera closes where
+    # the looking follow's pans back (measure 5); the sky stands still through it all.
+    loop, plain = tracked["loop"], tracked["plain"]
+    assert loop.passes()["camera"] and not meters["loop"][0].passes()["camera"], \
+        loop.report()
+    m = loop.measures()
+    assert m["camera_turn"] == 0.0 and m["camera_move"] < 1e-9
+    held = plain.passes(wrap=False)
+    assert {k: held[k] for k in ("alignment", "ink", "speed", "camera")} == {
+        "alignment": True, "ink": True, "speed": True, "camera": True}, plain.report()
+
+
 def _pose(forward):
     from render.draw3d.camera import pose
 

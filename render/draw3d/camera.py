@@ -25,9 +25,18 @@ def pose_at(scene: Scene, time_s: float, followed: tuple[float, ...] | None,
     key = key_at(keyframes(camera, scene.world, scene.roost), time_s, camera.easing)
     position, look_at, fov = key[1:4], key[4:7], key[7]
     frame = (fov, width, height, camera.near)
+    if followed is not None and camera.follow == "track":
+        return pose(*tracked(position, look_at, followed), camera.up, *frame)
     if followed is not None:
         return followed_pose(position, look_at, followed, camera.up, *frame)
     return pose(position, look_at, camera.up, *frame)
+
+
+def tracked(position, look_at, followed) -> tuple[np.ndarray, np.ndarray]:
+    """(position, look_at) of a tracking camera: both moved level by the followed point's
+    (x, y) offset from look_at, so the view keeps its direction and its eye height."""
+    shift = np.array([followed[0] - look_at[0], followed[1] - look_at[1], 0.0])
+    return np.asarray(position, np.float64) + shift, np.asarray(look_at, np.float64) + shift
 
 
 def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, height: int,

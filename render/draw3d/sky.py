@@ -234,8 +234,11 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
 
 
 def _window_key(sky: Sky, window) -> tuple:
+    # The eye's height, not its place: the sky, the ground and the treeline (a ring round
+    # the camera) are the same from anywhere at one height, so a tracking camera's sky
+    # is drawn once.
     p = sky.pose
-    arrays = (p.position, p.right, p.up, p.forward, sky.lut, sky.ground, sky.sun,
+    arrays = (p.position[2:], p.right, p.up, p.forward, sky.lut, sky.ground, sky.sun,
               sky.sun_colour, sky.treeline_colour)
     return (tuple(a.tobytes() for a in arrays), p.focal, p.width, p.height, sky.visibility,
             sky.glow, sky.treeline, sky.treeline_distance, sky.treeline_height, sky.seed,
@@ -363,18 +366,19 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     p = sky.pose
     profile = horizon_profile(sky.treeline, sky.seed) * sky.treeline_height
     azimuth = 2 * np.pi * np.arange(PROFILE_SAMPLES) / PROFILE_SAMPLES
+    # Relative to the camera, whose place the ring follows (so its pixels depend on the
+    # eye's height alone, to the bit: see _window_key).
     ring = np.column_stack([np.cos(azimuth), np.sin(azimuth)]) * sky.treeline_distance
-    top = np.column_stack([ring + p.position[:2], profile])
-    foot = np.column_stack([ring + p.position[:2], np.zeros(PROFILE_SAMPLES)])
-    ahead = (top - p.position) @ p.forward > 0.1 * sky.treeline_distance
+    top = np.column_stack([ring, profile - p.position[2]])
+    foot = np.column_stack([ring, np.full(PROFILE_SAMPLES, -p.position[2])])
+    ahead = top @ p.forward > 0.1 * sky.treeline_distance
     if ahead.sum() < 2:
         return None
     # Start the ring behind the camera, so the part ahead is one run in order.
     back = math.atan2(-p.forward[1], -p.forward[0]) % (2 * np.pi)
     order = np.argsort((azimuth - back) % (2 * np.pi), kind="stable")
     keep = order[ahead[order]]
-    points = np.concatenate([top[keep], foot[keep][::-1]])
-    rel = points - p.position
+    rel = np.concatenate([top[keep], foot[keep][::-1]])
     depth = rel @ p.forward
     u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
     v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]

@@ -34,11 +34,13 @@ def easing_setting():
                    choices=("linear", "ease-in-out"))
 
 
-def follow_setting(centroid: str):
+def follow_setting(centroid: str, track: str | None = None):
     """Whether a camera follows the flock ("none" or "centroid", described by `centroid`:
-    what following means for that camera)."""
-    return setting("none", f"centroid: {centroid}", kind="choice",
-                   choices=("none", "centroid"))
+    what following means for that camera; and "track", described by `track`, where the
+    camera has it)."""
+    choices = ("none", "centroid") + (("track",) if track else ())
+    text = f"centroid: {centroid}" + (f" track: {track}" if track else "")
+    return setting("none", text, kind="choice", choices=choices)
 
 
 def follow_time_setting():

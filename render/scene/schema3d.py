@@ -115,8 +115,10 @@ class Camera3DSettings:
         "held outside; override position, look_at and fov.", kind="path8",
         unit="s, m, m, degrees", optional=True)
     easing: str = easing_setting()
-    follow: str = follow_setting("the camera looks at the flock's centroid, critically "
-                                 "damped (overrides look_at).")
+    follow: str = follow_setting(
+        "the camera looks at the flock's centroid, critically damped (overrides look_at).",
+        "the camera flies beside the flock: position and look_at move level with the "
+        "damped centroid (its x and y), so the view never turns and the sky stands still.")
     follow_time: float = follow_time_setting()
 
 
