@@ -48,15 +48,13 @@ def _timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
 
 def _raw_frames(path: Path, scene, frames: int) -> dict:
     """The scene's first `frames` frames as raw BGRA, drawn by boids-render (not timed
-    against ffmpeg). Returns what that took: "settling", seconds to seed and settle the
-    flock; "simulating" and "drawing", CPU ms per frame (all threads) of the simulation
-    and of the drawing; "first", frame 0's state."""
+    against ffmpeg). Returns what that took: "simulating" and "drawing", CPU ms per frame
+    (all threads) of the simulation and of the drawing; "first", frame 0's state."""
     from render.draw.surface import Canvas
     from render.states import simulated
 
-    start = time.perf_counter()
     states = iter(simulated(scene, 0, frames))
-    took = {"settling": time.perf_counter() - start, "simulating": 0.0, "drawing": 0.0}
+    took = {"simulating": 0.0, "drawing": 0.0}
     canvas = Canvas(scene.output.size)
     with open(path, "wb") as fh:
         for _ in range(frames):

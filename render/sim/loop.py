@@ -176,7 +176,7 @@ def centred(scene) -> bool:
     camera that follows it, which carries the flock's place (elsewhere, the world's)."""
     cam = scene.camera
     return scene.dimensions == 3 and cam is not None and cam.enabled and \
-        cam.follow in ("centroid", "track")
+        cam.follow != "none"
 
 
 def cruise_speed(scene) -> float:

@@ -108,7 +108,8 @@ class Simulation3D:
         follow = np.concatenate(self._follow[:2]) if self._follow is not None else np.zeros(0)
         homing = np.array([float(self.homing), self.side, self.pull])
         return dict(positions=self.positions, velocities=self.velocities, bank=self.bank,
-                    radius=self._work.radius, homing=homing, follow=follow, lists_idx=self._lists[0], lists_kth=self._lists[1],
+                    radius=self._work.radius, homing=homing, follow=follow,
+                    lists_idx=self._lists[0], lists_kth=self._lists[1],
                     lists_count=self._lists[2])
 
     def _restore(self, kept) -> None:

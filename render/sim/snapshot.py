@@ -45,7 +45,7 @@ def follow_start(scene: Scene, pos: np.ndarray):
     coordinates), or None unless the camera follows it. The spring runs at the simulation's
     step, not the frame rate, so every fps and every still sees the same camera path."""
     cam = scene.camera
-    if cam is None or cam.follow not in ("centroid", "track"):
+    if cam is None or cam.follow == "none":
         return None
     centroid = pos.mean(axis=0)
     return (centroid, np.zeros_like(centroid), 1.0 / cam.follow_time)
