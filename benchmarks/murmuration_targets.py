@@ -178,6 +178,7 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
         if a.start < WINDOW:
             inside = [s["speed"] for s in out.shape if a.start <= s["t"] < a.end]
             out.attacks.append(dict(start=a.start, end=a.end, startled=a.startled_share(),
+                                    sources=a.source_share(),
                                     wave=a.wave_speed(), zigged=a.zigged_share(),
                                     speed=float(np.median(inside)) if inside else math.nan))
     if landing and landing_at is not None:
@@ -248,8 +249,10 @@ def table(r: Run) -> list[tuple[str, str, str, bool]]:
         ("ξ / L, median", "0.2–0.5", xi_l, 0.2 <= xi_l <= 0.5),
         ("attacks begun in 60 s", "≥ 3", len(r.attacks), len(r.attacks) >= 3),
         ("share of time in an attack", "≤ 40%", attack_share, attack_share <= 0.4),
-        ("share startled by the hawk, per attack", "≥ 10% each", fmt(startled),
-         bool(startled) and min(startled) >= 0.1),
+        ("share startled by the hawk (within its range), per attack", "≥ 10% each",
+         fmt(startled), bool(startled) and min(startled) >= 0.1),
+        ("share whose zig the hawk began (the waves' sources), per attack", "—",
+         fmt([a["sources"] for a in r.attacks]), True),
         ("wave speed per attack (m/s) / birds' median", "5–25, above", f"{fmt(waves)} / "
          f"{fmt(speeds)}", wave_ok),
         ("sky covered inside the outline, median", "25–60%", sky, 0.25 <= sky <= 0.6),

@@ -183,12 +183,13 @@ def model_of(scene) -> dict:
 
 # --- The hunt's waves and the landing (SPEC §11), from docs/model.md's description. ---
 
-def naive_zig_begin(step, pos, fwd, knn, start, side, hawk, range2, reaction, refractory):
-    """(start, side) after `step`: refractory birds keep theirs; birds within the startle
-    range of hawk (3,) or None begin, turning away; else a bird copies the side of its
-    nearest listed neighbour that began exactly `reaction` steps ago. knn: list of index
-    arrays (nearest first)."""
-    new_start, new_side = start.copy(), side.copy()
+def naive_zig_begin(step, pos, fwd, knn, start, side, origin, hawk, range2, reaction,
+                    refractory):
+    """(start, side, origin) after `step`: refractory birds keep theirs; birds within the
+    startle range of hawk (3,) or None begin, turning away, of origin `step`; else a bird
+    copies the side and origin of its nearest listed neighbour that began exactly
+    `reaction` steps ago. knn: list of index arrays (nearest first)."""
+    new_start, new_side, new_origin = start.copy(), side.copy(), origin.copy()
     free = step - start >= refractory
     startled = np.zeros(len(pos), bool)
     if hawk is not None:
@@ -197,11 +198,12 @@ def naive_zig_begin(step, pos, fwd, knn, start, side, hawk, range2, reaction, re
         left = np.column_stack([-fwd[:, 1], fwd[:, 0]])
         away = np.where((left * off[:, :2]).sum(axis=1) >= 0.0, 1.0, -1.0)
         new_start[startled], new_side[startled] = step, away[startled]
+        new_origin[startled] = step
     for i in np.flatnonzero(free & ~startled):
         hits = [j for j in knn[i] if step - start[j] == reaction]
         if hits:
-            new_start[i], new_side[i] = step, side[hits[0]]
-    return new_start, new_side
+            new_start[i], new_side[i], new_origin[i] = step, side[hits[0]], origin[hits[0]]
+    return new_start, new_side, new_origin
 
 
 def naive_zig_accel(step, start, side, fwd, zig, zig_steps):

@@ -38,19 +38,21 @@ def _wv(**kw):
 
 def test_zig_begin_matches_the_reference_over_many_steps():
     pos, vel, fwd, idx, count = _flock()
-    start, side = waves.fresh(len(pos))
-    ref_start, ref_side = start.copy(), side.copy()
+    start, side, origin = waves.fresh(len(pos))
+    ref = start.copy(), side.copy(), origin.copy()
     knn = [idx[i, :count[i]] for i in range(len(pos))]
     for step in range(200):
         hawk = (0.0, 0.0, 30.0) if step % 97 == 0 else None
-        wv = _wv(out=hawk is not None, x=0.0, y=0.0, z=30.0)
-        new_start, new_side = np.empty_like(start), np.empty_like(side)
-        waves.begin(wv, step, pos, fwd, idx, count, start, side, new_start, new_side)
-        ref_start, ref_side = naive_zig_begin(step, pos, fwd, knn, ref_start, ref_side,
-                                              hawk, 16.0, 8, 300)
-        start, side = new_start, new_side
-        assert np.array_equal(start, ref_start) and np.array_equal(side, ref_side)
+        # Refractory for 60 steps: the hawk's second pass startles the same birds again.
+        wv = _wv(out=hawk is not None, x=0.0, y=0.0, z=30.0, refractory=60)
+        new = np.empty_like(start), np.empty_like(side), np.empty_like(origin)
+        waves.begin(wv, step, pos, fwd, idx, count, start, side, origin, *new)
+        ref = naive_zig_begin(step, pos, fwd, knn, *ref, hawk, 16.0, 8, 60)
+        start, side, origin = new
+        for mine, theirs in zip(new, ref):
+            assert np.array_equal(mine, theirs)
     assert (start > waves.NEVER).mean() > 0.5  # the wave did spread
+    assert len(np.unique(origin[origin > waves.NEVER])) >= 2  # from more than one startle
 
 
 def test_zig_and_landing_steering_match_the_reference():
@@ -95,16 +97,17 @@ def _chain(n=5):
     return pos, fwd, idx, np.full(n, 2, np.int64)
 
 
-def _run(wv, pos, fwd, idx, count, steps, startle_at=0):
-    start, side = waves.fresh(len(pos))
-    starts = []
+def _run(wv, pos, fwd, idx, count, steps, startle_at=(0,)):
+    start, side, origin = waves.fresh(len(pos))
+    starts, origins = [], []
     for step in range(steps):
-        w = wv._replace(out=step == startle_at, x=-0.5, y=0.0, z=30.0)
-        ns, nd = np.empty_like(start), np.empty_like(side)
-        waves.begin(w, step, pos, fwd, idx, count, start, side, ns, nd)
-        start, side = ns, nd
+        w = wv._replace(out=step in startle_at, x=-0.5, y=0.0, z=30.0)
+        new = np.empty_like(start), np.empty_like(side), np.empty_like(origin)
+        waves.begin(w, step, pos, fwd, idx, count, start, side, origin, *new)
+        start, side, origin = new
         starts.append(start.copy())
-    return np.array(starts), side
+        origins.append(origin.copy())
+    return np.array(starts), side, np.array(origins)
 
 
 def test_a_zig_is_copied_after_exactly_the_reaction_time():
@@ -112,20 +115,33 @@ def test_a_zig_is_copied_after_exactly_the_reaction_time():
     # 0.5 m from it, range 1 m reaches it only), bird k copies at step 19·k.
     pos, fwd, idx, count = _chain()
     wv = _wv(reaction=19, range2=1.0, refractory=1000, zig_steps=100)
-    starts, side = _run(wv, pos, fwd, idx, count, 100)
+    starts, side, origins = _run(wv, pos, fwd, idx, count, 100)
     assert list(starts[-1]) == [0, 19, 38, 57, 76]
     assert np.all(side == side[0])  # the copied side
+    assert list(origins[-1]) == [0] * 5  # each copies the hawk's zig at step 0
 
 
 def test_the_refractory_time_stops_the_echo():
     # Without it bird 1 would copy bird 0 and bird 0 copy bird 1 back, forever.
     pos, fwd, idx, count = _chain(2)
     wv = _wv(reaction=5, range2=1.0, refractory=50, zig_steps=10)
-    starts, _ = _run(wv, pos, fwd, idx, count, 200)
+    starts, _, _ = _run(wv, pos, fwd, idx, count, 200)
     assert list(starts[-1]) == [0, 5]
     echo = _wv(reaction=5, range2=1.0, refractory=5, zig_steps=5)
-    starts, _ = _run(echo, pos, fwd, idx, count, 60)
+    starts, _, _ = _run(echo, pos, fwd, idx, count, 60)
     assert starts[-1][0] > 0  # the echo a refractory time of one reaction allows
+
+
+def test_a_zig_carries_the_origin_of_the_hawks_zig_it_copies():
+    # Bird 0 zigs at the hawk at step 0 and bird 1 copies it at step 5, of origin 0. The
+    # hawk near bird 0 at step 6 and 20 finds it refractory (50 steps): nothing begins.
+    # At step 60 it startles it again (origin 60), and bird 1, free again, copies that
+    # zig at 65 with its origin.
+    pos, fwd, idx, count = _chain(2)
+    wv = _wv(reaction=5, range2=1.0, refractory=50, zig_steps=10)
+    starts, _, origins = _run(wv, pos, fwd, idx, count, 70, startle_at=(0, 6, 20, 60))
+    assert list(starts[59]) == [0, 5] and list(origins[59]) == [0, 0]
+    assert list(starts[-1]) == [60, 65] and list(origins[-1]) == [60, 60]
 
 
 def test_the_hull_depths_match_qhull():
@@ -329,6 +345,35 @@ def test_the_hawk_climbs_away_to_a_bounded_height_and_attacks_again():
     assert np.mean(attacking[:4500]) <= 0.5 and not any(attacking[5000:])
 
 
+def test_the_hawk_startles_birds_only_while_it_dives_and_climbs_away():
+    """A pursuing hawk flies dive_height over its target, within the startle range of the
+    flock's upper birds; if they zigged at it then, they were all refractory when it
+    dived. Over a flock 30 m thick, the pursuit passes within range of birds, yet the
+    startle is out only in the dive and the climb."""
+    from types import SimpleNamespace
+
+    from render.sim.forces.hunt import HawkFlight
+
+    s = SimpleNamespace(start=0.0, speed=20.0, dive_speed=30.0, turn_rate=90.0,
+                        dive_height=30.0, climb_time=4.0, period=12.0, target="alternate",
+                        radius=20.0, strength=8.0)
+    rng = np.random.default_rng(7)
+    n, dt = 400, 0.01
+    pos = rng.normal(size=(n, 3)) * (15.0, 6.0, 10.0) + (0.0, 0.0, 50.0)
+    vel = np.tile((10.0, 0.0, 0.0), (n, 1))
+    hawk, near_in_pursuit, phases = HawkFlight(), 0, set()
+    for step in range(round(40.0 / dt)):
+        t = step * dt
+        now = pos + vel * t
+        hawk.step(s, t, dt, now, vel, rng.random(n), math.inf)
+        out = hawk.startle(s).out
+        assert out == (hawk.phase in ("dive", "climb")), (t, hawk.phase)
+        phases.add(hawk.phase)
+        if hawk.phase == "pursue":
+            near_in_pursuit += np.any(((now - hawk.pos) ** 2).sum(axis=1) < s.radius ** 2)
+    assert {"pursue", "dive", "climb"} <= phases and near_in_pursuit > 0
+
+
 def test_an_edge_attack_aims_at_the_flocks_face_not_a_straggler():
     from render.sim.forces.hunt import choose_target
 
@@ -346,19 +391,71 @@ def test_an_edge_attack_aims_at_the_flocks_face_not_a_straggler():
     assert choose_target("alternate", 0, pos, kth, hawk) == np.argsort(pos[:, 0])[0]
 
 
+def _line_attack(first, direct, origin, start=1.0):
+    """An attack over birds 0.5 m apart on a line (the flock's frame), each first zigging
+    at `first` (s), the `direct` ones the hawk's own zigs (its sources), from `origin`."""
+    from render.sim.hunt3d import Attack
+
+    x = np.arange(len(first)) * 0.5
+    where = np.column_stack([x, np.zeros_like(x), np.zeros_like(x)])
+    return Attack(start, 10.0, first, where, direct, direct.copy(), origin,
+                  [first[direct]], [where[direct]])
+
+
 def test_the_wave_front_speed_reads_every_source():
     """Worked by hand: 201 birds 0.5 m apart on a line in the flock's frame. The hawk
     startles the bird at 0 m at 1 s and the one at 60 m at 2 s; every other bird zigs when
     the first front moving at 15 m/s reaches it, from either. Every copied bird reads 15
     m/s; a slope fitted from the first startle alone read the birds past 60 m as a front
     going backwards. Under 10 copied birds: NaN."""
-    from render.sim.hunt3d import Attack
-
     x = np.arange(201) * 0.5
     first = np.minimum(1.0 + x / 15.0, 2.0 + np.abs(x - 60.0) / 15.0)
     direct = (x == 0.0) | (x == 60.0)
-    where = np.column_stack([x, np.zeros_like(x), np.zeros_like(x)])
-    a = Attack(1.0, 10.0, first, where, direct)
+    origin = np.where(1.0 + x / 15.0 <= 2.0 + np.abs(x - 60.0) / 15.0, 1.0, 2.0)
+    a = _line_attack(first, direct, origin)
     assert a.wave_speed() == pytest.approx(15.0, rel=1e-12) and a.wave_speed() is a._speed
     few = np.where(x < 4.0, first, np.nan)
-    assert math.isnan(Attack(1.0, 10.0, few, where, direct).wave_speed())
+    assert math.isnan(_line_attack(few, direct, origin).wave_speed())
+
+
+def test_the_wave_front_speed_leaves_out_a_wave_begun_before_the_attack():
+    """Worked by hand: the hawk's pursuit began a wave from the bird at 100 m at 0 s,
+    running at 40 m/s (2.5 s to the line's ends); the dive at 1 s startles the bird at 0
+    m and begins a front at 15 m/s. Each bird zigs with whichever reaches it first. Read
+    from the dive's one source, the birds the older wave reached first make a front far
+    faster than 15 m/s; left out by their origin, the front reads 15 m/s."""
+    x = np.arange(201) * 0.5
+    old, new = np.abs(x - 100.0) / 40.0, 1.0 + x / 15.0
+    first = np.where(x == 100.0, np.nan, np.minimum(old, new))  # its zig before the attack
+    first[x == 0.0] = 1.0
+    direct = x == 0.0
+    origin = np.where(new <= old, 1.0, 0.0)
+    origin[direct] = 1.0
+    a = _line_attack(first, direct, origin)
+    assert (origin == 0.0).sum() > 100  # the older wave reached most birds first
+    assert a.wave_speed() == pytest.approx(15.0, rel=1e-12)
+    mixed = _line_attack(first, direct, np.ones_like(origin))  # without the origins
+    assert mixed.wave_speed() > 20.0
+
+
+def test_every_bird_the_hawk_comes_near_counts_as_startled_not_only_its_own_zigs():
+    """Worked by hand: 10 birds on a line 10 m apart, the hawk flying along it at 10 m/s
+    from x = −15 m (startle range 12 m), a wave running ahead of it at 20 m/s from the
+    bird at 0 m. Every bird the hawk comes within 12 m of is startled; only the bird at
+    0 m, the wave's first, began its zig within the hawk's range (the wave's source):
+    the others already zigged when the hawk reached them."""
+    from render.sim.hunt3d import Attack
+
+    n, dt = 10, 0.1
+    x = np.arange(n) * 10.0
+    pos = np.column_stack([x, np.zeros(n), np.full(n, 50.0)])
+    zig_at = np.round((0.5 + x / 20.0) / dt).astype(int)   # steps: the wave from 0.5 s
+    a = Attack.open(0.0, n)
+    for step in range(51):                                   # the hawk reaches x = 35 m
+        hawk = np.array([-15.0 + 10.0 * step * dt, 0.0, 50.0])
+        a.note(step * dt, pos, hawk, 12.0 ** 2, zig_at == step, np.full(n, 0.5))
+    assert np.flatnonzero(a.reached).tolist() == [0, 1, 2, 3, 4]  # within 12 m of 35 m
+    assert np.flatnonzero(a.direct).tolist() == [0]
+    assert a.startled_share() == 0.5 and a.source_share() == 0.1
+    assert np.allclose(a.first, zig_at * dt) and a.zigged_share() == 1.0
+    assert len(a.source_t) == 1 and a.source_t[0].tolist() == [0.5]

@@ -173,7 +173,8 @@ class ContainmentSettings:
 class HawkSettings:
     """The hawk. 2D (`mode = "chord"`): a repulsor flying straight chords through the
     flock, one pass per period. 3D (`mode = "hunt"`, SPEC §11): a hawk that pursues, dives,
-    misses, climbs away and attacks again; birds within `radius` turn away and zig."""
+    misses, climbs away and attacks again; while it dives and climbs away, birds within
+    `radius` turn away and zig."""
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     mode: str = setting("chord", "chord: straight passes (2D only); hunt: pursue, dive, "

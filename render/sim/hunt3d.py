@@ -38,21 +38,55 @@ def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
     return out
 
 
-WAVE_CHUNK = 256  # copied birds a time against every source: bounded memory at 100,000
+WAVE_CHUNK = 32      # copied birds a time against every source: bounded memory
+WAVE_SAMPLE = 2000   # copied birds the front speed reads at most (evenly by index)
 
 
 @dataclass
 class Attack:
-    """One attack: its start and end (s), each bird's first zig time in it (s, NaN: none)
-    and place (m, in the flock's frame: relative to the centroid), whether the hawk itself
-    startled it."""
+    """One attack: its start and end (s); for each bird its first zig in it (time s, NaN:
+    none; place m, in the flock's frame: relative to the centroid; whether the hawk itself
+    began it; its origin, the time the hawk began the zig it copies, s), and whether the
+    bird came within the hawk's startle range at any step (startled: it turned away);
+    every zig the hawk began in it (`source_t` s, `source_at` m in the flock's frame), its
+    waves' sources."""
 
     start: float
     end: float
     first: np.ndarray
     where: np.ndarray
     direct: np.ndarray
+    reached: np.ndarray
+    origin: np.ndarray
+    source_t: list = field(default_factory=list)
+    source_at: list = field(default_factory=list)
     _speed: float | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, start: float, n: int) -> "Attack":
+        nan = np.full(n, math.nan)
+        return cls(start, math.inf, nan, np.zeros((n, 3)), np.zeros(n, bool),
+                   np.zeros(n, bool), nan.copy())
+
+    def note(self, t: float, pos: np.ndarray, hawk: np.ndarray, range2: float,
+             began: np.ndarray, origin: np.ndarray) -> None:
+        """Record a step at t (s): the birds at pos (n, 3) within the startle range
+        (range2, m²) of the hawk (3,), and those of `began` (n,) bool that begin a zig,
+        the hawk's own where it is near them; origin (n,): each zig's origin (s)."""
+        near = ((pos - hawk) ** 2).sum(axis=1) < range2
+        self.reached |= near
+        if not began.any():
+            return
+        centre = pos.mean(axis=0)
+        own = np.flatnonzero(began & near)
+        if len(own):
+            self.source_t.append(np.full(len(own), t))
+            self.source_at.append(pos[own] - centre)
+        first = np.flatnonzero(began & np.isnan(self.first))
+        self.first[first] = t
+        self.where[first] = pos[first] - centre
+        self.direct[first] = near[first]
+        self.origin[first] = origin[first]
 
     def wave_speed(self) -> float:
         """The finished attack's wave-front speed (m/s), worked out once (`front_speed`):
@@ -63,18 +97,21 @@ class Attack:
 
     def front_speed(self) -> float:
         """The wave front's speed (m/s) in the flock's frame over the birds beyond the
-        startle range (those that copied): for each, the least distance over time elapsed
-        from a bird the hawk startled before it; the median of those. A front that spreads
-        at c from wherever the hawk startled birds reaches each bird first from one of
-        them, at exactly c, and from any other no sooner, so the least ratio is c whatever
-        the number of sources (a hawk that startles birds along its pass starts several
+        startle range that copied a zig the hawk began in this attack (a wave its pursuit
+        began earlier is another front): for each, the least distance over time elapsed
+        from any zig the hawk began before it; the median of those. A front that spreads
+        at c from wherever the hawk began zigs reaches each bird first from one of them,
+        at exactly c, and from any other no sooner, so the least ratio is c whatever the
+        number of sources (a hawk that startles birds along its pass starts several
         fronts; one fitted slope from the first startle read them as slow, or negative).
-        NaN under 10 such birds."""
-        copied = np.flatnonzero(np.isfinite(self.first) & ~self.direct)
-        sources = np.isfinite(self.first) & self.direct
-        if len(copied) < 10 or not sources.any():
+        At most WAVE_SAMPLE copied birds, evenly by index; NaN under 10 of them."""
+        copied = np.flatnonzero(np.isfinite(self.first) & ~self.direct
+                                & (self.origin >= self.start))
+        if len(copied) < 10 or not self.source_t:
             return math.nan
-        t_s, x_s = self.first[sources], self.where[sources]
+        copied = copied[np.linspace(0, len(copied) - 1, min(len(copied), WAVE_SAMPLE))
+                        .round().astype(np.int64)]
+        t_s, x_s = np.concatenate(self.source_t), np.concatenate(self.source_at)
         least = np.empty(len(copied))
         for lo in range(0, len(copied), WAVE_CHUNK):
             rows = copied[lo:lo + WAVE_CHUNK]
@@ -86,7 +123,14 @@ class Attack:
         return float(np.median(least)) if len(least) >= 10 else math.nan
 
     def startled_share(self) -> float:
-        """Share of the birds the hawk itself startled in this attack."""
+        """Share of the birds the hawk startled in this attack: those that came within its
+        startle range. Not only those whose zig it began: a bird already zigging with a
+        wave when the hawk reaches it turns away all the same, and counting only the
+        hawk's own zigs read an attack as weaker the faster its wave ran ahead of it."""
+        return float(self.reached.mean())
+
+    def source_share(self) -> float:
+        """Share of the birds whose zig the hawk itself began (the waves' sources)."""
         return float(self.direct.mean())
 
     def zigged_share(self) -> float:
@@ -113,7 +157,7 @@ class Finale:
         self.dt = scene.scene.dt
         self.hawk = hunt.HawkFlight()
         self.waves = waves.waves(scene)
-        self.zig_start, self.zig_side = waves.fresh(n)
+        self.zig_start, self.zig_side, self.zig_origin = waves.fresh(n)
         self.land = landing.landing(scene, roost_xy)
         self.peel = landing.peel_steps(scene, n)
         self.state = np.zeros(n, np.int8)
@@ -139,10 +183,11 @@ class Finale:
             wv = self.waves._replace(out=startle.out, x=startle.x, y=startle.y,
                                      z=startle.z)
             start, side = np.empty_like(self.zig_start), np.empty_like(self.zig_side)
+            origin = np.empty_like(self.zig_origin)
             waves.begin(wv, step, pos, fwd, idx, count, self.zig_start, self.zig_side,
-                        start, side)
-            self._record(t, step, pos, start)
-            self.zig_start, self.zig_side = start, side
+                        self.zig_origin, start, side, origin)
+            self._record(t, step, pos, start, origin)
+            self.zig_start, self.zig_side, self.zig_origin = start, side, origin
         if self.land.active:
             state = np.empty_like(self.state)
             landing.advance_state(self.land, step, pos, self.peel, self.state, state)
@@ -150,24 +195,16 @@ class Finale:
         return extra_accel(step, pos, fwd, startle, self.waves, self.zig_start,
                            self.zig_side, self.land, self.state)
 
-    def _record(self, t: float, step: int, pos: np.ndarray, start: np.ndarray) -> None:
+    def _record(self, t: float, step: int, pos: np.ndarray, start: np.ndarray,
+                origin: np.ndarray) -> None:
         """Note this step's new zigs in the current attack; close it when it ends."""
         h = self.hawk
         if self.current is None and h.attacking(t):
-            n = len(pos)
-            self.current = Attack(h.attack_from, math.inf, np.full(n, math.nan),
-                                  np.zeros((n, 3)), np.zeros(n, bool))
+            self.current = Attack.open(h.attack_from, len(pos))
         a = self.current
         if a is None:
             return
-        began = np.flatnonzero((start == step) & np.isnan(a.first))
-        if len(began):
-            centre = pos.mean(axis=0)
-            a.first[began] = t
-            a.where[began] = pos[began] - centre
-            d2 = ((pos[began] - h.pos) ** 2).sum(axis=1)
-            direct = began[d2 < self.waves.range2]
-            a.direct[direct] = True
+        a.note(t, pos, h.pos, self.waves.range2, start == step, origin * self.dt)
         if not h.attacking(t) and t >= h.attack_until:
             a.end = h.attack_until
             self.done.append(a)

@@ -6,7 +6,10 @@ since it began; banked flight turns that into a bank one way and then the other.
 begins a zig when the hawk is within the startle range (turning away from it), or when a
 bird among its k nearest began one exactly `reaction` steps ago (copying that bird's
 side). For `refractory` steps after it began one it does not begin another, so a wave
-moves on and does not echo. Each bird reads the previous step's zig starts and writes only
+moves on and does not echo. Each zig also carries its
+origin, the step the hawk began the zig it was copied from, so a wave's speed is measured
+from its own start (a wave the hawk's pursuit began is still crossing the flock when a
+dive starts the next). Each bird reads the previous step's zig starts and writes only
 its own, so the waves are the same for any thread count.
 """
 
@@ -49,25 +52,27 @@ def waves(scene: Scene) -> Waves:
 
 
 @parallel
-def begin(p, step, pos, fwd, idx, count, start, side, new_start, new_side):
-    """Each bird's zig start (step, int64) and side (±1) after `step`, from the previous
-    ones (start, side (n,)), into new_start, new_side: see the module's rule. idx, count:
-    the k nearest (nearest first) of render.sim.nearest."""
+def begin(p, step, pos, fwd, idx, count, start, side, origin, new_start, new_side,
+          new_origin):
+    """Each bird's zig start (step, int64), side (±1) and origin (the step the hawk began
+    the zig it copied, int64) after `step`, from the previous ones (start, side, origin
+    (n,)), into new_start, new_side, new_origin: see the module's rule. idx, count: the k
+    nearest (nearest first) of render.sim.nearest."""
     for i in prange(pos.shape[0]):
-        new_start[i], new_side[i] = start[i], side[i]
+        new_start[i], new_side[i], new_origin[i] = start[i], side[i], origin[i]
         if step - start[i] < p.refractory:
             continue
         if p.out:
             ox, oy, oz = pos[i, 0] - p.x, pos[i, 1] - p.y, pos[i, 2] - p.z
             if ox * ox + oy * oy + oz * oz < p.range2:
-                new_start[i] = step
+                new_start[i], new_origin[i] = step, step
                 # Away from the hawk: the side its offset from the hawk lies on.
                 new_side[i] = 1.0 if -fwd[i, 1] * ox + fwd[i, 0] * oy >= 0.0 else -1.0
                 continue
         for m in range(count[i]):
             j = idx[i, m]
             if step - start[j] == p.reaction:
-                new_start[i], new_side[i] = step, side[j]
+                new_start[i], new_side[i], new_origin[i] = step, side[j], origin[j]
                 break
 
 
@@ -85,6 +90,7 @@ def accel(p, step, start, side, f0, f1):
     return -f1 * a, f0 * a, 0.0
 
 
-def fresh(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start (n,) int64, side (n,) float64) of birds that have never zigged."""
-    return np.full(n, NEVER, np.int64), np.ones(n)
+def fresh(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start (n,) int64, side (n,) float64, origin (n,) int64) of birds that have never
+    zigged."""
+    return np.full(n, NEVER, np.int64), np.ones(n), np.full(n, NEVER, np.int64)
