@@ -443,7 +443,8 @@ def test_every_bird_the_hawk_comes_near_counts_as_startled_not_only_its_own_zigs
     from x = −15 m (startle range 12 m), a wave running ahead of it at 20 m/s from the
     bird at 0 m. Every bird the hawk comes within 12 m of is startled; only the bird at
     0 m, the wave's first, began its zig within the hawk's range (the wave's source):
-    the others already zigged when the hawk reached them."""
+    the others already zigged when the hawk reached them. Past 35 m the hawk pursues
+    again (an attack's last seconds) and startles nobody."""
     from render.sim.hunt3d import Attack
 
     n, dt = 10, 0.1
@@ -451,9 +452,9 @@ def test_every_bird_the_hawk_comes_near_counts_as_startled_not_only_its_own_zigs
     pos = np.column_stack([x, np.zeros(n), np.full(n, 50.0)])
     zig_at = np.round((0.5 + x / 20.0) / dt).astype(int)   # steps: the wave from 0.5 s
     a = Attack.open(0.0, n)
-    for step in range(51):                                   # the hawk reaches x = 35 m
-        hawk = np.array([-15.0 + 10.0 * step * dt, 0.0, 50.0])
-        a.note(step * dt, pos, hawk, 12.0 ** 2, zig_at == step, np.full(n, 0.5))
+    for step in range(71):  # out until it reaches x = 35 m, then pursuing on to 55 m
+        hawk = Startle(step <= 50, -15.0 + 10.0 * step * dt, 0.0, 50.0, 12.0, 8.0)
+        a.note(step * dt, pos, hawk, zig_at == step, np.full(n, 0.5))
     assert np.flatnonzero(a.reached).tolist() == [0, 1, 2, 3, 4]  # within 12 m of 35 m
     assert np.flatnonzero(a.direct).tolist() == [0]
     assert a.startled_share() == 0.5 and a.source_share() == 0.1

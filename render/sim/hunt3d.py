@@ -68,12 +68,14 @@ class Attack:
         return cls(start, math.inf, nan, np.zeros((n, 3)), np.zeros(n, bool),
                    np.zeros(n, bool), nan.copy())
 
-    def note(self, t: float, pos: np.ndarray, hawk: np.ndarray, range2: float,
-             began: np.ndarray, origin: np.ndarray) -> None:
-        """Record a step at t (s): the birds at pos (n, 3) within the startle range
-        (range2, m²) of the hawk (3,), and those of `began` (n,) bool that begin a zig,
-        the hawk's own where it is near them; origin (n,): each zig's origin (s)."""
-        near = ((pos - hawk) ** 2).sum(axis=1) < range2
+    def note(self, t: float, pos: np.ndarray, startle: hunt.Startle, began: np.ndarray,
+             origin: np.ndarray) -> None:
+        """Record a step at t (s): the birds at pos (n, 3) the hawk's `startle` reaches
+        (none while it is not out: in the attack's last seconds it pursues again), and
+        those of `began` (n,) bool that begin a zig, the hawk's own where it reaches
+        them; origin (n,): each zig's origin (s)."""
+        hawk = np.array([startle.x, startle.y, startle.z])
+        near = startle.out & (((pos - hawk) ** 2).sum(axis=1) < startle.radius ** 2)
         self.reached |= near
         if not began.any():
             return
@@ -186,7 +188,7 @@ class Finale:
             origin = np.empty_like(self.zig_origin)
             waves.begin(wv, step, pos, fwd, idx, count, self.zig_start, self.zig_side,
                         self.zig_origin, start, side, origin)
-            self._record(t, step, pos, start, origin)
+            self._record(t, step, pos, startle, start, origin)
             self.zig_start, self.zig_side, self.zig_origin = start, side, origin
         if self.land.active:
             state = np.empty_like(self.state)
@@ -195,8 +197,8 @@ class Finale:
         return extra_accel(step, pos, fwd, startle, self.waves, self.zig_start,
                            self.zig_side, self.land, self.state)
 
-    def _record(self, t: float, step: int, pos: np.ndarray, start: np.ndarray,
-                origin: np.ndarray) -> None:
+    def _record(self, t: float, step: int, pos: np.ndarray, startle: hunt.Startle,
+                start: np.ndarray, origin: np.ndarray) -> None:
         """Note this step's new zigs in the current attack; close it when it ends."""
         h = self.hawk
         if self.current is None and h.attacking(t):
@@ -204,7 +206,7 @@ class Finale:
         a = self.current
         if a is None:
             return
-        a.note(t, pos, h.pos, self.waves.range2, start == step, origin * self.dt)
+        a.note(t, pos, startle, start == step, origin * self.dt)
         if not h.attacking(t) and t >= h.attack_until:
             a.end = h.attack_until
             self.done.append(a)
