@@ -38,8 +38,8 @@ class FrameState:
     (n, d) float64, world units, row i always bird i; neighbours: (n,); accent: the accent
     birds' mask (n,); exposure: the sub-frame (positions, velocities) pairs of motion blur,
     else (); view: the camera's (None: the whole world); time: the frame's time, s (index /
-    fps); hawk: its position (d floats) at the step the frame samples, None while it is
-    not out; bank: (n,) radians, None in level flight (the 2D simulator has no bank);
+    fps); hawk: its position (d floats) at the frame's time, None while it is not out;
+    bank: (n,) radians, None in level flight (the 2D simulator has no bank);
     pose: a 3D scene's camera at the scene's output size (None: drawn from above);
     attack: whether a hunting hawk's attack is on; landed: (n,) bool, None without a
     landing; followed: the point a following camera follows (d floats), else None."""
@@ -63,14 +63,14 @@ class FrameState:
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
         """The state of a simulated `frame` (copies: the simulator reuses its arrays for the
         next step) with the scene's camera at its time."""
-        bank = getattr(frame.snapshot, "bank", None)  # a 2D snapshot may not carry one
+        bank = frame.bank
         landed = getattr(frame.snapshot, "landed", None)
         time = float(frame.time)
         three = scene.dimensions == 3
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
                    None if three else view_at(scene, time, frame.followed), frame.time,
-                   frame.snapshot.hawk, None if bank is None else bank.copy(),
+                   frame.hawk, None if bank is None else bank.copy(),
                    pose_at(scene, time, frame.followed, *scene.output.size) if three else None,
                    getattr(frame.snapshot, "attack", False),
                    None if landed is None else landed.copy(), frame.followed)

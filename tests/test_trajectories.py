@@ -319,3 +319,34 @@ def test_no_overwrite_refuses_an_existing_npz(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", out, "--no-overwrite", "-q")
     assert r.code == 2 and "already exists" in r.err
     assert out.read_bytes() == b"kept"
+
+
+def test_a_frame_between_two_steps_has_the_bank_and_the_hawk_between_theirs(tmp_path):
+    """A frame's banks and hawk, like its positions, are interpolated to its time: a
+    frame a third of the way from one step to the next is a third of the way between
+    their banks and their hawks (3D, a hunting hawk out from the start)."""
+    from math import floor
+
+    from render.sim.simulate import Simulation, frames
+
+    path = tmp_path / "s.toml"
+    path.write_text("[scene]\nduration = 2.0\ndt = 0.01\nsettle_steps = 0\n"
+                    "[world]\ndimensions = 3\n[flock]\ncount = 300\n"
+                    "[rules]\nneighbours = \"topological\"\n[flight]\n[roost]\n"
+                    "[hawk]\nmode = \"hunt\"\nspeed = 20.0\nstart = 0.0\n[output]\nfps = 30\n")
+    scene = load_scene(path)
+    sim = Simulation(scene, cache=False)
+    steps = [sim.advance() for _ in range(40)]
+    between = 0
+    for frame in frames(Simulation(scene, cache=False), scene.output.fps, 10):
+        where = frame.time / Fraction(scene.scene.dt).limit_denominator(1_000_000)
+        a, b = steps[floor(where)], steps[floor(where) + 1]
+        frac = float(where - floor(where))
+        np.testing.assert_array_equal(frame.bank, a.bank + frac * (b.bank - a.bank))
+        if a.hawk is None or b.hawk is None:
+            assert frame.hawk == a.hawk
+            continue
+        np.testing.assert_allclose(frame.hawk, np.add(a.hawk, frac * np.subtract(b.hawk,
+                                                                               a.hawk)))
+        between += frac > 0 and not np.array_equal(a.bank, b.bank) and a.hawk != b.hawk
+    assert between >= 6

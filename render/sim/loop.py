@@ -250,11 +250,11 @@ def morph(scene, head: list[Frame], start: int, count: int,
         vel = t.velocities + w * (frame.velocities[partner] - t.velocities)
         nb = np.where(w[:, 0] < 0.5, t.snapshot.neighbours, frame.snapshot.neighbours[partner])
         snapshot = dataclasses.replace(frame.snapshot, neighbours=nb)
-        followed = frame.followed
+        followed, bank = frame.followed, frame.bank
         if scene.dimensions == 3:
-            snapshot, followed = carried_3d(frame, t, partner, w[:, 0], smooth(i / c), snapshot)
+            bank, followed = carried_3d(frame, t, partner, w[:, 0], smooth(i / c))
         yield dataclasses.replace(frame, positions=pos, velocities=vel, exposure=(),
-                                  snapshot=snapshot, followed=followed)
+                                  snapshot=snapshot, followed=followed, bank=bank)
 
 
 def smooth(s):
@@ -281,16 +281,15 @@ def path(scene, s: float, target: np.ndarray, guided: np.ndarray, extent):
     return snap, delta, carried
 
 
-def carried_3d(head: Frame, tail: Frame, partner: np.ndarray, w: np.ndarray, s: float,
-               snapshot):
+def carried_3d(head: Frame, tail: Frame, partner: np.ndarray, w: np.ndarray, s: float):
     """A 3D morph frame's bank ((n,) radians, each bird's turned from the guided tail's
     toward its partner's with its weight `w`, so at the morph's end it is the partner's)
     and the followed point (the camera carried from the tail's to the head's with `s`)."""
-    bank = tail.snapshot.bank + w * (head.snapshot.bank[partner] - tail.snapshot.bank)
+    bank = tail.bank + w * (head.bank[partner] - tail.bank)
     followed = head.followed
     if followed is not None and tail.followed is not None:
         followed = tuple(a + s * (b - a) for a, b in zip(tail.followed, followed))
-    return dataclasses.replace(snapshot, bank=bank), followed
+    return bank, followed
 
 
 def flies(scene, guided: list[Frame], paths: list[tuple], end: np.ndarray) -> np.ndarray:

@@ -139,10 +139,13 @@ def _hawk(h) -> tuple[float, float] | None:
 
 @dataclass(frozen=True)
 class Frame:
-    """The state a frame shows. positions, velocities: (n, 2), interpolated at `time`;
+    """The state a frame shows. positions, velocities: (n, d), interpolated at `time`;
     snapshot: the simulated state at or just before `time` (its neighbour counts weight
     the drawing and its measures feed the diagnostics). exposure: with motion blur, the
-    (positions, velocities) at each sub-frame time the shutter is open; else empty."""
+    (positions, velocities) at each sub-frame time the shutter is open; else empty.
+    followed, bank ((n,) radians; None in 2D) and hawk (d floats; None while it is not
+    out): interpolated at `time` like the positions (the hawk from the step before alone
+    when it is out at only one of the two)."""
 
     index: int
     time: Fraction
@@ -151,6 +154,8 @@ class Frame:
     snapshot: Snapshot
     exposure: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
     followed: tuple[float, ...] | None = None
+    bank: np.ndarray | None = None
+    hawk: tuple[float, ...] | None = None
 
 
 def step_fraction(dt: float) -> Fraction:
@@ -183,7 +188,8 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
             raise RuntimeError("frames must be requested in increasing order")
         frac = float(where - s0)
         if frac == 0.0:
-            return before.positions, before.velocities, before, before.followed
+            return before.positions, before.velocities, before, before.followed, \
+                before.bank, before.hawk
         delta = after.positions - before.positions
         if wrap:
             delta -= extent * np.round(delta / extent)
@@ -191,19 +197,25 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         if wrap:
             pos = np.mod(pos, extent)
         vel = before.velocities + frac * (after.velocities - before.velocities)
-        followed = None
-        if before.followed is not None:
-            followed = tuple(a + frac * (b - a) for a, b in zip(before.followed,
-                                                                 after.followed))
-        return pos, vel, before, followed
+        bank = None if before.bank is None else before.bank + frac * (after.bank -
+                                                                     before.bank)
+        return pos, vel, before, _between(before.followed, after.followed, frac), bank, \
+            _between(before.hawk, after.hawk, frac)
 
     for index in range(first, first + count):
         time = Fraction(index) / fps
-        pos, vel, snap, followed = at(time)
+        pos, vel, snap, followed, bank, hawk = at(time)
         exposure = ()
         if subframes > 1:
             # Copies: the simulator may reuse its arrays as it steps through the shutter.
-            exposure = tuple((p.copy(), v.copy()) for p, v, _, _ in (
+            exposure = tuple((p.copy(), v.copy()) for p, v, *_ in (
                 at(time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps)
                 for k in range(subframes)))
-        yield Frame(index, time, pos, vel, snap, exposure, followed)
+        yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk)
+
+
+def _between(a, b, frac: float):
+    """The point (a tuple) a share frac of the way from a to b; a when either is None."""
+    if a is None or b is None:
+        return a
+    return tuple(x + frac * (y - x) for x, y in zip(a, b))
