@@ -37,7 +37,8 @@ def hand_made(index: int, blur: int = 1) -> SimpleNamespace:
                      for k in range(blur)) if blur > 1 else ()
     return SimpleNamespace(index=index, time=Fraction(index, 25), positions=positions,
                            velocities=velocities, exposure=exposure, followed=None,
-                           snapshot=SimpleNamespace(neighbours=np.full(BIRDS, 7.0), hawk=None))
+                           bank=None, hawk=None,
+                           snapshot=SimpleNamespace(neighbours=np.full(BIRDS, 7.0)))
 
 
 def states(scene, blur: int = 1) -> list[FrameState]:
