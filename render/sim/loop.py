@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import UsageError
 from .flight import flight
 from .pairing import pair
-from .simulate import Frame, Simulation, frames
+from .simulate import Frame, Simulation, between, frames
 
 # The loop's start is searched within this share of the clip (simulated once more: cheap
 # next to drawing), a candidate every third of the morph.
@@ -285,11 +285,8 @@ def carried_3d(head: Frame, tail: Frame, partner: np.ndarray, w: np.ndarray, s: 
     """A 3D morph frame's bank ((n,) radians, each bird's turned from the guided tail's
     toward its partner's with its weight `w`, so at the morph's end it is the partner's)
     and the followed point (the camera carried from the tail's to the head's with `s`)."""
-    bank = tail.bank + w * (head.bank[partner] - tail.bank)
-    followed = head.followed
-    if followed is not None and tail.followed is not None:
-        followed = tuple(a + s * (b - a) for a, b in zip(tail.followed, followed))
-    return bank, followed
+    return tail.bank + w * (head.bank[partner] - tail.bank), between(tail.followed,
+                                                                     head.followed, s)
 
 
 def flies(scene, guided: list[Frame], paths: list[tuple], end: np.ndarray) -> np.ndarray:

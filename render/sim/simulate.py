@@ -199,8 +199,8 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         vel = before.velocities + frac * (after.velocities - before.velocities)
         bank = None if before.bank is None else before.bank + frac * (after.bank -
                                                                      before.bank)
-        return pos, vel, before, _between(before.followed, after.followed, frac), bank, \
-            _between(before.hawk, after.hawk, frac)
+        return pos, vel, before, between(before.followed, after.followed, frac), bank, \
+            between(before.hawk, after.hawk, frac)
 
     for index in range(first, first + count):
         time = Fraction(index) / fps
@@ -214,7 +214,7 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk)
 
 
-def _between(a, b, frac: float):
+def between(a, b, frac: float):
     """The point (a tuple) a share frac of the way from a to b; a when either is None."""
     if a is None or b is None:
         return a
