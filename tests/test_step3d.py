@@ -182,6 +182,16 @@ def test_the_settled_state_is_kept_and_loaded_with_the_same_bits(tmp_path, monke
     monkeypatch.undo()
     a, b = first.advance(), Simulation(scene).advance()
     assert np.array_equal(a.positions, b.positions) and a.followed == b.followed
+    # The candidate lists are not kept: both draw them anew at step 0, so the birds each
+    # search tested (the stats' candidates) are the same too.
+    fresh = Simulation(build_scene({**scene.to_dict(), "scene": {"seed": 2, "dt": 0.01,
+                                                                  "settle_steps": 30}},
+                                   "test.toml"), cache=False)
+    loaded = Simulation(scene)
+    for _ in range(12):
+        x, y = fresh.advance(), loaded.advance()
+        assert np.array_equal(x.candidates, y.candidates)
+        assert np.array_equal(x.positions, y.positions)
 
 
 def test_the_settled_key_follows_the_simulation_settings_only():
@@ -259,3 +269,34 @@ def test_the_return_leans_in_over_two_seconds():
     assert strengths[97] == pytest.approx(0.99)
     inside = roost.at_step(p, np.array([1.0, 0.0, 50.0]), heading, True, home.side, 2.0, 0.01)
     assert not inside.homing and inside.strength == pytest.approx(1.99)
+
+
+@pytest.mark.parametrize("rules", [{}, {"max_range": 1.5}])
+def test_steps_from_the_candidate_lists_equal_steps_searched_afresh(monkeypatch, rules):
+    """1,500 birds over 60 steps: the candidate lists are drawn anew several times and
+    answer most birds in between; the same run with every bird searching afresh (its list
+    never allowed to answer) gives the same bits."""
+    from render.sim import step3d
+
+    real = step3d._drift
+    relists = []
+
+    def spy(pos, work, landed):
+        moved, most, relisting = real(pos, work, landed)
+        relists.append(relisting)
+        return moved, most, relisting
+
+    def never(pos, work, landed):
+        moved, _, relisting = real(pos, work, landed)
+        return moved, math.inf, relisting
+
+    runs = []
+    for drift in (spy, never):
+        monkeypatch.setattr(step3d, "_drift", drift)
+        sim = Simulation(scene3(n=1500, **rules), cache=False)
+        tested = [sim.advance().candidates.mean() for _ in range(60)]
+        runs.append((sim.positions, sim.velocities, sim.bank, np.mean(tested)))
+    for a, b in zip(runs[0][:3], runs[1][:3]):
+        assert np.array_equal(a, b)
+    assert sum(relists[:60]) >= 3 and not all(relists[:60])
+    assert runs[0][3] < 0.8 * runs[1][3]  # the lists did answer

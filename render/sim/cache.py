@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import sys
 from pathlib import Path
 
@@ -41,3 +42,25 @@ def use_numba_cache() -> None:
     is set already. numba reads it once, on its first import: call this before that."""
     folder = user_cache_dir() / "boids-render" / f"numba-{sources_digest()}"
     os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
+    portable_target()
+
+
+# What numba compiles for on an x86-64 machine that has it: Haswell's instruction set
+# (x86-64-v3). Compiled for the host, the kernels that may add a bird's candidates in
+# vector lanes (render.sim.jit.vectorised) add them eight at a time on a machine with
+# AVX-512 and four at a time on one without, and the same scene gave other bits.
+PORTABLE_CPU = "haswell"
+_PORTABLE_FLAGS = {"avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "popcnt"}
+
+
+def portable_target(cpuinfo: Path = Path("/proc/cpuinfo")) -> None:
+    """Set NUMBA_CPU_NAME to PORTABLE_CPU (unless it is set already) on an x86-64 Linux
+    machine whose processor has every instruction that needs, so a scene gives the same
+    bits on any such machine; elsewhere numba compiles for the host."""
+    if platform.machine() not in ("x86_64", "AMD64") or not cpuinfo.is_file():
+        return
+    for line in cpuinfo.read_text(errors="replace").splitlines():
+        if line.startswith("flags"):
+            if _PORTABLE_FLAGS <= set(line.partition(":")[2].split()):
+                os.environ.setdefault("NUMBA_CPU_NAME", PORTABLE_CPU)
+            return

@@ -16,6 +16,9 @@ yet searched; a bird so isolated that its shells would pass more cells than the 
 buckets scans every bird instead (still exact; O(n) for that bird alone).
 
 2D positions (n, 2) use the same kernels with a single layer of cells (Z = 1).
+
+The 3D step (render.sim.step3d) keeps each bird's candidates from one search for the
+steps after it (`relist`, `search_listed`), searching again only where they cannot tell.
 """
 
 from __future__ import annotations
@@ -397,3 +400,101 @@ def k_nearest_visible(pos: np.ndarray, fwd: np.ndarray, k: int, *, radius,
                     grid.order, grid.pos, grid.fwd, cos_half_blind(blind_angle), max_d2,
                     out_j, out_d2, count, tested)
     return out_j, out_d2, count
+
+
+# Candidate lists with a skin (Verlet lists): a bird's nearest birds, found once, serve
+# the steps after as long as no bird that was farther than the list's reach can have come
+# nearer than its k-th. Each bird's list holds every bird (seen or not) within its reach:
+# its first search radius times 1 + SKIN (or less, when LISTED birds fill it first).
+SKIN = 0.35
+LISTED = 32
+
+
+@inline
+def relist(q, i, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach,
+           list_s, list_d2, near):
+    """Bird i (slot q) lists every bird within radius·(1 + SKIN) of it, nearest first,
+    into row i of cand (bird indices, −1 past the last) and the list's reach into reach[i]
+    (every bird off the list is at least that far; 0: no list, the bird so isolated its
+    ball spans the fold). Returns the candidates whose distance it computed."""
+    r = radius * (1.0 + SKIN)
+    found, tested = _ball(q, r, start, fx, fy, fz, side, 3, g_order, g_pos, g_fwd, 1.0,
+                          list_s, list_d2, near)
+    m = cand.shape[1]
+    for t in range(m):
+        cand[i, t] = g_order[list_s[t]] if t < found else -1
+    reach[i] = 0.0 if found < 0 else (r if found < m else math.sqrt(list_d2[m - 1]))
+    return max(tested, 0)
+
+
+@inline
+def search_listed(q, i, limit, slot_of, cand, g_order, g_pos, g_fwd, cos_blind, max_d2,
+                  best_s, best_d2):
+    """The k nearest visible birds of bird i (slot q) among its listed candidates (cand's
+    row i, bird indices; those not in the grid, slot_of −1, skipped), as `search`; exact
+    when every bird off the list is at least `limit` away (its reach less the largest
+    distance any two birds can have closed since it was listed). Returns (how many, the
+    candidates tested), or (−1, tested) when the list cannot tell (the caller
+    searches)."""
+    k = best_s.shape[0]
+    best_s[:] = -1
+    best_d2[:] = math.inf
+    x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
+    f0, f1, f2 = g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2]
+    found = 0
+    bound = max_d2
+    tested = 0
+    for t in range(cand.shape[1]):
+        j = cand[i, t]
+        if j < 0:
+            break
+        s = slot_of[j]
+        if s < 0:
+            continue
+        tested += 1
+        ox = g_pos[s, 0] - x
+        oy = g_pos[s, 1] - y
+        oz = g_pos[s, 2] - z
+        d2 = ox * ox + oy * oy + oz * oz
+        if d2 >= bound and not (found == k and d2 == bound and
+                                g_order[s] < g_order[best_s[k - 1]]):
+            continue
+        if cos_blind < 1.0 and d2 > 0.0 and \
+                -(ox * f0 + oy * f1 + oz * f2) > cos_blind * math.sqrt(d2):
+            continue
+        found = _offer(s, d2, g_order, best_s, best_d2, found, k)
+        if found == k:
+            bound = best_d2[k - 1]
+    # Exact when the answer lies strictly inside the limit: every bird off the list is
+    # farther than the k-th (or, short of k, than the max range).
+    if limit > 0.0 and (bound < limit * limit if found == k else max_d2 < limit * limit):
+        return found, tested
+    return -1, tested
+
+
+@serial
+def drift(pos, anchor, flying, out):
+    """Each bird's distance from where it was listed (anchor (n, 3)) once the flock's
+    common motion (the mean displacement of the birds flying; flying (n,) bool, or empty:
+    all) is taken out, into out (n,); returns the largest over the birds flying. Two
+    birds have closed by at most the sum of their drifts, whatever motion is taken out."""
+    every = flying.shape[0] == 0
+    s0 = s1 = s2 = 0.0
+    m = 0
+    for i in range(pos.shape[0]):
+        if every or flying[i]:
+            s0 += pos[i, 0] - anchor[i, 0]
+            s1 += pos[i, 1] - anchor[i, 1]
+            s2 += pos[i, 2] - anchor[i, 2]
+            m += 1
+    if m > 0:
+        s0, s1, s2 = s0 / m, s1 / m, s2 / m
+    most = 0.0
+    for i in range(pos.shape[0]):
+        dx = pos[i, 0] - anchor[i, 0] - s0
+        dy = pos[i, 1] - anchor[i, 1] - s1
+        dz = pos[i, 2] - anchor[i, 2] - s2
+        out[i] = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if (every or flying[i]) and out[i] > most:
+            most = out[i]
+    return most

@@ -4,8 +4,9 @@ over their sums, the roost, the noise and banked flight, per bird.
 Each bird reads the previous state only and writes only its own rows, so every thread
 count gives the same bits. `tests/naive3d.py` holds the all-pairs numpy reference.
 
-A topological step is one parallel loop over the birds in grid order: each bird's search,
-its sums over the neighbours found, the rules and its flight, one after the other, so the
+A topological step is one parallel loop over the birds in grid order: each bird's
+neighbours (from its candidate list where the list can tell, else searched), its sums over
+them, the rules and its flight, one after the other, so the
 neighbours' positions and forward vectors (copied into grid order by the grid's sort) are
 still in cache when the sums read them, and no neighbour list goes through memory.
 """
@@ -18,11 +19,12 @@ from typing import NamedTuple
 import numpy as np
 
 from . import flight as _flight
-from . import noise
+from . import nearest, noise
 from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial
-from .nearest import CHUNK, NEAR, build_grid, cell_side, search
+from .nearest import (CHUNK, LISTED, NEAR, build_grid, cell_side, drift, relist, search,
+                      search_listed)
 
 
 class Neighbours3(NamedTuple):
@@ -36,17 +38,26 @@ class Neighbours3(NamedTuple):
 
 class Workspace3(NamedTuple):
     """Arrays carried from step to step for n birds: each bird's next search radius (n,,
-    m; topological), the forward vectors (n, 3) and the sums (n, N_SUMS3; metric only,
-    else (0, N_SUMS3))."""
+    m; topological), the forward vectors (n, 3), the sums (n, N_SUMS3; metric only, else
+    (0, N_SUMS3)) and, topological, the candidate lists (nearest.relist): cand (n,
+    LISTED) int64 bird indices, reach (n,) m, anchor (n, 3) the positions they were
+    listed at, listed (1,) bool: whether they have been."""
 
     radius: np.ndarray
     fwd: np.ndarray
     sums: np.ndarray
+    cand: np.ndarray
+    reach: np.ndarray
+    anchor: np.ndarray
+    listed: np.ndarray
 
 
 def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
+    lists = n if topological else 0
     return Workspace3(np.full(n, radius), np.empty((n, 3)),
-                      np.empty((0 if topological else n, flocking3d.N_SUMS3)))
+                      np.empty((0 if topological else n, flocking3d.N_SUMS3)),
+                      np.full((lists, LISTED), -1, np.int32), np.zeros(lists),
+                      np.empty((lists, 3)), np.zeros(1, bool))
 
 
 class Step3(NamedTuple):
@@ -174,11 +185,16 @@ def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radi
 
 @parallel
 def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
-                     vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, idx,
-                     kth2, new_pos, new_vel, new_bank, count, tested_out, nearest):
-    """Every bird of the grid's step from its k nearest visible birds of the grid
+                     slot_of, cand, reach, moved, most, relisting, vel, bank, rules, home,
+                     fl, noise_sd, seed, step, extra, states, idx, kth2, new_pos, new_vel,
+                     new_bank, count, tested_out, nearest):
+    """Every bird of the grid's step from its k nearest visible birds of the grid, taken
+    from its candidate list (nearest.search_listed) where the list can tell, else searched
     (nearest.search over the grid given in grid order, g_order its bird indices). Every
-    array is in grid order: row q is the bird in slot q. In: radius (its first search
+    array is in grid order — row q is the bird in slot q — but slot_of (each bird's slot,
+    −1 off the grid), the lists cand, reach and each bird's drift since it was listed,
+    moved (nearest.drift; the largest: most), which are in bird order. relisting: every
+    bird lists its candidates anew first (nearest.relist). In: radius (its first search
     radius), vel, bank and a Finale3's extra, states (maybe empty). Out: its rows of the
     arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
     beyond its k-th distance; short of k, a growing guess no larger than the max range)
@@ -190,11 +206,26 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
     for c in prange((n + CHUNK - 1) // CHUNK):
         best_s = np.empty(k, np.int64)
         best_d2 = np.empty(k)
+        list_s = np.empty(cand.shape[1], np.int64)
+        list_d2 = np.empty(cand.shape[1])
         row = np.empty(flocking3d.N_SUMS3)
         near = np.empty(NEAR, np.int64)
         for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            found, tested = search(q, radius[q], start, fx, fy, fz, side, 3, g_order, g_pos,
-                                   g_fwd, rules.cos_blind, max_d2, best_s, best_d2, near)
+            i = g_order[q]
+            tested = 0
+            if relisting:
+                tested = relist(q, i, radius[q], start, fx, fy, fz, side, g_order, g_pos,
+                                g_fwd, cand, reach, list_s, list_d2, near)
+            # Slack for the rounding in the distances the limit was drawn from.
+            limit = (reach[i] - moved[i] - most) * (1.0 - 1e-12) - 1e-9
+            found, more = search_listed(q, i, limit, slot_of, cand, g_order, g_pos, g_fwd,
+                                        rules.cos_blind, max_d2, best_s, best_d2)
+            tested += more
+            if found < 0:
+                found, more = search(q, radius[q], start, fx, fy, fz, side, 3, g_order,
+                                     g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
+                                     near)
+                tested += more
             kth = best_d2[k - 1]
             radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
                 min(radius[q] * 1.5, 1e6, max_r)
@@ -207,7 +238,7 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
                 kth2[q] = kth
                 for j in range(k):
                     idx[q, j] = g_order[best_s[j]] if j < found else -1
-            _fly(g_order[q], q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
+            _fly(i, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
                  bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
                  new_vel, new_bank)
 
@@ -281,7 +312,33 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
     s_out = Step3(np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
                   np.empty(m, np.int64), np.empty(m))
     s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
+    slot_of = np.full(len(pos), -1, np.int64)
+    slot_of[order] = np.arange(m)
+    moved, most, relisting = _drift(pos, work, landed)
     topological_step(s_radius, grid.start, *grid.folds, grid.side, order, grid.pos,
-                     grid.fwd, max_d2, k, s_vel, s_bank, rules, home, fl, noise_sd, seed,
-                     step, s_extra, s_states, s_idx, s_kth2, *s_out)
+                     grid.fwd, max_d2, k, slot_of, work.cand, work.reach, moved, most,
+                     relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed, step,
+                     s_extra, s_states, s_idx, s_kth2, *s_out)
     from_slots(order, *s_out, s_radius, s_idx, s_kth2, *out, work.radius, fin.idx, fin.kth)
+
+
+# The lists are drawn anew once any bird has drifted this share of the skin (its reach
+# beyond the first search radius): two birds may then have closed by the whole skin.
+RELIST_DRIFT = 0.5
+
+
+def _drift(pos, work: Workspace3, landed):
+    """(each bird's drift since it was listed (n,), the largest, whether every bird lists
+    its candidates anew this step) — the lists re-anchored at pos when it does."""
+    moved = np.zeros(len(pos))
+    most = 0.0
+    if work.listed[0]:
+        flying = ~landed if landed is not None else np.zeros(0, bool)
+        most = drift(pos, work.anchor, flying, moved)
+    skin = nearest.SKIN * float(np.median(nearest.sample(work.radius)))
+    relisting = not work.listed[0] or most > RELIST_DRIFT * skin
+    if relisting:
+        np.copyto(work.anchor, pos)
+        work.listed[0] = True
+        moved[:], most = 0.0, 0.0
+    return moved, most, relisting
