@@ -116,29 +116,57 @@ def test_fewer_birds_than_k():
     assert (j[:, 3:] == -1).all() and np.isinf(d2[:, 3:]).all()
 
 
-def _listed(pos, fwd, anchor, k=3, blind=0.0):
-    """Bird 0's k nearest visible birds of pos from its candidate list drawn at anchor
-    (nearest.relist), through nearest.search_listed with the limit the drifts give;
-    returns (count, the neighbours' bird indices) or (−1, None): the list cannot tell."""
-    from render.sim.nearest import (LISTED, NEAR, build_grid, cos_half_blind, drift,
-                                    relist, search_listed)
+def _lists(anchor, fwd, radius, side):
+    """Every bird's candidate list drawn at `anchor` (nearest.relist, first radii
+    `radius` (n,), cells of `side`): (cand, reach, each bird's slot then)."""
+    from render.sim.nearest import LISTED, NEAR, build_grid, relist
+
+    n = len(anchor)
+    cand, reach = np.full((n, LISTED), -1, np.int32), np.zeros(n)
+    then = build_grid(anchor, side, cells=False, fwd=fwd)
+    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
+    for q in range(n):
+        relist(q, radius[then.order[q]], then.start, *then.folds, then.side, then.order,
+               then.pos, then.fwd, cand, reach, *scratch)
+    slot = np.empty(n, np.int64)
+    slot[then.order] = np.arange(n)
+    return cand, reach, slot
+
+
+def _read(pos, anchor, fwd, lists, side, k, blind=0.0, drifts=True):
+    """Each bird's k nearest visible birds of pos from the `lists` drawn at anchor
+    (nearest.search_listed, with the drifts, or none when not `drifts`): a list of
+    (count, the neighbours' bird indices, their squared distances) per bird, count −1
+    where its list cannot tell."""
+    from render.sim.nearest import build_grid, cos_half_blind, drift, search_listed
 
     n = len(pos)
-    cand, reach = np.full((n, LISTED), -1, np.int32), np.zeros(n)
-    then = build_grid(anchor, 3.0, cells=False, fwd=fwd)
-    q0 = int(np.flatnonzero(then.order == 0)[0])
-    relist(q0, 0, 1.0, then.start, *then.folds, then.side, then.order, then.pos, then.fwd,
-           cand, reach, np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
-    moved = np.empty(n)
-    most = drift(pos, anchor, np.zeros(0, bool), moved)
-    now = build_grid(pos, 3.0, cells=False, fwd=fwd)
-    slot_of = np.empty(n, np.int64)
-    slot_of[now.order] = np.arange(n)
+    cand, reach, then_slot = lists
+    moved = np.zeros(n)
+    most = drift(pos, anchor, np.zeros(0, bool), moved) if drifts else 0.0
+    if not drifts:
+        moved[:] = 0.0
+    now = build_grid(pos, side, cells=False, fwd=fwd)
+    now_of_then = np.empty(n, np.int64)
+    now_of_then[then_slot[now.order]] = np.arange(n)
     best_s, best_d2 = np.empty(k, np.int64), np.empty(k)
-    found, _ = search_listed(int(slot_of[0]), 0, reach[0] - moved[0] - most, slot_of, cand,
-                             now.order, now.pos, now.fwd, cos_half_blind(blind), math.inf,
-                             best_s, best_d2)
-    return (found, None) if found < 0 else (found, sorted(now.order[best_s[:found]]))
+    out = [None] * n
+    for q in range(n):
+        i = now.order[q]
+        e = then_slot[i]
+        found, _ = search_listed(q, e, reach[e] - moved[i] - most, cand, now_of_then,
+                                 now.order, now.pos, now.fwd, cos_half_blind(blind),
+                                 math.inf, best_s, best_d2)
+        out[i] = (found, list(now.order[best_s[:max(found, 0)]]),
+                  best_d2[:max(found, 0)].copy())
+    return out
+
+
+def _listed(pos, fwd, anchor, k, drifts=True):
+    """Bird 0's answer from the lists of the five-bird cases below (first radius 1 m)."""
+    lists = _lists(anchor, fwd, np.ones(len(pos)), 3.0)
+    found, got, _ = _read(pos, anchor, fwd, lists, 3.0, k, drifts=drifts)[0]
+    return (found, None) if found < 0 else (found, sorted(got))
 
 
 def test_a_candidate_list_answers_while_the_birds_keep_their_places():
@@ -148,38 +176,22 @@ def test_a_candidate_list_answers_while_the_birds_keep_their_places():
     list still answers, and bird 0's nearest is bird 1."""
     pos = np.array([[0.0, 0, 0], [1.0, 0, 0], [2.0, 0, 0], [3.0, 0, 0], [10.0, 0, 0]])
     fwd = np.tile([0.0, 1.0, 0.0], (5, 1))
-    found, got = _listed(pos + [0.0, 5.0, 0.0], fwd, pos, k=1)
-    assert (found, got) == (1, [1])
+    assert _listed(pos + [0.0, 5.0, 0.0], fwd, pos, k=1) == (1, [1])
 
 
 def test_a_bird_that_came_from_beyond_the_reach_sends_the_bird_back_to_the_search():
     """Bird 4 flies in from 10 m to 0.5 m of bird 0, nearer than bird 1: bird 0's list
     (bird 1 alone) does not hold it, and the drifts (the mean motion taken out, bird 0's
-    1.9 m, bird 4's 7.6 m) put the limit below zero, so the list refuses to answer. With the drifts left out the list answers bird 1 — the
-    wrong neighbour the limit exists to catch."""
-    from render.sim.nearest import LISTED, NEAR, build_grid, relist, search_listed
-
+    1.9 m, bird 4's 7.6 m) put the limit below zero, so the list refuses to answer. With
+    the drifts left out the list answers bird 1 — the wrong neighbour the limit exists to
+    catch."""
     anchor = np.array([[0.0, 0, 0], [1.0, 0, 0], [2.0, 0, 0], [3.0, 0, 0], [10.0, 0, 0]])
     fwd = np.tile([0.0, 1.0, 0.0], (5, 1))
     pos = anchor.copy()
     pos[4] = [0.5, 0.0, 0.0]
-    found, _ = _listed(pos, fwd, anchor, k=1)
-    assert found == -1
-    expected = naive(pos, fwd, 1)[0][0]
-    assert list(expected) == [4]
-    # The same list read with a limit that ignores the drift answers wrongly.
-    cand, reach = np.full((5, LISTED), -1, np.int32), np.zeros(5)
-    grid = build_grid(anchor, 3.0, cells=False, fwd=fwd)
-    q0 = int(np.flatnonzero(grid.order == 0)[0])
-    relist(q0, 0, 1.0, grid.start, *grid.folds, grid.side, grid.order, grid.pos, grid.fwd,
-           cand, reach, np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
-    now = build_grid(pos, 3.0, cells=False, fwd=fwd)
-    slot_of = np.empty(5, np.int64)
-    slot_of[now.order] = np.arange(5)
-    best_s, best_d2 = np.empty(1, np.int64), np.empty(1)
-    found, _ = search_listed(int(slot_of[0]), 0, reach[0], slot_of, cand, now.order, now.pos,
-                             now.fwd, 1.0, math.inf, best_s, best_d2)
-    assert found == 1 and now.order[best_s[0]] == 1
+    assert list(naive(pos, fwd, 1)[0][0]) == [4]
+    assert _listed(pos, fwd, anchor, k=1) == (-1, None)
+    assert _listed(pos, fwd, anchor, k=1, drifts=False) == (1, [1])
 
 
 @pytest.mark.parametrize("blind", [0.0, 90.0])
@@ -189,32 +201,16 @@ def test_lists_drawn_then_read_after_the_flock_moves_equal_the_reference(blind):
     rng = np.random.default_rng(4)
     anchor, fwd = flock(1500, 3, seed=9)
     pos = anchor + [3.0, -2.0, 0.5] + rng.normal(0.0, 0.03, anchor.shape)
-    from render.sim.nearest import (LISTED, NEAR, build_grid, cos_half_blind, drift,
-                                    relist, search_listed)
-
-    n, k = len(pos), 7
+    k = 7
     expected = naive(pos, fwd, k, blind_angle=blind)
     radius = np.sqrt(naive(anchor, fwd, k)[1][:, -1]) * 1.05
-    then = build_grid(anchor, 1.5 * float(np.median(radius)), cells=False, fwd=fwd)
-    cand, reach = np.full((n, LISTED), -1, np.int32), np.zeros(n)
-    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
-    for q in range(n):
-        i = then.order[q]
-        relist(q, i, radius[i], then.start, *then.folds, then.side, then.order, then.pos,
-               then.fwd, cand, reach, *scratch)
-    moved = np.empty(n)
-    most = drift(pos, anchor, np.zeros(0, bool), moved)
-    now = build_grid(pos, then.side, cells=False, fwd=fwd)
-    slot_of = np.empty(n, np.int64)
-    slot_of[now.order] = np.arange(n)
+    side = 1.5 * float(np.median(radius))
+    answers = _read(pos, anchor, fwd, _lists(anchor, fwd, radius, side), side, k,
+                    blind=blind)
     answered = 0
-    best_s, best_d2 = np.empty(k, np.int64), np.empty(k)
-    for i in range(n):
-        found, _ = search_listed(int(slot_of[i]), i, reach[i] - moved[i] - most, slot_of,
-                                 cand, now.order, now.pos, now.fwd, cos_half_blind(blind),
-                                 math.inf, best_s, best_d2)
+    for i, (found, got, d2) in enumerate(answers):
         if found >= 0:
             answered += 1
-            np.testing.assert_array_equal(now.order[best_s[:found]], expected[0][i][:found])
-            np.testing.assert_array_equal(best_d2[:found], expected[1][i][:found])
-    assert answered > 0.8 * n
+            np.testing.assert_array_equal(got, expected[0][i][:found])
+            np.testing.assert_array_equal(d2, expected[1][i][:found])
+    assert answered > 0.8 * len(pos)

@@ -411,10 +411,10 @@ LISTED = 32
 
 
 @inline
-def relist(q, i, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach,
-           list_s, list_d2, near):
-    """Bird i (slot q) lists every bird within radius·(1 + SKIN) of it, nearest first,
-    into row i of cand (bird indices, −1 past the last) and the list's reach into reach[i]
+def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach, list_s,
+           list_d2, near):
+    """The bird in slot q lists every bird within radius·(1 + SKIN) of it, nearest first,
+    into row q of cand (their slots, −1 past the last) and the list's reach into reach[q]
     (every bird off the list is at least that far; 0: no list, the bird so isolated its
     ball spans the fold). Returns the candidates whose distance it computed."""
     r = radius * (1.0 + SKIN)
@@ -422,19 +422,20 @@ def relist(q, i, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, r
                           list_s, list_d2, near)
     m = cand.shape[1]
     for t in range(m):
-        cand[i, t] = g_order[list_s[t]] if t < found else -1
-    reach[i] = 0.0 if found < 0 else (r if found < m else math.sqrt(list_d2[m - 1]))
+        cand[q, t] = list_s[t] if t < found else -1
+    reach[q] = 0.0 if found < 0 else (r if found < m else math.sqrt(list_d2[m - 1]))
     return max(tested, 0)
 
 
 @inline
-def search_listed(q, i, limit, slot_of, cand, g_order, g_pos, g_fwd, cos_blind, max_d2,
-                  best_s, best_d2):
-    """The k nearest visible birds of bird i (slot q) among its listed candidates (cand's
-    row i, bird indices; those not in the grid, slot_of −1, skipped), as `search`; exact
-    when every bird off the list is at least `limit` away (its reach less the largest
-    distance any two birds can have closed since it was listed). Returns (how many, the
-    candidates tested), or (−1, tested) when the list cannot tell (the caller
+def search_listed(q, e, limit, cand, now_of_then, g_order, g_pos, g_fwd, cos_blind,
+                  max_d2, best_s, best_d2):
+    """The k nearest visible birds of the bird in slot q among its listed candidates (row
+    e of the lists cand drawn at an earlier step, rows and entries by that step's slots;
+    now_of_then: each slot then's slot now, −1 for a bird off the grid now), as `search`;
+    exact when every bird off the list is at least `limit` away (its reach less the
+    largest distance any two birds can have closed since it was listed). Returns (how
+    many, the candidates tested), or (−1, tested) when the list cannot tell (the caller
     searches)."""
     k = best_s.shape[0]
     best_s[:] = -1
@@ -445,10 +446,10 @@ def search_listed(q, i, limit, slot_of, cand, g_order, g_pos, g_fwd, cos_blind, 
     bound = max_d2
     tested = 0
     for t in range(cand.shape[1]):
-        j = cand[i, t]
-        if j < 0:
+        c = cand[e, t]
+        if c < 0:
             break
-        s = slot_of[j]
+        s = now_of_then[c]
         if s < 0:
             continue
         tested += 1
@@ -466,7 +467,9 @@ def search_listed(q, i, limit, slot_of, cand, g_order, g_pos, g_fwd, cos_blind, 
         if found == k:
             bound = best_d2[k - 1]
     # Exact when the answer lies strictly inside the limit: every bird off the list is
-    # farther than the k-th (or, short of k, than the max range).
+    # farther than the k-th (or, short of k, than the max range). The limit gives up a
+    # little for the rounding in the distances it was drawn from.
+    limit = limit * (1.0 - 1e-12) - 1e-9
     if limit > 0.0 and (bound < limit * limit if found == k else max_d2 < limit * limit):
         return found, tested
     return -1, tested

@@ -39,15 +39,17 @@ class Neighbours3(NamedTuple):
 class Workspace3(NamedTuple):
     """Arrays carried from step to step for n birds: each bird's next search radius (n,,
     m; topological), the forward vectors (n, 3), the sums (n, N_SUMS3; metric only, else
-    (0, N_SUMS3)) and, topological, the candidate lists (nearest.relist): cand (n,
-    LISTED) int64 bird indices, reach (n,) m, anchor (n, 3) the positions they were
-    listed at, listed (1,) bool: whether they have been."""
+    (0, N_SUMS3)) and, topological, the candidate lists (nearest.relist) of the step that
+    drew them: cand (n, LISTED) int32 and reach (n,) m, rows by that step's slots, slot
+    (n,) int64 each bird's slot then (−1: off the grid), anchor (n, 3) the positions then,
+    listed (1,) bool: whether they have been drawn."""
 
     radius: np.ndarray
     fwd: np.ndarray
     sums: np.ndarray
     cand: np.ndarray
     reach: np.ndarray
+    slot: np.ndarray
     anchor: np.ndarray
     listed: np.ndarray
 
@@ -57,7 +59,8 @@ def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
     return Workspace3(np.full(n, radius), np.empty((n, 3)),
                       np.empty((0 if topological else n, flocking3d.N_SUMS3)),
                       np.full((lists, LISTED), -1, np.int32), np.zeros(lists),
-                      np.empty((lists, 3)), np.zeros(1, bool))
+                      np.full(lists, -1, np.int64), np.empty((lists, 3)),
+                      np.zeros(1, bool))
 
 
 class Step3(NamedTuple):
@@ -144,14 +147,15 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
                                                bank[q], a0, a1, a2)
 
 
-@serial
+@parallel
 def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s_extra,
              s_states):
     """Rows order[q] of vel, bank, radius (and extra, states when not empty) into row q of
     the s_ arrays: the birds' state in grid order, gathered in one pass so the step reads
     memory in order (read at random inside the step, the rows cost more than the search
-    at 100,000 birds). Serial, like `forward`: a pass over memory."""
-    for q in range(order.shape[0]):
+    at 100,000 birds). Parallel, each slot its own row: at 100,000 birds on two threads
+    0.8 against 1.5 ms serial."""
+    for q in prange(order.shape[0]):
         i = order[q]
         s_vel[q, 0], s_vel[q, 1], s_vel[q, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
         s_bank[q] = bank[i]
@@ -162,13 +166,14 @@ def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s
             s_states[q] = states[i]
 
 
-@serial
+@parallel
 def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius, s_idx,
                s_kth2, pos, vel, bank, count, tested, nearest, radius, idx, kth2):
     """Row q of the s_ arrays (grid order) into row order[q] of the others (bird order);
-    s_idx, s_kth2 only when idx is not empty."""
+    s_idx, s_kth2 only when idx is not empty. Parallel, each slot its own row: at 100,000
+    birds on two threads 3.3 against 5.5 ms serial."""
     lists = idx.shape[0] > 0
-    for q in range(order.shape[0]):
+    for q in prange(order.shape[0]):
         i = order[q]
         pos[i, 0], pos[i, 1], pos[i, 2] = s_pos[q, 0], s_pos[q, 1], s_pos[q, 2]
         vel[i, 0], vel[i, 1], vel[i, 2] = s_vel[q, 0], s_vel[q, 1], s_vel[q, 2]
@@ -185,21 +190,22 @@ def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radi
 
 @parallel
 def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
-                     slot_of, cand, reach, moved, most, relisting, vel, bank, rules, home,
-                     fl, noise_sd, seed, step, extra, states, idx, kth2, new_pos, new_vel,
-                     new_bank, count, tested_out, nearest):
+                     cand, reach, then_slot, now_of_then, moved, most, relisting, vel, bank,
+                     rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
+                     new_pos, new_vel, new_bank, count, tested_out, nearest):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
     from its candidate list (nearest.search_listed) where the list can tell, else searched
     (nearest.search over the grid given in grid order, g_order its bird indices). Every
-    array is in grid order — row q is the bird in slot q — but slot_of (each bird's slot,
-    −1 off the grid), the lists cand, reach and each bird's drift since it was listed,
-    moved (nearest.drift; the largest: most), which are in bird order. relisting: every
-    bird lists its candidates anew first (nearest.relist). In: radius (its first search
-    radius), vel, bank and a Finale3's extra, states (maybe empty). Out: its rows of the
-    arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
-    beyond its k-th distance; short of k, a growing guess no larger than the max range)
-    and, when idx is not empty, its neighbours (bird indices) and k-th squared distance
-    into idx, kth2."""
+    array is in grid order — row q is the bird in slot q — but the lists cand, reach (rows
+    by the slots of the step that drew them), then_slot (each bird's slot then),
+    now_of_then (each slot then's slot now, −1: off the grid) and each bird's drift since,
+    moved (by bird; the largest: most). relisting: this step draws the lists (every bird
+    lists its candidates anew first, nearest.relist; then_slot, now_of_then map slots to
+    themselves). In: radius (its first search radius), vel, bank and a Finale3's extra,
+    states (maybe empty). Out: its rows of the arrays of a Step3 (new_pos … nearest), its
+    next first radius into radius (a little beyond its k-th distance; short of k, a
+    growing guess no larger than the max range) and, when idx is not empty, its
+    neighbours (bird indices) and k-th squared distance into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -214,12 +220,12 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
             i = g_order[q]
             tested = 0
             if relisting:
-                tested = relist(q, i, radius[q], start, fx, fy, fz, side, g_order, g_pos,
+                tested = relist(q, radius[q], start, fx, fy, fz, side, g_order, g_pos,
                                 g_fwd, cand, reach, list_s, list_d2, near)
-            # Slack for the rounding in the distances the limit was drawn from.
-            limit = (reach[i] - moved[i] - most) * (1.0 - 1e-12) - 1e-9
-            found, more = search_listed(q, i, limit, slot_of, cand, g_order, g_pos, g_fwd,
-                                        rules.cos_blind, max_d2, best_s, best_d2)
+            e = then_slot[i]
+            found, more = search_listed(q, e, reach[e] - moved[i] - most, cand,
+                                        now_of_then, g_order, g_pos, g_fwd, rules.cos_blind,
+                                        max_d2, best_s, best_d2)
             tested += more
             if found < 0:
                 found, more = search(q, radius[q], start, fx, fy, fz, side, 3, g_order,
@@ -312,13 +318,21 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
     s_out = Step3(np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
                   np.empty(m, np.int64), np.empty(m))
     s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
-    slot_of = np.full(len(pos), -1, np.int64)
-    slot_of[order] = np.arange(m)
+    if work.listed[0] and (work.slot[order] < 0).any():
+        work.listed[0] = False  # a bird the lists do not know: never, as birds only land
     moved, most, relisting = _drift(pos, work, landed)
+    if relisting:
+        # This step's grid is the lists' from now on: their rows and entries its slots.
+        work.slot[:] = -1
+        work.slot[order] = np.arange(m)
+        now_of_then = np.arange(len(pos))
+    else:
+        now_of_then = np.full(len(pos), -1, np.int64)
+        now_of_then[work.slot[order]] = np.arange(m)
     topological_step(s_radius, grid.start, *grid.folds, grid.side, order, grid.pos,
-                     grid.fwd, max_d2, k, slot_of, work.cand, work.reach, moved, most,
-                     relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed, step,
-                     s_extra, s_states, s_idx, s_kth2, *s_out)
+                     grid.fwd, max_d2, k, work.cand, work.reach, work.slot, now_of_then,
+                     moved, most, relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed,
+                     step, s_extra, s_states, s_idx, s_kth2, *s_out)
     from_slots(order, *s_out, s_radius, s_idx, s_kth2, *out, work.radius, fin.idx, fin.kth)
 
 
