@@ -46,9 +46,9 @@ def use_numba_cache() -> None:
 
 
 # What numba compiles for on an x86-64 machine that has it: Haswell's instruction set
-# (x86-64-v3). Compiled for the host, the kernels that may add a bird's candidates in
-# vector lanes (render.sim.jit.vectorised) add them eight at a time on a machine with
-# AVX-512 and four at a time on one without, and the same scene gave other bits.
+# (x86-64-v3). Compiled for the host, the same 2D scene gave other bits with AVX-512 than
+# without (likely the kernels that may add a bird's candidates in vector lanes,
+# render.sim.jit.vectorised: eight at a time instead of four).
 PORTABLE_CPU = "haswell"
 _PORTABLE_FLAGS = {"avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "popcnt"}
 
