@@ -456,16 +456,8 @@ def search_listed(q, e, limit, cand, now_of_then, g_order, g_pos, g_fwd, cos_bli
         ox = g_pos[s, 0] - x
         oy = g_pos[s, 1] - y
         oz = g_pos[s, 2] - z
-        d2 = ox * ox + oy * oy + oz * oz
-        if d2 >= bound and not (found == k and d2 == bound and
-                                g_order[s] < g_order[best_s[k - 1]]):
-            continue
-        if cos_blind < 1.0 and d2 > 0.0 and \
-                -(ox * f0 + oy * f1 + oz * f2) > cos_blind * math.sqrt(d2):
-            continue
-        found = _offer(s, d2, g_order, best_s, best_d2, found, k)
-        if found == k:
-            bound = best_d2[k - 1]
+        found, bound = _take(q, s, ox, oy, oz, ox * ox + oy * oy + oz * oz, bound, f0, f1,
+                             f2, cos_blind, g_order, best_s, best_d2, found)
     # Exact when the answer lies strictly inside the limit: every bird off the list is
     # farther than the k-th (or, short of k, than the max range). The limit gives up a
     # little for the rounding in the distances it was drawn from.
