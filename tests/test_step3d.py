@@ -142,9 +142,9 @@ sys.path.insert(0, "tests")
 from test_step3d import scene3
 from render.sim.simulate import Simulation
 sim = Simulation(scene3(n=400), cache=False)
-for _ in range(40):
-    sim.advance()
-np.save(sys.argv[1], np.concatenate([sim.positions.ravel(), sim.velocities.ravel(), sim.bank]))
+tested = [sim.advance().candidates for _ in range(40)]  # the lists' reads and redraws too
+np.save(sys.argv[1], np.concatenate([sim.positions.ravel(), sim.velocities.ravel(), sim.bank,
+                                     np.concatenate(tested)]))
 """
 
 
