@@ -319,7 +319,9 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
                   np.empty(m, np.int64), np.empty(m))
     s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
     if work.listed[0] and (work.slot[order] < 0).any():
-        work.listed[0] = False  # a bird the lists do not know: never, as birds only land
+        # A bird on the grid that was off it when the lists were drawn (it cannot happen
+        # while birds only land): draw them anew.
+        work.listed[0] = False
     moved, most, relisting = _drift(pos, work, landed)
     if relisting:
         # This step's grid is the lists' from now on: their rows and entries its slots.
