@@ -250,10 +250,9 @@ def tune_process() -> None:
     import ctypes
     import platform
 
-    from .sim.cache import use_numba_cache
+    from . import sim  # noqa: F401  # before numba loads: its cache folder and target
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    use_numba_cache()  # before numba loads: compiled kernels kept per version of the sources
     if platform.libc_ver()[0] != "glibc":
         return
     try:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from render.sim.cache import use_numba_cache
-
-use_numba_cache()  # before numba is first imported: it reads NUMBA_CACHE_DIR only then
+import render.sim  # noqa: F401  # before numba is first imported: its cache folder and target
 
 import signal  # noqa: E402
 import subprocess  # noqa: E402

@@ -281,13 +281,13 @@ def test_steps_from_the_candidate_lists_equal_steps_searched_afresh(monkeypatch,
     real = step3d._drift
     relists = []
 
-    def spy(pos, work, landed):
-        moved, most, relisting = real(pos, work, landed)
+    def spy(*args):
+        moved, most, relisting = real(*args)
         relists.append(relisting)
         return moved, most, relisting
 
-    def never(pos, work, landed):
-        moved, _, relisting = real(pos, work, landed)
+    def never(*args):
+        moved, _, relisting = real(*args)
         return moved, math.inf, relisting
 
     runs = []

@@ -103,13 +103,6 @@ class Simulation3D:
                 bar.update()
         if cache and scene.scene.settle_steps > 0:
             settled.save(scene, self._kept())
-        self._relist()
-
-    def _relist(self) -> None:
-        """Step 0 draws the candidate lists anew (step3d), whether the settled state was
-        settled here or read back (the lists are not kept): the candidates counted from
-        then on are the same either way."""
-        self._work.listed[0] = False
 
     def _kept(self) -> dict[str, np.ndarray]:
         follow = np.concatenate(self._follow[:2]) if self._follow is not None else np.zeros(0)
@@ -133,7 +126,6 @@ class Simulation3D:
             x, v = np.split(kept["follow"], 2)
             self._follow = (x, v, self._follow[2])
         self.step_index = 0
-        self._relist()
 
     @property
     def time_s(self) -> float:

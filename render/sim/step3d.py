@@ -322,7 +322,7 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
         # A bird on the grid that was off it when the lists were drawn (it cannot happen
         # while birds only land): draw them anew.
         work.listed[0] = False
-    moved, most, relisting = _drift(pos, work, landed)
+    moved, most, relisting = _drift(pos, work, landed, step, grid.side)
     if relisting:
         # This step's grid is the lists' from now on: their rows and entries its slots.
         work.slot[:] = -1
@@ -343,16 +343,20 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
 RELIST_DRIFT = 0.5
 
 
-def _drift(pos, work: Workspace3, landed):
+def _drift(pos, work: Workspace3, landed, step: int, side: float):
     """(each bird's drift since it was listed (n,), the largest, whether every bird lists
-    its candidates anew this step) — the lists re-anchored at pos when it does."""
+    its candidates anew this step) — the lists re-anchored at pos when it does: when the
+    largest drift passes RELIST_DRIFT of the skin (the grid's cells of `side` are
+    nearest.SIDE_PER_RADIUS first radii), and at step 0 (the first step after settling,
+    whether the settled state was settled or read back: the lists are not kept, and the
+    candidates counted from then on are the same either way)."""
     moved = np.zeros(len(pos))
     most = 0.0
     if work.listed[0]:
         flying = ~landed if landed is not None else np.zeros(0, bool)
         most = drift(pos, work.anchor, flying, moved)
-    skin = nearest.SKIN * float(np.median(nearest.sample(work.radius)))
-    relisting = not work.listed[0] or most > RELIST_DRIFT * skin
+    skin = nearest.SKIN * side / nearest.SIDE_PER_RADIUS
+    relisting = not work.listed[0] or step == 0 or most > RELIST_DRIFT * skin
     if relisting:
         np.copyto(work.anchor, pos)
         work.listed[0] = True
