@@ -82,8 +82,12 @@ def _stepper(sim):
 
 
 def state_bytes(sim) -> int:
-    """Bytes of the simulator's own arrays (state and workspace)."""
-    arrays = [sim.positions, sim.velocities, sim.bank, *sim._work]
+    """Bytes of the simulator's own arrays (state and workspace, with the lists' grid)."""
+    work = sim._work
+    grid = work.grid[0]
+    arrays = [sim.positions, sim.velocities, sim.bank,
+              *(a for a in work if isinstance(a, np.ndarray)),
+              *(() if grid is None else (a for a in grid if isinstance(a, np.ndarray)))]
     return int(sum(a.nbytes for a in arrays))
 
 

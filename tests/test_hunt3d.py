@@ -238,30 +238,27 @@ def test_a_clip_cut_short_of_the_files_landing_is_an_excerpt(tmp_path, flags, co
         assert "roost.landing_at: the landing starts after the clip's end" in done.stderr
 
 
-def test_landed_birds_are_nobodys_neighbours():
-    from naive_neighbours import k_nearest_visible as naive_knn
-    from render.scene.load import build_scene
+def _landed_step(sim, pos, vel, landed, step, work):
+    """One step3 of the flock (pos, vel) with the birds `landed` (n,) bool on the ground:
+    (the Step3, its Finale3, the forward vectors it read)."""
     from render.sim import step3d
-    from render.sim.forces import roost
-    from render.sim.simulate3d import Simulation3D
+    from render.sim.forces import landing, roost
 
-    raw = {"world": {"dimensions": 3}, "flock": {"count": 300},
-           "rules": {"neighbours": "topological", "topological_count": 7,
-                     "blind_angle": 90.0}, "flight": {}, "roost": {},
-           "scene": {"duration": 1.0, "settle_steps": 0}}
-    sim = Simulation3D(build_scene(raw, "s.toml"), cache=False)
-    pos, vel, fwd, _, _ = _flock(300)
-    landed = RNG.random(len(pos)) < 0.3
-    state = np.where(landed, landing.LANDED, landing.FLYING).astype(np.int8)
     n, k = len(pos), 7
+    state = np.where(landed, landing.LANDED, landing.FLYING).astype(np.int8)
     fin = step3d.Finale3(np.zeros((n, 3)), state, np.empty((n, k), np.int64), np.empty(n))
-    work = step3d.workspace3(n, True, 2.0)
     centroid, heading = step3d.forward(pos, vel, work.fwd)
     home = roost.at_step(sim.roost, centroid, heading, False, 1.0, 0.0, 0.01)
-    new = step3d.step3(pos, vel, np.zeros(n), sim.how, sim.rules, home, sim.flight, 0.0, 0, 0,
-                       work, fin)
+    new = step3d.step3(pos, vel, np.zeros(n), sim.how, sim.rules, home, sim.flight, 0.0, 0,
+                       step, work, fin)
+    return new, fin, work.fwd.copy()
+
+
+def _assert_landed_are_nobodys_neighbours(pos, fwd, landed, new, fin):
+    from naive_neighbours import k_nearest_visible as naive_knn
+
     flying = np.flatnonzero(~landed)
-    ref_j, ref_d2 = naive_knn(pos[flying], fwd[flying], k, blind_angle=90.0)[:2]
+    ref_j, ref_d2 = naive_knn(pos[flying], fwd[flying], 7, blind_angle=90.0)[:2]
     np.testing.assert_array_equal(fin.idx[flying], np.where(ref_j >= 0, flying[ref_j], -1))
     np.testing.assert_allclose(fin.kth[flying], ref_d2[:, -1], rtol=0, atol=1e-9)
     np.testing.assert_array_equal(new.count[flying], (ref_j >= 0).sum(axis=1))
@@ -270,6 +267,32 @@ def test_landed_birds_are_nobodys_neighbours():
     # A landed bird stays where it is, at rest.
     np.testing.assert_array_equal(new.pos[landed], pos[landed])
     assert not new.vel[landed].any() and not new.bank[landed].any()
+
+
+def test_landed_birds_are_nobodys_neighbours():
+    """A third of the flock on the ground when the candidate lists and their grid are
+    drawn; then, the step after, as many again land while the lists and the grid are kept
+    (the birds that landed keep their slots in it): every bird flying finds its neighbours
+    among the birds flying, as the all-pairs reference does, both times."""
+    from render.scene.load import build_scene
+    from render.sim import step3d
+    from render.sim.simulate3d import Simulation3D
+
+    raw = {"world": {"dimensions": 3}, "flock": {"count": 300},
+           "rules": {"neighbours": "topological", "topological_count": 7,
+                     "blind_angle": 90.0}, "flight": {}, "roost": {},
+           "scene": {"duration": 1.0, "settle_steps": 0}}
+    sim = Simulation3D(build_scene(raw, "s.toml"), cache=False)
+    pos, vel, _, _, _ = _flock(300)
+    landed = RNG.random(len(pos)) < 0.3
+    work = step3d.workspace3(len(pos), True, 2.0)
+    new, fin, fwd = _landed_step(sim, pos, vel, landed, 0, work)
+    _assert_landed_are_nobodys_neighbours(pos, fwd, landed, new, fin)
+    grid = work.grid[0]
+    more = landed | (RNG.random(len(pos)) < 0.3)
+    after, fin, fwd = _landed_step(sim, new.pos, new.vel, more, 1, work)
+    assert work.grid[0] is grid, "the grid was drawn anew: the case is not tested"
+    _assert_landed_are_nobodys_neighbours(new.pos, fwd, more, after, fin)
 
 
 @pytest.mark.parametrize("landed_key", ["ground", "hidden"])

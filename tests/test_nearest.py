@@ -118,46 +118,41 @@ def test_fewer_birds_than_k():
 
 def _lists(anchor, fwd, radius, side):
     """Every bird's candidate list drawn at `anchor` (nearest.relist, first radii
-    `radius` (n,), cells of `side`): (cand, reach, each bird's slot then)."""
+    `radius` (n,), cells of `side`): (cand, reach, the grid they were drawn from)."""
     from render.sim.nearest import LISTED, NEAR, build_grid, relist
 
     n = len(anchor)
     cand, reach = np.full((n, LISTED), -1, np.int32), np.zeros(n)
     then = build_grid(anchor, side, cells=False, fwd=fwd)
-    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
+    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64),
+               np.zeros(3))
     for q in range(n):
         relist(q, radius[then.order[q]], then.start, *then.folds, then.side, then.order,
                then.pos, then.fwd, cand, reach, *scratch)
-    slot = np.empty(n, np.int64)
-    slot[then.order] = np.arange(n)
-    return cand, reach, slot
+    return cand, reach, then
 
 
-def _read(pos, anchor, fwd, lists, side, k, blind=0.0, drifts=True):
+def _read(pos, anchor, fwd, lists, k, blind=0.0, drifts=True):
     """Each bird's k nearest visible birds of pos from the `lists` drawn at anchor
-    (nearest.search_listed, with the drifts, or none when not `drifts`): a list of
-    (count, the neighbours' bird indices, their squared distances) per bird, count −1
-    where its list cannot tell."""
-    from render.sim.nearest import build_grid, cos_half_blind, drift, search_listed
+    (nearest.search_listed, with the drifts, or none when not `drifts`), the birds kept
+    in the slots of the grid the lists were drawn from: a list of (count, the neighbours'
+    bird indices, their squared distances) per bird, count −1 where its list cannot tell."""
+    from render.sim.nearest import cos_half_blind, drift, search_listed
 
     n = len(pos)
-    cand, reach, then_slot = lists
+    cand, reach, then = lists
     moved = np.zeros(n)
-    most = drift(pos, anchor, np.zeros(0, bool), moved) if drifts else 0.0
+    most = drift(pos, anchor, np.zeros(0, bool), moved, np.zeros(3)) if drifts else 0.0
     if not drifts:
         moved[:] = 0.0
-    now = build_grid(pos, side, cells=False, fwd=fwd)
-    now_of_then = np.empty(n, np.int64)
-    now_of_then[then_slot[now.order]] = np.arange(n)
     best_s, best_d2 = np.empty(k, np.int64), np.empty(k)
     out = [None] * n
     for q in range(n):
-        i = now.order[q]
-        e = then_slot[i]
-        found, _ = search_listed(q, e, reach[e] - moved[i] - most, cand, now_of_then,
-                                 now.order, now.pos, now.fwd, cos_half_blind(blind),
+        i = then.order[q]
+        found, _ = search_listed(q, reach[q] - moved[i] - most, cand, then.order,
+                                 pos[then.order], fwd[then.order], cos_half_blind(blind),
                                  math.inf, best_s, best_d2)
-        out[i] = (found, list(now.order[best_s[:max(found, 0)]]),
+        out[i] = (found, list(then.order[best_s[:max(found, 0)]]),
                   best_d2[:max(found, 0)].copy())
     return out
 
@@ -165,7 +160,7 @@ def _read(pos, anchor, fwd, lists, side, k, blind=0.0, drifts=True):
 def _listed(pos, fwd, anchor, k, drifts=True):
     """Bird 0's answer from the lists of the five-bird cases below (first radius 1 m)."""
     lists = _lists(anchor, fwd, np.ones(len(pos)), 3.0)
-    found, got, _ = _read(pos, anchor, fwd, lists, 3.0, k, drifts=drifts)[0]
+    found, got, _ = _read(pos, anchor, fwd, lists, k, drifts=drifts)[0]
     return (found, None) if found < 0 else (found, sorted(got))
 
 
@@ -205,8 +200,7 @@ def test_lists_drawn_then_read_after_the_flock_moves_equal_the_reference(blind):
     expected = naive(pos, fwd, k, blind_angle=blind)
     radius = np.sqrt(naive(anchor, fwd, k)[1][:, -1]) * 1.05
     side = 1.5 * float(np.median(radius))
-    answers = _read(pos, anchor, fwd, _lists(anchor, fwd, radius, side), side, k,
-                    blind=blind)
+    answers = _read(pos, anchor, fwd, _lists(anchor, fwd, radius, side), k, blind=blind)
     answered = 0
     for i, (found, got, d2) in enumerate(answers):
         if found >= 0:
@@ -214,3 +208,58 @@ def test_lists_drawn_then_read_after_the_flock_moves_equal_the_reference(blind):
             np.testing.assert_array_equal(got, expected[0][i][:found])
             np.testing.assert_array_equal(d2, expected[1][i][:found])
     assert answered > 0.8 * len(pos)
+
+
+def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
+    """Each bird's k nearest visible birds of pos, searched (nearest.search) in the grid
+    filed at anchor, its cells grown by the drifts (or, not `grown`, read as if filed at
+    pos): (indices (n, k), squared distances (n, k), counts (n,)) as k_nearest_visible."""
+    from render.sim.nearest import NEAR, build_grid, cos_half_blind, drift, search
+
+    n = len(pos)
+    then = build_grid(anchor, side, cells=False)
+    shift = np.zeros(3)
+    most = drift(pos, anchor, np.zeros(0, bool), np.zeros(n), shift)
+    if not grown:
+        shift[:], most = 0.0, 0.0
+    g_pos, g_fwd = pos[then.order], fwd[then.order]
+    best_s, best_d2, near = np.empty(k, np.int64), np.empty(k), np.empty(NEAR, np.int64)
+    out = (np.full((n, k), -1, np.int64), np.full((n, k), np.inf), np.zeros(n, np.int64))
+    for q in range(n):
+        i = then.order[q]
+        found, _ = search(q, 0.5 * side, then.start, *then.folds, then.side, 3, then.order,
+                          g_pos, g_fwd, cos_half_blind(blind), math.inf, best_s, best_d2,
+                          near, shift, most)
+        out[0][i, :found] = then.order[best_s[:found]]
+        out[1][i, :found] = best_d2[:found]
+        out[2][i] = found
+    return out
+
+
+def test_a_grid_filed_steps_ago_searched_with_its_cells_grown_finds_the_exact_neighbours():
+    """1,500 birds filed, then moved by a common drift plus up to a few tenths of a metre
+    each: the search in the old grid, its cells grown by the largest drift around the
+    places less the common motion, answers what the all-pairs reference does for every
+    bird. Read as if the birds were still in their old cells, it misses some."""
+    rng = np.random.default_rng(6)
+    anchor, fwd = flock(1500, 3, seed=10)
+    pos = anchor + [4.0, -3.0, 1.0] + rng.normal(0.0, 0.1, anchor.shape)
+    expected = naive(pos, fwd, 7, blind_angle=90.0)
+    assert_same(_stale(pos, anchor, fwd, 7, side=1.5), expected)
+    wrong = _stale(pos, anchor, fwd, 7, side=1.5, grown=False)
+    assert not np.array_equal(wrong[0], expected[0])
+
+
+def test_a_bird_that_left_its_old_cell_is_still_found():
+    """Worked by hand: bird 0 at the origin, bird 1 at 0.4 m and bird 2 at 1.5 m along x,
+    cells of 1 m. Bird 2 flies to 0.3 m of bird 0, out of its old cell; the flock's mean
+    motion is −0.4 m along x, bird 2's drift 0.8 m. The search in the old grid, its first
+    ball (0.5 m) around 0.4 m (the origin less the mean motion) and grown by 0.8 m, visits
+    cells −1 to 1 and finds bird 2 as bird 0's nearest. Read as if no bird had moved, the
+    ball visits cells −1 and 0 and answers bird 1."""
+    anchor = np.array([[0.0, 0.0, 0.0], [0.4, 0.0, 0.0], [1.5, 0.0, 0.0]])
+    fwd = np.tile([0.0, 1.0, 0.0], (3, 1))
+    pos = anchor.copy()
+    pos[2] = [0.3, 0.0, 0.0]
+    assert _stale(pos, anchor, fwd, 1, side=1.0)[0][0].tolist() == [2]
+    assert _stale(pos, anchor, fwd, 1, side=1.0, grown=False)[0][0].tolist() == [1]

@@ -18,7 +18,9 @@ buckets scans every bird instead (still exact; O(n) for that bird alone).
 2D positions (n, 2) use the same kernels with a single layer of cells (Z = 1).
 
 The 3D step (render.sim.step3d) keeps each bird's candidates from one search for the
-steps after it (`relist`, `search_listed`), searching again only where they cannot tell.
+steps after it (`relist`, `search_listed`), and the grid they were drawn from, searching
+it again (its cells grown by how far the birds have moved since) only where they cannot
+tell.
 """
 
 from __future__ import annotations
@@ -258,15 +260,20 @@ def _gap(p, c, side):
 # arrays, cost as much as the search itself (measured: half the kernel's time).
 @inline
 def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind, best_s,
-          best_d2, near):
+          best_d2, near, shift, grow):
     """Offer bird q every bird within r of it, through the cells the ball of radius r
     touches (rows clipped to the ball); returns (how many it keeps, the candidates whose
     distance it computed), or (−1, 0) when the ball spans more cells along an axis than
-    the grid folds (the caller scans every bird)."""
+    the grid folds (the caller scans every bird).
+
+    A grid filed at an earlier step (its birds' cells those of their places then) serves
+    with `shift` (3,), the flock's mean displacement since, and `grow`, the largest
+    distance any bird has moved besides: every bird now within r of q was filed within
+    r + grow of q's place less the shift. A grid of this step: zeros."""
     best_s[:] = -1
     best_d2[:] = math.inf
-    x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
-    cover = r * (1.0 + _SLACK) + _SLACK * side  # cells touched: never too few
+    x, y, z = g_pos[q, 0] - shift[0], g_pos[q, 1] - shift[1], g_pos[q, 2] - shift[2]
+    cover = (r + grow) * (1.0 + _SLACK) + _SLACK * side  # cells touched: never too few
     r2 = r * r
     cz0 = int(math.floor((z - cover) / side)) if dims == 3 else 0
     cz1 = int(math.floor((z + cover) / side)) if dims == 3 else 0
@@ -305,12 +312,13 @@ def _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near):
 
 @inline
 def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
-           max_d2, best_s, best_d2, near):
+           max_d2, best_s, best_d2, near, shift, grow):
     """The k nearest visible birds of the bird in slot q into best_s (their slots) and
     best_d2 (k = their length), nearest first, −1 / inf past the last found; returns (how
     many, the candidates whose distance was computed, over every ball tried). Balls of
     radius `radius`, then 1.5 times larger each time, until one holds k birds (every bird
-    outside it is farther than all of them) or reaches max range."""
+    outside it is farther than all of them) or reaches max range. shift, grow: where the
+    grid was filed (see `_ball`)."""
     k = best_s.shape[0]
     r = radius
     tested = 0
@@ -319,7 +327,7 @@ def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_
         if final:
             r = math.sqrt(max_d2)
         found, more = _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd,
-                            cos_blind, best_s, best_d2, near)
+                            cos_blind, best_s, best_d2, near, shift, grow)
         tested += more
         if found < 0:
             found = _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2,
@@ -346,6 +354,7 @@ def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd
     near in time; each writes only its own rows."""
     n = g_order.shape[0]
     k = out_j.shape[1]
+    here = np.zeros(3)
     for c in prange((n + CHUNK - 1) // CHUNK):
         best_s = np.empty(k, np.int64)
         best_d2 = np.empty(k)
@@ -353,7 +362,8 @@ def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd
         for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             i = g_order[q]
             found, tested = search(q, radius[i], start, fx, fy, fz, side, dims, g_order,
-                                   g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near)
+                                   g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near,
+                                   here, 0.0)
             for m in range(k):
                 out_j[i, m] = g_order[best_s[m]] if m < found else -1
                 out_d2[i, m] = best_d2[m]
@@ -412,14 +422,15 @@ LISTED = 32
 
 @inline
 def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach, list_s,
-           list_d2, near):
+           list_d2, near, here):
     """The bird in slot q lists every bird within radius·(1 + SKIN) of it, nearest first,
     into row q of cand (their slots, −1 past the last) and the list's reach into reach[q]
     (every bird off the list is at least that far; 0: no list, the bird so isolated its
-    ball spans the fold). Returns the candidates whose distance it computed."""
+    ball spans the fold), from a grid of this step (`here`: (3,) zeros, see `_ball`).
+    Returns the candidates whose distance it computed."""
     r = radius * (1.0 + SKIN)
     found, tested = _ball(q, r, start, fx, fy, fz, side, 3, g_order, g_pos, g_fwd, 1.0,
-                          list_s, list_d2, near)
+                          list_s, list_d2, near, here, 0.0)
     m = cand.shape[1]
     for t in range(m):
         cand[q, t] = list_s[t] if t < found else -1
@@ -428,15 +439,14 @@ def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reac
 
 
 @inline
-def search_listed(q, e, limit, cand, now_of_then, g_order, g_pos, g_fwd, cos_blind,
-                  max_d2, best_s, best_d2):
+def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s,
+                  best_d2):
     """The k nearest visible birds of the bird in slot q among its listed candidates (row
-    e of the lists cand drawn at an earlier step, rows and entries by that step's slots;
-    now_of_then: each slot then's slot now, −1 for a bird off the grid now), as `search`;
-    exact when every bird off the list is at least `limit` away (its reach less the
-    largest distance any two birds can have closed since it was listed). Returns (how
-    many, the candidates tested), or (−1, tested) when the list cannot tell (the caller
-    searches)."""
+    q of the lists cand, drawn at an earlier step whose grid order the slots still
+    follow), as `search`; exact when every bird off the list is at least `limit` away (its
+    reach less the largest distance any two birds can have closed since it was listed).
+    Returns (how many, the candidates tested), or (−1, tested) when the list cannot tell
+    (the caller searches)."""
     k = best_s.shape[0]
     best_s[:] = -1
     best_d2[:] = math.inf
@@ -446,12 +456,9 @@ def search_listed(q, e, limit, cand, now_of_then, g_order, g_pos, g_fwd, cos_bli
     bound = max_d2
     tested = 0
     for t in range(cand.shape[1]):
-        c = cand[e, t]
-        if c < 0:
-            break
-        s = now_of_then[c]
+        s = cand[q, t]
         if s < 0:
-            continue
+            break
         tested += 1
         ox = g_pos[s, 0] - x
         oy = g_pos[s, 1] - y
@@ -468,11 +475,12 @@ def search_listed(q, e, limit, cand, now_of_then, g_order, g_pos, g_fwd, cos_bli
 
 
 @serial
-def drift(pos, anchor, flying, out):
+def drift(pos, anchor, flying, out, shift):
     """Each bird's distance from where it was listed (anchor (n, 3)) once the flock's
     common motion (the mean displacement of the birds flying; flying (n,) bool, or empty:
-    all) is taken out, into out (n,); returns the largest over the birds flying. Two
-    birds have closed by at most the sum of their drifts, whatever motion is taken out."""
+    all) is taken out, into out (n,), and that motion into shift (3,); returns the largest
+    over the birds flying. Two birds have closed by at most the sum of their drifts,
+    whatever motion is taken out."""
     every = flying.shape[0] == 0
     s0 = s1 = s2 = 0.0
     m = 0
@@ -484,6 +492,7 @@ def drift(pos, anchor, flying, out):
             m += 1
     if m > 0:
         s0, s1, s2 = s0 / m, s1 / m, s2 / m
+    shift[0], shift[1], shift[2] = s0, s1, s2
     most = 0.0
     for i in range(pos.shape[0]):
         dx = pos[i, 0] - anchor[i, 0] - s0

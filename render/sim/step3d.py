@@ -6,9 +6,11 @@ count gives the same bits. `tests/naive3d.py` holds the all-pairs numpy referenc
 
 A topological step is one parallel loop over the birds in grid order: each bird's
 neighbours (from its candidate list where the list can tell, else searched), its sums over
-them, the rules and its flight, one after the other, so the
-neighbours' positions and forward vectors (copied into grid order by the grid's sort) are
-still in cache when the sums read them, and no neighbour list goes through memory.
+them, the rules and its flight, one after the other, so the neighbours' positions and
+forward vectors (gathered into grid order first) are still in cache when the sums read
+them, and no neighbour list goes through memory. The grid is the one the lists were drawn
+from: between two drawings the birds keep their slots (they move little against each
+other meanwhile, so the order stays local), and no step sorts them anew.
 """
 
 from __future__ import annotations
@@ -40,18 +42,18 @@ class Workspace3(NamedTuple):
     """Arrays carried from step to step for n birds: each bird's next search radius (n,,
     m; topological), the forward vectors (n, 3), the sums (n, N_SUMS3; metric only, else
     (0, N_SUMS3)) and, topological, the candidate lists (nearest.relist) of the step that
-    drew them: cand (n, LISTED) int32 and reach (n,) m, rows by that step's slots, slot
-    (n,) int64 each bird's slot then (−1: off the grid), anchor (n, 3) the positions then,
-    listed (1,) bool: whether they have been drawn."""
+    drew them: cand (n, LISTED) int32 and reach (n,) m, rows by that step's grid slots,
+    anchor (n, 3) the positions then, and `grid`, one item: that step's nearest.Grid (its
+    order as bird indices), which the steps after keep their birds' slots in and search,
+    or None before the lists are drawn."""
 
     radius: np.ndarray
     fwd: np.ndarray
     sums: np.ndarray
     cand: np.ndarray
     reach: np.ndarray
-    slot: np.ndarray
     anchor: np.ndarray
-    listed: np.ndarray
+    grid: list
 
 
 def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
@@ -59,8 +61,7 @@ def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
     return Workspace3(np.full(n, radius), np.empty((n, 3)),
                       np.empty((0 if topological else n, flocking3d.N_SUMS3)),
                       np.full((lists, LISTED), -1, np.int32), np.zeros(lists),
-                      np.full(lists, -1, np.int64), np.empty((lists, 3)),
-                      np.zeros(1, bool))
+                      np.empty((lists, 3)), [None])
 
 
 class Step3(NamedTuple):
@@ -148,16 +149,19 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
 
 
 @parallel
-def to_slots(order, vel, bank, radius, extra, states, s_vel, s_bank, s_radius, s_extra,
-             s_states):
-    """Rows order[q] of vel, bank, radius (and extra, states when not empty) into row q of
-    the s_ arrays: the birds' state in grid order, gathered in one pass so the step reads
-    memory in order (read at random inside the step, the rows cost more than the search
-    at 100,000 birds). Parallel, each slot its own row: at 100,000 birds on two threads
-    0.8 against 1.5 ms serial."""
+def to_slots(order, pos, fwd, vel, bank, radius, extra, states, s_pos, s_fwd, s_vel, s_bank,
+             s_radius, s_extra, s_states):
+    """Rows order[q] of pos, fwd, vel, bank, radius (and extra, states when not empty)
+    into row q of the s_ arrays: the birds' state in grid order, gathered in one pass so
+    the step reads memory in order (read at random inside the step, the rows cost more
+    than the search at 100,000 birds). Parallel, each slot its own row: at 100,000 birds
+    on two threads 0.8 against 1.5 ms serial."""
     for q in prange(order.shape[0]):
         i = order[q]
-        s_vel[q, 0], s_vel[q, 1], s_vel[q, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
+        for a in range(3):
+            s_pos[q, a] = pos[i, a]
+            s_fwd[q, a] = fwd[i, a]
+            s_vel[q, a] = vel[i, a]
         s_bank[q] = bank[i]
         s_radius[q] = radius[i]
         if extra.shape[0] > 0:
@@ -190,22 +194,21 @@ def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radi
 
 @parallel
 def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
-                     cand, reach, then_slot, now_of_then, moved, most, relisting, vel, bank,
-                     rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
-                     new_pos, new_vel, new_bank, count, tested_out, nearest):
+                     cand, reach, moved, most, shift, relisting, vel, bank, rules, home, fl,
+                     noise_sd, seed, step, extra, states, idx, kth2, new_pos, new_vel,
+                     new_bank, count, tested_out, nearest):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
     from its candidate list (nearest.search_listed) where the list can tell, else searched
-    (nearest.search over the grid given in grid order, g_order its bird indices). Every
-    array is in grid order — row q is the bird in slot q — but the lists cand, reach (rows
-    by the slots of the step that drew them), then_slot (each bird's slot then),
-    now_of_then (each slot then's slot now, −1: off the grid) and each bird's drift since,
-    moved (by bird; the largest: most). relisting: this step draws the lists (every bird
-    lists its candidates anew first, nearest.relist; then_slot, now_of_then map slots to
-    themselves). In: radius (its first search radius), vel, bank and a Finale3's extra,
-    states (maybe empty). Out: its rows of the arrays of a Step3 (new_pos … nearest), its
-    next first radius into radius (a little beyond its k-th distance; short of k, a
-    growing guess no larger than the max range) and, when idx is not empty, its
-    neighbours (bird indices) and k-th squared distance into idx, kth2."""
+    (nearest.search). The grid (start, folds, side, g_order its bird indices) and the
+    lists cand, reach were drawn at an earlier step (or this one: `relisting`, every bird
+    lists its candidates first, nearest.relist), and every array is in that grid's order —
+    row q is the bird in slot q — at this step's positions g_pos and forward vectors g_fwd;
+    since then the flock has moved by `shift` (3,) and each bird has drifted `moved` (by
+    bird; the largest: most) besides. In: radius (its first search radius), vel, bank and
+    a Finale3's extra, states (maybe empty). Out: its rows of the arrays of a Step3
+    (new_pos … nearest), its next first radius into radius (a little beyond its k-th
+    distance; short of k, a growing guess no larger than the max range) and, when idx is
+    not empty, its neighbours (bird indices) and k-th squared distance into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -217,20 +220,20 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
         row = np.empty(flocking3d.N_SUMS3)
         near = np.empty(NEAR, np.int64)
         for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            if states.shape[0] > 0 and states[q] == LANDED:
+                continue  # landed since the grid was drawn: its rows are the caller's
             i = g_order[q]
             tested = 0
             if relisting:
                 tested = relist(q, radius[q], start, fx, fy, fz, side, g_order, g_pos,
-                                g_fwd, cand, reach, list_s, list_d2, near)
-            e = then_slot[i]
-            found, more = search_listed(q, e, reach[e] - moved[i] - most, cand,
-                                        now_of_then, g_order, g_pos, g_fwd, rules.cos_blind,
-                                        max_d2, best_s, best_d2)
+                                g_fwd, cand, reach, list_s, list_d2, near, shift)
+            found, more = search_listed(q, reach[q] - moved[i] - most, cand, g_order, g_pos,
+                                        g_fwd, rules.cos_blind, max_d2, best_s, best_d2)
             tested += more
             if found < 0:
                 found, more = search(q, radius[q], start, fx, fy, fz, side, 3, g_order,
                                      g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
-                                     near)
+                                     near, shift, most)
                 tested += more
             kth = best_d2[k - 1]
             radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
@@ -288,54 +291,65 @@ def step3(pos, vel, bank, how: Neighbours3, rules: flocking3d.Flocking3, home, f
 
 def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin,
                  out) -> None:
-    """The topological step3 into `out`: the grid over the birds not landed (all of them,
-    without a landing); a landed bird stays at rest with no neighbours."""
+    """The topological step3 into `out`, over the grid of the birds flying when the
+    candidate lists were drawn (all of them, without a landing); a landed bird stays at
+    rest with no neighbours. A bird that has landed since keeps its slot, its position
+    there put out of every search's reach (infinitely far)."""
     landed = fin.state == LANDED if fin.state.shape[0] > 0 else None
-    if landed is None or not landed.any():
-        grid = build_grid(pos, cell_side(work.radius), cells=False, fwd=work.fwd)
-        order = grid.order
-    else:
-        # The grid's order mapped back to bird indices, ascending within a cell like the
-        # whole flock's: the tie-break by bird index holds.
+    flying = None
+    if landed is not None and landed.any():
         flying = np.flatnonzero(~landed)
-        grid = build_grid(np.ascontiguousarray(pos[flying]), cell_side(work.radius[flying]),
-                          cells=False, fwd=np.ascontiguousarray(work.fwd[flying]))
-        order = flying[grid.order]
+    if flying is None or len(flying) > 0:
+        _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin, out,
+                landed, flying)
+    if flying is not None:
         out.pos[landed], out.vel[landed], out.bank[landed] = pos[landed], 0.0, 0.0
         out.count[landed], out.tested[landed], out.nearest[landed] = 0, 0, math.inf
         if fin.idx.shape[0] > 0:
             fin.idx[landed], fin.kth[landed] = -1, math.inf
-        if len(flying) == 0:
-            return
+
+
+def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin, out,
+            landed, flying) -> None:
+    """The rows of `out` (and fin.idx, fin.kth) of the birds in the lists' grid, drawn
+    anew first when `_drift` says; landed: (n,) bool or None, flying: the indices of the
+    birds not landed (None: all)."""
+    moved, most, shift, relisting = _drift(pos, work, landed, flying, step)
+    if relisting:
+        work.grid[0] = _grid(pos, work, flying)
+    grid = work.grid[0]
+    order = grid.order
     max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
     m, k = len(order), how.k
-    s_in = (np.empty((m, 3)), np.empty(m), np.empty(m),
+    s_in = (np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m),
             np.empty((m if fin.extra.shape[0] else 0, 3)),
             np.empty(m if fin.state.shape[0] else 0, np.int8))
-    to_slots(order, vel, bank, work.radius, fin.extra, fin.state, *s_in)
-    s_vel, s_bank, s_radius, s_extra, s_states = s_in
+    to_slots(order, pos, work.fwd, vel, bank, work.radius, fin.extra, fin.state, *s_in)
+    s_pos, s_fwd, s_vel, s_bank, s_radius, s_extra, s_states = s_in
+    if landed is not None and not relisting:
+        s_pos[s_states == LANDED] = math.inf
     lists = fin.idx.shape[0] > 0
     s_out = Step3(np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
                   np.empty(m, np.int64), np.empty(m))
     s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
-    if work.listed[0] and (work.slot[order] < 0).any():
-        # A bird on the grid that was off it when the lists were drawn (it cannot happen
-        # while birds only land): draw them anew.
-        work.listed[0] = False
-    moved, most, relisting = _drift(pos, work, landed, step, grid.side)
-    if relisting:
-        # This step's grid is the lists' from now on: their rows and entries its slots.
-        work.slot[:] = -1
-        work.slot[order] = np.arange(m)
-        now_of_then = np.arange(len(pos))
-    else:
-        now_of_then = np.full(len(pos), -1, np.int64)
-        now_of_then[work.slot[order]] = np.arange(m)
-    topological_step(s_radius, grid.start, *grid.folds, grid.side, order, grid.pos,
-                     grid.fwd, max_d2, k, work.cand, work.reach, work.slot, now_of_then,
-                     moved, most, relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed,
-                     step, s_extra, s_states, s_idx, s_kth2, *s_out)
+    topological_step(s_radius, grid.start, *grid.folds, grid.side, order, s_pos, s_fwd,
+                     max_d2, k, work.cand, work.reach, moved, most, shift, relisting, s_vel,
+                     s_bank, rules, home, fl, noise_sd, seed, step, s_extra, s_states, s_idx,
+                     s_kth2, *s_out)
     from_slots(order, *s_out, s_radius, s_idx, s_kth2, *out, work.radius, fin.idx, fin.kth)
+
+
+def _grid(pos, work: Workspace3, flying) -> nearest.Grid:
+    """The grid of the birds flying (flying: their indices, or None: all) at pos, its
+    order as bird indices (ascending within a cell like the whole flock's: the tie-break
+    by bird index holds), without its positions (each step gathers its own)."""
+    if flying is None:
+        grid = build_grid(pos, cell_side(work.radius), cells=False)
+    else:
+        grid = build_grid(np.ascontiguousarray(pos[flying]), cell_side(work.radius[flying]),
+                          cells=False)
+        grid = grid._replace(order=flying[grid.order])
+    return grid._replace(pos=np.empty((0, 3)))
 
 
 # The lists are drawn anew once any bird has drifted this share of the skin (its reach
@@ -343,22 +357,30 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
 RELIST_DRIFT = 0.5
 
 
-def _drift(pos, work: Workspace3, landed, step: int, side: float):
-    """(each bird's drift since it was listed (n,), the largest, whether every bird lists
-    its candidates anew this step) — the lists re-anchored at pos when it does: when the
-    largest drift passes RELIST_DRIFT of the skin (the grid's cells of `side` are
-    nearest.SIDE_PER_RADIUS first radii), and at step 0 (the first step after settling,
-    whether the settled state was settled or read back: the lists are not kept, and the
-    candidates counted from then on are the same either way)."""
+def _drift(pos, work: Workspace3, landed, flying, step: int):
+    """(each bird's drift since the lists were drawn (n,), the largest, the flock's
+    motion since (3,), whether the lists and their grid are drawn anew this step — then
+    at pos, and the drifts and the motion zero). Anew: at step 0 (the first step after
+    settling, whether the settled state was settled or read back: the lists are not kept,
+    and the candidates counted from then on are the same either way); when a bird flying
+    is not in the grid; when the largest drift passes RELIST_DRIFT of the skin (the
+    grid's cells are nearest.SIDE_PER_RADIUS first radii)."""
     moved = np.zeros(len(pos))
-    most = 0.0
-    if work.listed[0]:
-        flying = ~landed if landed is not None else np.zeros(0, bool)
-        most = drift(pos, work.anchor, flying, moved)
-    skin = nearest.SKIN * side / nearest.SIDE_PER_RADIUS
-    relisting = not work.listed[0] or step == 0 or most > RELIST_DRIFT * skin
+    shift = np.zeros(3)
+    grid = work.grid[0]
+    relisting = grid is None or step == 0
+    if not relisting:
+        # Birds only land: the grid holds every bird flying when its birds not landed
+        # number as many.
+        held = len(grid.order) if landed is None else int((~landed[grid.order]).sum())
+        relisting = held != (len(pos) if flying is None else len(flying))
+    if not relisting:
+        most = drift(pos, work.anchor, ~landed if landed is not None else np.zeros(0, bool),
+                     moved, shift)
+        skin = nearest.SKIN * grid.side / nearest.SIDE_PER_RADIUS
+        relisting = most > RELIST_DRIFT * skin
     if relisting:
         np.copyto(work.anchor, pos)
-        work.listed[0] = True
-        moved[:], most = 0.0, 0.0
-    return moved, most, relisting
+        moved[:], shift[:] = 0.0, 0.0
+        return moved, 0.0, shift, True
+    return moved, most, shift, False
