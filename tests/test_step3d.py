@@ -304,3 +304,19 @@ def test_steps_from_the_candidate_lists_equal_steps_searched_afresh(monkeypatch,
             assert np.array_equal(a, b)
     assert sum(relists[:60]) >= 3 and not all(relists[:60])
     assert runs[0][3] < 0.8 * runs[1][3]  # the lists did answer
+
+
+def test_the_forward_pass_means_are_numpys_to_the_bit():
+    """The centroid and mean heading the roost and the follow camera read: numpy's
+    mean(axis=0) of the positions and of the unit forward vectors, the same bits."""
+    from render.sim import step3d
+
+    rng = np.random.default_rng(3)
+    pos = rng.normal(200.0, 40.0, (10_001, 3))
+    vel = rng.normal(0.0, 10.0, (10_001, 3))
+    vel[5] = 0.0  # at rest: +x
+    fwd = np.empty_like(vel)
+    centroid, heading = step3d.forward(pos, vel, fwd)
+    assert np.array_equal(centroid, pos.mean(axis=0))
+    assert np.array_equal(heading, fwd.mean(axis=0))
+    assert fwd[5].tolist() == [1.0, 0.0, 0.0]

@@ -146,6 +146,7 @@ class Simulation3D:
         work = self._work
         finale = self.finale
         centroid, heading = step3d.forward(pos, vel, work.fwd)
+        everyone = centroid  # the camera follows every bird, landed or not
         landed = finale.state == LANDED if finale.land.active else None
         if landed is not None and 0 < landed.sum() < len(landed):
             # The flying birds' means once some (not all) have landed (numpy's pairwise
@@ -167,8 +168,9 @@ class Simulation3D:
                            self.noise, self.scene.scene.seed, self.step_index, work, fin)
         if fin is not None:
             np.copyto(self._lists[2], new.count)
+        followed = self._follow_step(pos, everyone)
         snap = Snapshot(self.step_index, pos, vel, new.count, new.tested, new.nearest, None,
-                        told.hawk if fin else None, self._follow_step(pos), bank=self.bank,
+                        told.hawk if fin else None, followed, bank=self.bank,
                         attack=told.attack if fin else False,
                         landed=told.landed if fin and finale.land.active else None,
                         last_attack=told.last_attack if fin else None)
@@ -176,8 +178,8 @@ class Simulation3D:
         self.step_index += 1
         return snap
 
-    def _follow_step(self, pos: np.ndarray) -> tuple[float, ...] | None:
-        self._follow, point = follow_step(self._follow, pos, self.dt)
+    def _follow_step(self, pos: np.ndarray, centroid: np.ndarray) -> tuple[float, ...] | None:
+        self._follow, point = follow_step(self._follow, pos, self.dt, centroid)
         return point
 
     def measure(self):

@@ -61,50 +61,58 @@ def g_sep(p, d):
     return math.exp(-x * x)
 
 
+# No neighbour yet: the sums (in the order of the columns above) zero, the nearest inf.
+NONE = (0.0,) * (N_SUMS3 - 1) + (math.inf,)
+
+
 @inline
-def _add(p, row, ox, oy, oz, d2, fx, fy, fz):
-    """Add neighbour j (offset o from the bird, squared distance d2, forward f_j) to one
-    bird's sums `row`. A coincident neighbour has no direction: it counts and aligns."""
-    row[COUNT] += 1.0
-    row[FWD] += fx
-    row[FWD + 1] += fy
-    row[FWD + 2] += fz
+def _add(p, sums, ox, oy, oz, d2, fx, fy, fz):
+    """One bird's sums (a tuple in the columns' order, NONE to begin: kept in registers,
+    where a row in memory was read and written back for every neighbour) with neighbour
+    j added (offset o from the bird, squared distance d2, forward f_j). A coincident
+    neighbour has no direction: it counts and aligns."""
+    count, f0, f1, f2, s0, s1, s2, c0, c1, c2, u0, u1, u2, nearest = sums
+    count += 1.0
+    f0 += fx
+    f1 += fy
+    f2 += fz
     if d2 > 0.0:
         d = math.sqrt(d2)
         g = g_sep(p, d)
         ux, uy, uz = ox / d, oy / d, oz / d
-        row[SEP] += g * ux
-        row[SEP + 1] += g * uy
-        row[SEP + 2] += g * uz
-        row[COH] += (1.0 - g) * ux
-        row[COH + 1] += (1.0 - g) * uy
-        row[COH + 2] += (1.0 - g) * uz
-        row[DIR] += ux
-        row[DIR + 1] += uy
-        row[DIR + 2] += uz
-        if d < row[NEAREST]:
-            row[NEAREST] = d
+        s0 += g * ux
+        s1 += g * uy
+        s2 += g * uz
+        c0 += (1.0 - g) * ux
+        c1 += (1.0 - g) * uy
+        c2 += (1.0 - g) * uz
+        u0 += ux
+        u1 += uy
+        u2 += uz
+        if d < nearest:
+            nearest = d
+    return (count, f0, f1, f2, s0, s1, s2, c0, c1, c2, u0, u1, u2, nearest)
 
 
 @inline
-def _clear(row):
+def _store(sums, row):
     for c in range(N_SUMS3):
-        row[c] = 0.0
-    row[NEAREST] = math.inf
+        row[c] = sums[c]
 
 
 @inline
 def listed_sums(x, y, z, pos, fwd, listed, count, p, row):
     """The sums into `row` of a bird at (x, y, z) over its listed neighbours: rows
     listed[:count] of pos and fwd (n, 3), nearest first."""
-    _clear(row)
+    sums = NONE
     for m in range(count):
         j = listed[m]
         ox = pos[j, 0] - x
         oy = pos[j, 1] - y
         oz = pos[j, 2] - z
-        _add(p, row, ox, oy, oz, ox * ox + oy * oy + oz * oz, fwd[j, 0], fwd[j, 1],
-             fwd[j, 2])
+        sums = _add(p, sums, ox, oy, oz, ox * ox + oy * oy + oz * oz, fwd[j, 0], fwd[j, 1],
+                    fwd[j, 2])
+    _store(sums, row)
 
 
 @serial
@@ -112,7 +120,7 @@ def _metric_bird(i, pos, fwd, start, g_order, g_cell, fx, fy, fz, side, p, row):
     """One bird's sums over every visible bird within p.radius: the 27 cells of side
     p.radius around its own (a candidate counts only in its own cell, so a fold shorter
     than three cells visits no bird twice); returns the candidates tested."""
-    _clear(row)
+    sums = NONE
     x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
     cx = np.int64(math.floor(x / side))
     cy = np.int64(math.floor(y / side))
@@ -136,7 +144,8 @@ def _metric_bird(i, pos, fwd, start, g_order, g_cell, fx, fy, fz, side, p, row):
                     d2 = ox * ox + oy * oy + oz * oz
                     if d2 >= r2 or not visible(fwd, i, ox, oy, oz, d2, p.cos_blind):
                         continue
-                    _add(p, row, ox, oy, oz, d2, fwd[j, 0], fwd[j, 1], fwd[j, 2])
+                    sums = _add(p, sums, ox, oy, oz, d2, fwd[j, 0], fwd[j, 1], fwd[j, 2])
+    _store(sums, row)
     return tested
 
 
