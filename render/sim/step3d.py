@@ -122,13 +122,13 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
          extra, states, new_pos, new_vel, new_bank):
     """Bird i (its noise) at (x, y, z), forward f, with its sums `row`: rules + roost +
     the finale's extra steering + noise, then flight, from row q of vel, bank, extra,
-    states (the last two a Finale3's, maybe empty) into row q of new_pos, new_vel,
+    states (the last two a Finale3's, maybe empty) into row i of new_pos, new_vel,
     new_bank."""
     state = states[q] if states.shape[0] > 0 else 0
     if state == LANDED:
-        new_pos[q, 0], new_pos[q, 1], new_pos[q, 2] = x, y, z
-        new_vel[q, 0], new_vel[q, 1], new_vel[q, 2] = 0.0, 0.0, 0.0
-        new_bank[q] = 0.0
+        new_pos[i, 0], new_pos[i, 1], new_pos[i, 2] = x, y, z
+        new_vel[i, 0], new_vel[i, 1], new_vel[i, 2] = 0.0, 0.0, 0.0
+        new_bank[i] = 0.0
         return
     if state == LANDING:
         separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
@@ -143,8 +143,8 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
     if noise_sd > 0.0:
         n0, n1, n2 = noise.normal3(seed, i, step)
         a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
-    (new_pos[q, 0], new_pos[q, 1], new_pos[q, 2], new_vel[q, 0], new_vel[q, 1],
-     new_vel[q, 2], new_bank[q]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
+    (new_pos[i, 0], new_pos[i, 1], new_pos[i, 2], new_vel[i, 0], new_vel[i, 1],
+     new_vel[i, 2], new_bank[i]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
                                                bank[q], a0, a1, a2)
 
 
@@ -171,32 +171,10 @@ def to_slots(order, pos, fwd, vel, bank, radius, extra, states, s_pos, s_fwd, s_
 
 
 @parallel
-def from_slots(order, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius, s_idx,
-               s_kth2, pos, vel, bank, count, tested, nearest, radius, idx, kth2):
-    """Row q of the s_ arrays (grid order) into row order[q] of the others (bird order);
-    s_idx, s_kth2 only when idx is not empty. Parallel, each slot its own row: at 100,000
-    birds on two threads 3.3 against 5.5 ms serial."""
-    lists = idx.shape[0] > 0
-    for q in prange(order.shape[0]):
-        i = order[q]
-        pos[i, 0], pos[i, 1], pos[i, 2] = s_pos[q, 0], s_pos[q, 1], s_pos[q, 2]
-        vel[i, 0], vel[i, 1], vel[i, 2] = s_vel[q, 0], s_vel[q, 1], s_vel[q, 2]
-        bank[i] = s_bank[q]
-        count[i] = s_count[q]
-        tested[i] = s_tested[q]
-        nearest[i] = s_nearest[q]
-        radius[i] = s_radius[q]
-        if lists:
-            kth2[i] = s_kth2[q]
-            for j in range(idx.shape[1]):
-                idx[i, j] = s_idx[q, j]
-
-
-@parallel
-def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
+def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
                      cand, reach, moved, most, shift, relisting, vel, bank, rules, home, fl,
                      noise_sd, seed, step, extra, states, idx, kth2, new_pos, new_vel,
-                     new_bank, count, tested_out, nearest):
+                     new_bank, count, tested_out, nearest, radius):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
     from its candidate list (nearest.search_listed) where the list can tell, else searched
     (nearest.search). The grid (start, folds, side, g_order its bird indices) and the
@@ -204,11 +182,12 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
     lists its candidates first, nearest.relist), and every array is in that grid's order —
     row q is the bird in slot q — at this step's positions g_pos and forward vectors g_fwd;
     since then the flock has moved by `shift` (3,) and each bird has drifted `moved` (by
-    bird; the largest: most) besides. In: radius (its first search radius), vel, bank and
-    a Finale3's extra, states (maybe empty). Out: its rows of the arrays of a Step3
-    (new_pos … nearest), its next first radius into radius (a little beyond its k-th
-    distance; short of k, a growing guess no larger than the max range) and, when idx is
-    not empty, its neighbours (bird indices) and k-th squared distance into idx, kth2."""
+    bird; the largest: most) besides. In: s_radius (its first search radius), vel, bank
+    and a Finale3's extra, states (maybe empty). Out, by bird (row g_order[q], written
+    straight from the loop: each bird its own row): the arrays of a Step3 (new_pos …
+    nearest), its next first radius into radius (a little beyond its k-th distance; short
+    of k, a growing guess no larger than the max range) and, when idx is not empty, its
+    neighbours (bird indices) and k-th squared distance into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -225,28 +204,28 @@ def topological_step(radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max
             i = g_order[q]
             tested = 0
             if relisting:
-                tested = relist(q, radius[q], start, fx, fy, fz, side, g_order, g_pos,
+                tested = relist(q, s_radius[q], start, fx, fy, fz, side, g_order, g_pos,
                                 g_fwd, cand, reach, list_s, list_d2, near, shift)
             found, more = search_listed(q, reach[q] - moved[i] - most, cand, g_order, g_pos,
                                         g_fwd, rules.cos_blind, max_d2, best_s, best_d2)
             tested += more
             if found < 0:
-                found, more = search(q, radius[q], start, fx, fy, fz, side, 3, g_order,
+                found, more = search(q, s_radius[q], start, fx, fy, fz, side, 3, g_order,
                                      g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
                                      near, shift, most)
                 tested += more
             kth = best_d2[k - 1]
-            radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
-                min(radius[q] * 1.5, 1e6, max_r)
+            radius[i] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
+                min(s_radius[q] * 1.5, 1e6, max_r)
             x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
             flocking3d.listed_sums(x, y, z, g_pos, g_fwd, best_s, found, rules, row)
-            count[q] = found
-            tested_out[q] = tested
-            nearest[q] = row[flocking3d.NEAREST]
+            count[i] = found
+            tested_out[i] = tested
+            nearest[i] = row[flocking3d.NEAREST]
             if lists:
-                kth2[q] = kth
+                kth2[i] = kth
                 for j in range(k):
-                    idx[q, j] = g_order[best_s[j]] if j < found else -1
+                    idx[i, j] = g_order[best_s[j]] if j < found else -1
             _fly(i, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
                  bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
                  new_vel, new_bank)
@@ -311,9 +290,9 @@ def _topological(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, wor
 
 def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fin, out,
             landed, flying) -> None:
-    """The rows of `out` (and fin.idx, fin.kth) of the birds in the lists' grid, drawn
-    anew first when `_drift` says; landed: (n,) bool or None, flying: the indices of the
-    birds not landed (None: all)."""
+    """The rows of `out` (and fin.idx, fin.kth) of the birds in the lists' grid flying,
+    the grid drawn anew first when `_drift` says; landed: (n,) bool or None, flying: the
+    indices of the birds not landed (None: all)."""
     moved, most, shift, relisting = _drift(pos, work, landed, flying, step)
     if relisting:
         work.grid[0] = _grid(pos, work, flying)
@@ -328,15 +307,10 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     s_pos, s_fwd, s_vel, s_bank, s_radius, s_extra, s_states = s_in
     if landed is not None and not relisting:
         s_pos[s_states == LANDED] = math.inf
-    lists = fin.idx.shape[0] > 0
-    s_out = Step3(np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
-                  np.empty(m, np.int64), np.empty(m))
-    s_idx, s_kth2 = np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0)
     topological_step(s_radius, grid.start, *grid.folds, grid.side, order, s_pos, s_fwd,
                      max_d2, k, work.cand, work.reach, moved, most, shift, relisting, s_vel,
-                     s_bank, rules, home, fl, noise_sd, seed, step, s_extra, s_states, s_idx,
-                     s_kth2, *s_out)
-    from_slots(order, *s_out, s_radius, s_idx, s_kth2, *out, work.radius, fin.idx, fin.kth)
+                     s_bank, rules, home, fl, noise_sd, seed, step, s_extra, s_states, fin.idx,
+                     fin.kth, *out, work.radius)
 
 
 def _grid(pos, work: Workspace3, flying) -> nearest.Grid:
