@@ -29,7 +29,8 @@ SIM_S_PER_BIRD_STEP = 1.5e-6
 # 3D: positions, velocities, forward vectors, bank and their next values; k neighbour
 # indices and squared distances; the rules' 14 sums; the folded grid (two buckets a bird,
 # the birds' cells and sorted copies); the two snapshots frames interpolate between; the
-# candidate lists (32 int32 slots, the reach, the place they were drawn at, their grid).
+# candidate lists (32 int32 slots, the reach, the place they were drawn at, their grid and
+# its blocks' boxes of drifts, a quarter of a bird's worth each).
 SIM3_BYTES_PER_BIRD = 900
 SIM3_BYTES_PER_NEIGHBOUR = 16
 SIM3_S_PER_BIRD_STEP = 3e-6  # the kNN search (~1 µs a bird), the rules and the flight

@@ -210,6 +210,110 @@ def test_lists_drawn_then_read_after_the_flock_moves_equal_the_reference(blind):
     assert answered > 0.8 * len(pos)
 
 
+def _limits(pos, anchor, lists, empty_boxes=False):
+    """Each slot's limit from the drifts bounded around it (nearest.local_limit over the
+    boxes of nearest.drift_boxes; `empty_boxes`: every box left empty, as if no bird
+    around had drifted) and the flock-wide one (reach less the bird's drift and the
+    largest): two (n,) arrays by slot."""
+    from render.sim.nearest import drift, drift_boxes, local_limit
+
+    _, reach, then = lists
+    n = len(pos)
+    moved, shift = np.zeros(n), np.zeros(3)
+    most = drift(pos, anchor, np.zeros(0, bool), moved, shift)
+    fx, fy, fz = then.folds
+    boxes = np.empty((max(fx // 2, 1) * max(fy // 2, 1) * max(fz // 2, 1), 6))
+    g_pos = np.ascontiguousarray(pos[then.order])
+    drift_boxes(g_pos, anchor, then.order, shift, then.start, fx, fy, fz, boxes)
+    if empty_boxes:
+        boxes[:, :3], boxes[:, 3:] = math.inf, -math.inf
+    local = np.array([local_limit(q, then.order[q], reach[q], g_pos, anchor, shift,
+                                  then.side, fx, fy, fz, boxes, moved[then.order[q]], most)
+                      for q in range(n)])
+    return local, reach - moved[then.order] - most
+
+
+def _answers(pos, fwd, lists, limits, k, blind):
+    """Each bird's answer from its list under `limits` (by slot), as `_read`."""
+    from render.sim.nearest import cos_half_blind, search_listed
+
+    cand, _, then = lists
+    g_pos, g_fwd = pos[then.order], fwd[then.order]
+    best_s, best_d2 = np.empty(k, np.int64), np.empty(k)
+    out = [None] * len(pos)
+    for q, limit in enumerate(limits):
+        found, _ = search_listed(q, limit, cand, then.order, g_pos, g_fwd,
+                                 cos_half_blind(blind), math.inf, best_s, best_d2)
+        out[then.order[q]] = (found, list(then.order[best_s[:max(found, 0)]]),
+                              best_d2[:max(found, 0)].copy())
+    return out
+
+
+def test_a_bird_whose_neighbours_kept_together_keeps_its_list_while_the_flock_stretches():
+    """Worked by hand, cells of 4 m (blocks of 2 × 2 × 2 cells, 8 m): birds 0 and 1 at
+    x = 2 and 3 m (block 0), bird 2 at 34 m and bird 3 at −30 m (blocks 4 and −4), all at
+    y = z = 2 m. Birds 2 and 3 fly 1 m further out (the flock stretches; its mean motion
+    is nil): the largest drift is 1 m, and the flock-wide bound leaves bird 0's list
+    (first radius 1 m, reach 1.35 m: bird 1) a limit of 0.35 m, short of bird 1. But
+    birds 0 and 1 are alone in the 27 blocks around block 0 and did not drift: no bird
+    off the list can be nearer than the reach, 1.35 m, and the birds beyond those blocks
+    were filed at least 10 m away (a block's side plus bird 0's 2 m to its block's
+    nearest face) and drifted at most 1 m: 9 m. The list answers bird 1."""
+    anchor = np.array([[2.0, 2.0, 2.0], [3.0, 2.0, 2.0], [34.0, 2.0, 2.0], [-30.0, 2.0, 2.0]])
+    fwd = np.tile([0.0, 1.0, 0.0], (4, 1))
+    pos = anchor + [[0.0, 0, 0], [0.0, 0, 0], [1.0, 0, 0], [-1.0, 0, 0]]
+    lists = _lists(anchor, fwd, np.ones(4), 4.0)
+    then = lists[2]
+    assert then.folds[0] >= 16  # blocks 4 and −4 fold onto none of −1, 0, 1
+    q = int(np.flatnonzero(then.order == 0)[0])
+    assert lists[1][q] == pytest.approx(1.35)
+    local, flockwide = _limits(pos, anchor, lists)
+    assert flockwide[q] == pytest.approx(0.35)
+    assert local[q] == pytest.approx(1.35)
+    assert _answers(pos, fwd, lists, flockwide, 1, 0.0)[0][0] == -1
+    assert _answers(pos, fwd, lists, local, 1, 0.0)[0][:2] == (1, [1])
+
+
+@pytest.mark.parametrize("blind", [0.0, 90.0])
+def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind):
+    """1,500 birds in a flock 8 times longer than wide, listed, then turned 0.3° about
+    its middle (its ends move half a metre apart, a bird and its neighbours together),
+    with ten birds at one end darting about 3 m: the flock-wide bound refuses nearly
+    every list; bounded by the drifts around each bird, most answer (not those near the
+    darters), each as the all-pairs reference does. With the boxes of drifts left empty,
+    lists near the darters answer wrongly: the boxes are what keeps it exact."""
+    rng = np.random.default_rng(8)
+    anchor, fwd = flock(1500, 3, seed=11)
+    anchor[:, 0] *= 8.0
+    c, s = math.cos(math.radians(0.3)), math.sin(math.radians(0.3))
+    mid = anchor.mean(axis=0)
+    rel = anchor - mid
+    pos = mid + np.column_stack([c * rel[:, 0] - s * rel[:, 1], s * rel[:, 0] + c * rel[:, 1],
+                                 rel[:, 2]]) + [2.0, -1.0, 0.3]
+    pos += rng.normal(0.0, 0.01, pos.shape)
+    dart = np.flatnonzero(anchor[:, 0] > 100.0)[:10]
+    pos[dart] += rng.normal(0.0, 3.0, (len(dart), 3))
+    k = 7
+    expected = naive(pos, fwd, k, blind_angle=blind)
+    radius = np.sqrt(naive(anchor, fwd, k)[1][:, -1]) * 1.05
+    lists = _lists(anchor, fwd, radius, 1.5 * float(np.median(radius)))
+    local, flockwide = _limits(pos, anchor, lists)
+    assert (local >= flockwide).all()
+
+    def wrong(answers):
+        return sum(found >= 0 and (got != list(expected[0][i][:found]) or
+                                   not np.array_equal(d2, expected[1][i][:found]))
+                   for i, (found, got, d2) in enumerate(answers))
+
+    answers = _answers(pos, fwd, lists, local, k, blind)
+    answered = sum(found >= 0 for found, _, _ in answers)
+    assert sum(found >= 0 for found, _, _ in _answers(pos, fwd, lists, flockwide, k,
+                                                      blind)) < 0.1 * len(pos)
+    assert answered > 0.7 * len(pos) and wrong(answers) == 0
+    blind_to_darts = _limits(pos, anchor, lists, empty_boxes=True)[0]
+    assert wrong(_answers(pos, fwd, lists, blind_to_darts, k, blind)) > 0
+
+
 def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
     """Each bird's k nearest visible birds of pos, searched (nearest.search) in the grid
     filed at anchor, its cells grown by the drifts (or, not `grown`, read as if filed at

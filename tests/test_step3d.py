@@ -274,14 +274,22 @@ def test_the_return_leans_in_over_two_seconds():
 @pytest.mark.parametrize("rules", [{}, {"max_range": 1.5}])
 def test_steps_from_the_candidate_lists_equal_steps_searched_afresh(monkeypatch, rules):
     """1,500 birds over 60 steps: the candidate lists and their grid are drawn anew
-    several times, and in between the lists answer most birds and the old grid, its cells
-    grown by the drifts, the rest. The same run with no list allowed to answer (every bird
-    searches the old grid), and with the lists and the grid drawn anew every step, gives
-    the same bits."""
+    several times, and in between the lists answer most birds (the drifts bounded around
+    them on every step) and the old grid, its cells grown by the drifts, the rest. The
+    same run with no list allowed to answer (every bird searches the old grid), and with
+    the lists and the grid drawn anew every step, gives the same bits."""
     from render.sim import step3d
 
     real = step3d._drift
     relists = []
+    boxed = []
+    real_boxes = step3d.drift_boxes
+
+    def boxes_spy(*args):
+        boxed.append(True)
+        real_boxes(*args)
+
+    monkeypatch.setattr(step3d, "drift_boxes", boxes_spy)
 
     def spy(*args):
         moved, most, shift, relisting = real(*args)
@@ -295,14 +303,17 @@ def test_steps_from_the_candidate_lists_equal_steps_searched_afresh(monkeypatch,
     runs = []
     for drift, every_step in ((spy, False), (never, False), (real, True)):
         monkeypatch.setattr(step3d, "_drift", drift)
-        monkeypatch.setattr(step3d, "RELIST_DRIFT", -1.0 if every_step else 0.5)
+        monkeypatch.setattr(step3d, "RELIST_DRIFT", -1.0 if every_step else 0.25)
+        # The drifts bounded around each bird on every step between two drawings.
+        monkeypatch.setattr(step3d, "LOCAL_DRIFT", 0.0)
         sim = Simulation(scene3(n=1500, **rules), cache=False)
         tested = [sim.advance().candidates.mean() for _ in range(60)]
-        runs.append((sim.positions, sim.velocities, sim.bank, np.mean(tested)))
+        runs.append((sim.positions, sim.velocities, sim.bank, np.mean(tested), len(boxed)))
     for other in runs[1:]:
         for a, b in zip(runs[0][:3], other[:3]):
             assert np.array_equal(a, b)
     assert sum(relists[:60]) >= 3 and not all(relists[:60])
+    assert runs[0][4] > 0  # the drifts were bounded around the birds on some steps
     assert runs[0][3] < 0.8 * runs[1][3]  # the lists did answer
 
 

@@ -474,6 +474,80 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
     return -1, tested
 
 
+# A bird's list is exact while no bird off it can have come nearer than its k-th. The
+# largest drift of the whole flock bounds that, but a turning flock's far ends drift
+# metres apart within a few steps while a bird's neighbours drift with it: so the drifts
+# are also bounded locally, per block of 2 × 2 × 2 cells of the lists' grid.
+@parallel
+def drift_boxes(g_pos, anchor, g_order, shift, start, fx, fy, fz, boxes):
+    """Each block's box of its birds' drifts (their displacement since the lists were
+    drawn at anchor (n, 3), by bird, less the flock's motion `shift` (3,)) into row b of
+    boxes (blocks, 6): lows then highs, lows above highs for a block with no bird. The
+    blocks fold as the cells do (X/2 · Y/2 · Z/2 of them, an axis folded once stays
+    one block): block (bx, by, bz) holds the birds of buckets (2bx + 0|1, 2by + 0|1,
+    2bz + 0|1). g_pos: this step's positions in the grid's slots (a bird landed since:
+    infinite, left out)."""
+    nx, ny, nz = max(fx // 2, 1), max(fy // 2, 1), max(fz // 2, 1)
+    for b in prange(nx * ny * nz):
+        x0, y0, z0 = 2 * (b % nx), 2 * ((b // nx) % ny), 2 * (b // (nx * ny))
+        lo0 = lo1 = lo2 = math.inf
+        hi0 = hi1 = hi2 = -math.inf
+        for cz in range(z0, z0 + min(fz, 2)):
+            for cy in range(y0, y0 + min(fy, 2)):
+                row = (cz * fy + cy) * fx
+                for q in range(start[row + x0], start[row + x0 + min(fx, 2)]):
+                    i = g_order[q]
+                    e0 = g_pos[q, 0] - anchor[i, 0] - shift[0]
+                    e1 = g_pos[q, 1] - anchor[i, 1] - shift[1]
+                    e2 = g_pos[q, 2] - anchor[i, 2] - shift[2]
+                    if not (abs(e0) < math.inf):
+                        continue
+                    lo0, hi0 = min(lo0, e0), max(hi0, e0)
+                    lo1, hi1 = min(lo1, e1), max(hi1, e1)
+                    lo2, hi2 = min(lo2, e2), max(hi2, e2)
+        boxes[b, 0], boxes[b, 1], boxes[b, 2] = lo0, lo1, lo2
+        boxes[b, 3], boxes[b, 4], boxes[b, 5] = hi0, hi1, hi2
+
+
+@inline
+def local_limit(q, i, reach, g_pos, anchor, shift, side, fx, fy, fz, boxes, moved, most):
+    """How near a bird off the list of the bird in slot q (bird i) can have come since
+    the lists were drawn, at least: `search_listed`'s limit. A bird off the list was
+    `reach` or farther from q then, and two birds have closed by at most the distance
+    between their drifts. Birds filed in the 27 blocks around q's then (see
+    `drift_boxes`) drifted within those blocks' boxes; every other bird was filed at
+    least a block's side plus q's distance to its own block's nearest face away (or the
+    reach, if farther), and drifted at most `most` (the flock's largest drift; q's own:
+    `moved`). Never below the flock-wide limit, reach − moved − most."""
+    nx, ny, nz = max(fx // 2, 1), max(fy // 2, 1), max(fz // 2, 1)
+    block = 2.0 * side
+    a0, a1, a2 = anchor[i, 0], anchor[i, 1], anchor[i, 2]
+    e0 = g_pos[q, 0] - a0 - shift[0]
+    e1 = g_pos[q, 1] - a1 - shift[1]
+    e2 = g_pos[q, 2] - a2 - shift[2]
+    # q's block from its cell, as it was filed (a cell's block is its index halved).
+    bx = np.int64(math.floor(a0 / side)) >> 1
+    by = np.int64(math.floor(a1 / side)) >> 1
+    bz = np.int64(math.floor(a2 / side)) >> 1
+    worst = 0.0
+    for z in range(bz - 1, bz + 2):
+        for y in range(by - 1, by + 2):
+            row = ((z & (nz - 1)) * ny + (y & (ny - 1))) * nx
+            for x in range(bx - 1, bx + 2):
+                b = row + (x & (nx - 1))
+                if boxes[b, 0] > boxes[b, 3]:
+                    continue
+                d0 = max(e0 - boxes[b, 0], boxes[b, 3] - e0)
+                d1 = max(e1 - boxes[b, 1], boxes[b, 4] - e1)
+                d2 = max(e2 - boxes[b, 2], boxes[b, 5] - e2)
+                worst = max(worst, d0 * d0 + d1 * d1 + d2 * d2)
+    worst = min(math.sqrt(worst), moved + most)
+    face = min(a0 - bx * block, (bx + 1) * block - a0, a1 - by * block,
+               (by + 1) * block - a1, a2 - bz * block, (bz + 1) * block - a2)
+    far = max(reach, block + max(face, 0.0) - _SLACK * side)
+    return min(reach - worst, far - moved - most)
+
+
 @serial
 def drift(pos, anchor, flying, out, shift):
     """Each bird's distance from where it was listed (anchor (n, 3)) once the flock's

@@ -25,8 +25,8 @@ from . import nearest, noise
 from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial
-from .nearest import (CHUNK, LISTED, NEAR, build_grid, cell_side, drift, relist, search,
-                      search_listed)
+from .nearest import (CHUNK, LISTED, NEAR, build_grid, cell_side, drift, drift_boxes,
+                      local_limit, relist, search, search_listed)
 
 
 class Neighbours3(NamedTuple):
@@ -45,7 +45,10 @@ class Workspace3(NamedTuple):
     drew them: cand (n, LISTED) int32 and reach (n,) m, rows by that step's grid slots,
     anchor (n, 3) the positions then, and `grid`, one item: that step's nearest.Grid (its
     order as bird indices), which the steps after keep their birds' slots in and search,
-    or None before the lists are drawn."""
+    or None before the lists are drawn; `boxes`, one item: each block of that grid's
+    cells' box of drifts (nearest.drift_boxes; None before), `lapsed` (n,) bool, by slot:
+    whose list could not answer at the last step, and `lapses` [how many when the lists
+    were drawn, at the last step]."""
 
     radius: np.ndarray
     fwd: np.ndarray
@@ -54,6 +57,9 @@ class Workspace3(NamedTuple):
     reach: np.ndarray
     anchor: np.ndarray
     grid: list
+    boxes: list
+    lapsed: np.ndarray
+    lapses: list
 
 
 def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
@@ -61,7 +67,7 @@ def workspace3(n: int, topological: bool, radius: float) -> Workspace3:
     return Workspace3(np.full(n, radius), np.empty((n, 3)),
                       np.empty((0 if topological else n, flocking3d.N_SUMS3)),
                       np.full((lists, LISTED), -1, np.int32), np.zeros(lists),
-                      np.empty((lists, 3)), [None])
+                      np.empty((lists, 3)), [None], [None], np.zeros(lists, bool), [0, 0])
 
 
 class Step3(NamedTuple):
@@ -172,9 +178,9 @@ def to_slots(order, pos, fwd, vel, bank, radius, extra, states, s_pos, s_fwd, s_
 
 @parallel
 def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
-                     cand, reach, moved, most, shift, relisting, vel, bank, rules, home, fl,
-                     noise_sd, seed, step, extra, states, idx, kth2, new_pos, new_vel,
-                     new_bank, count, tested_out, nearest, radius):
+                     cand, reach, anchor, boxes, moved, most, shift, relisting, vel, bank,
+                     rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
+                     new_pos, new_vel, new_bank, count, tested_out, nearest, radius, lapsed):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
     from its candidate list (nearest.search_listed) where the list can tell, else searched
     (nearest.search). The grid (start, folds, side, g_order its bird indices) and the
@@ -182,8 +188,11 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     lists its candidates first, nearest.relist), and every array is in that grid's order —
     row q is the bird in slot q — at this step's positions g_pos and forward vectors g_fwd;
     since then the flock has moved by `shift` (3,) and each bird has drifted `moved` (by
-    bird; the largest: most) besides. In: s_radius (its first search radius), vel, bank
-    and a Finale3's extra, states (maybe empty). Out, by bird (row g_order[q], written
+    bird; the largest: most) besides, from where it was then (anchor, by bird): where that
+    bound refuses a list, the drifts around the bird (boxes, nearest.drift_boxes; empty:
+    not measured) may still let it answer. In: s_radius (its first search radius), vel,
+    bank and a Finale3's extra, states (maybe empty). Out, by slot: lapsed, whether the
+    bird's list could not answer; by bird (row g_order[q], written
     straight from the loop: each bird its own row): the arrays of a Step3 (new_pos …
     nearest), its next first radius into radius (a little beyond its k-th distance; short
     of k, a growing guess no larger than the max range) and, when idx is not empty, its
@@ -206,9 +215,18 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
             if relisting:
                 tested = relist(q, s_radius[q], start, fx, fy, fz, side, g_order, g_pos,
                                 g_fwd, cand, reach, list_s, list_d2, near, shift)
-            found, more = search_listed(q, reach[q] - moved[i] - most, cand, g_order, g_pos,
-                                        g_fwd, rules.cos_blind, max_d2, best_s, best_d2)
+            limit = reach[q] - moved[i] - most
+            found, more = search_listed(q, limit, cand, g_order, g_pos, g_fwd,
+                                        rules.cos_blind, max_d2, best_s, best_d2)
             tested += more
+            if found < 0 and boxes.shape[0] > 0:  # the drifts bounded locally instead
+                wider = local_limit(q, i, reach[q], g_pos, anchor, shift, side, fx, fy, fz,
+                                    boxes, moved[i], most)
+                if wider > limit:
+                    found, more = search_listed(q, wider, cand, g_order, g_pos, g_fwd,
+                                                rules.cos_blind, max_d2, best_s, best_d2)
+                    tested += more
+            lapsed[q] = found < 0
             if found < 0:
                 found, more = search(q, s_radius[q], start, fx, fy, fz, side, 3, g_order,
                                      g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
@@ -307,10 +325,24 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     s_pos, s_fwd, s_vel, s_bank, s_radius, s_extra, s_states = s_in
     if landed is not None and not relisting:
         s_pos[s_states == LANDED] = math.inf
-    topological_step(s_radius, grid.start, *grid.folds, grid.side, order, s_pos, s_fwd,
-                     max_d2, k, work.cand, work.reach, moved, most, shift, relisting, s_vel,
-                     s_bank, rules, home, fl, noise_sd, seed, step, s_extra, s_states, fin.idx,
-                     fin.kth, *out, work.radius)
+    fx, fy, fz = grid.folds
+    if relisting:
+        work.boxes[0] = np.empty((max(fx // 2, 1) * max(fy // 2, 1) * max(fz // 2, 1), 6))
+    # While the largest drift is small against the skin, the flock-wide bound answers
+    # nearly every list: the boxes would cost more than they save.
+    boxes = work.boxes[0]
+    if most > LOCAL_DRIFT * nearest.SKIN * grid.side / nearest.SIDE_PER_RADIUS:
+        drift_boxes(s_pos, work.anchor, order, shift, grid.start, fx, fy, fz, boxes)
+    else:
+        boxes = boxes[:0]
+    lapsed = work.lapsed[:m]
+    topological_step(s_radius, grid.start, fx, fy, fz, grid.side, order, s_pos, s_fwd,
+                     max_d2, k, work.cand, work.reach, work.anchor, boxes, moved, most,
+                     shift, relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed, step,
+                     s_extra, s_states, fin.idx, fin.kth, *out, work.radius, lapsed)
+    work.lapses[0 if relisting else 1] = int(np.count_nonzero(lapsed))
+    if relisting:
+        work.lapses[1] = work.lapses[0]
 
 
 def _grid(pos, work: Workspace3, flying) -> nearest.Grid:
@@ -326,9 +358,13 @@ def _grid(pos, work: Workspace3, flying) -> nearest.Grid:
     return grid._replace(pos=np.empty((0, 3)))
 
 
-# The lists are drawn anew once any bird has drifted this share of the skin (its reach
-# beyond the first search radius): two birds may then have closed by the whole skin.
-RELIST_DRIFT = 0.5
+# The lists are drawn anew once any bird has drifted this share of a cell's side (birds
+# from beyond the blocks around a bird may then reach it: see nearest.local_limit), or
+# once more lists cannot answer than when they were drawn by this share of the birds.
+RELIST_DRIFT = 0.25
+RELIST_LAPSED = 1 / 32
+# The blocks' drifts are measured once the largest drift passes this share of the skin.
+LOCAL_DRIFT = 0.5
 
 
 def _drift(pos, work: Workspace3, landed, flying, step: int):
@@ -337,8 +373,9 @@ def _drift(pos, work: Workspace3, landed, flying, step: int):
     at pos, and the drifts and the motion zero). Anew: at step 0 (the first step after
     settling, whether the settled state was settled or read back: the lists are not kept,
     and the candidates counted from then on are the same either way); when a bird flying
-    is not in the grid; when the largest drift passes RELIST_DRIFT of the skin (the
-    grid's cells are nearest.SIDE_PER_RADIUS first radii)."""
+    is not in the grid; when the largest drift passes RELIST_DRIFT of a cell's side; when
+    the lists that could not answer at the last step outnumber those at the drawing by
+    RELIST_LAPSED of the grid's birds."""
     moved = np.zeros(len(pos))
     shift = np.zeros(3)
     grid = work.grid[0]
@@ -351,8 +388,9 @@ def _drift(pos, work: Workspace3, landed, flying, step: int):
     if not relisting:
         most = drift(pos, work.anchor, ~landed if landed is not None else np.zeros(0, bool),
                      moved, shift)
-        skin = nearest.SKIN * grid.side / nearest.SIDE_PER_RADIUS
-        relisting = most > RELIST_DRIFT * skin
+        lapsed = work.lapses[1] - work.lapses[0]
+        relisting = most > RELIST_DRIFT * grid.side or \
+            lapsed > RELIST_LAPSED * len(grid.order)
     if relisting:
         np.copyto(work.anchor, pos)
         moved[:], shift[:] = 0.0, 0.0
