@@ -91,10 +91,35 @@ def test_export_rows_from_hand_worked_turns():
 def test_results_say_which_sections_ran_and_what_is_left():
     run = _run_module()
     row = {"figure": "x", "value": 1.0, "unit": "ms"}
-    whole = run.report([row], False, list(run.SECTIONS), 0)
-    assert "Partial" not in whole and "Sections:" not in whole and "| x | 1 ms |" in whole
-    cut = run.report([row], False, ["sim", "sim3d"], 1)
-    assert "Sections: sim, sim3d." in cut and "Partial: 1 section(s) still to run." in cut
+    every = {name: run.block(name, [row], False) for name in run.SECTIONS}
+    whole = run.report(every, [])
+    assert "Partial" not in whole and "Not measured yet" not in whole
+    assert whole.count("| x | 1 ms |") == len(run.SECTIONS)
+    cut = run.report({"sim": every["sim"], "sim3d": every["sim3d"]}, ["draw"])
+    assert "Partial: 1 section(s) still to run (draw)" in cut
+    assert "## sim: the simulation figures" in cut and "## draw:" not in cut
+    assert "Not measured yet: draw," in cut
+
+
+def test_a_run_of_some_sections_keeps_the_others_as_they_were():
+    run = _run_module()
+    old = run.report({name: run.block(name, [{"figure": f"old {name}", "value": 1.0,
+                                               "unit": "ms"}], False)
+                      for name in run.SECTIONS}, [])
+    kept = run.sections_in(old)
+    assert list(kept) == list(run.SECTIONS)
+    kept["sim3d"] = run.block("sim3d", [{"figure": "new sim3d", "value": 2.0, "unit": "ms"}],
+                              False)
+    merged = run.report(kept, [])
+    assert "new sim3d" in merged and "old sim3d" not in merged
+    for name in run.SECTIONS:
+        if name != "sim3d":
+            assert f"| old {name} | 1 ms |" in merged
+    # Sections come back in the run's order, each with its own heading, once.
+    assert run.sections_in(merged) == kept
+    assert [line for line in merged.splitlines() if line.startswith("## ")] == \
+        [f"## {name}: {desc}" for name, (desc, _) in run.SECTIONS.items()]
+    assert run.sections_in("# Benchmark results\n\n| figure | value |\n") == {}
 
 
 def test_a_difference_reads_as_one_not_as_a_ratio():
