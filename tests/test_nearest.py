@@ -215,14 +215,14 @@ def _limits(pos, anchor, lists, empty_boxes=False):
     boxes of nearest.drift_boxes; `empty_boxes`: every box left empty, as if no bird
     around had drifted) and the flock-wide one (reach less the bird's drift and the
     largest): two (n,) arrays by slot."""
-    from render.sim.nearest import drift, drift_boxes, local_limit
+    from render.sim.nearest import blocks, drift, drift_boxes, local_limit
 
     _, reach, then = lists
     n = len(pos)
     moved, shift = np.zeros(n), np.zeros(3)
     most = drift(pos, anchor, np.zeros(0, bool), moved, shift)
     fx, fy, fz = then.folds
-    boxes = np.empty((max(fx // 2, 1) * max(fy // 2, 1) * max(fz // 2, 1), 6))
+    boxes = np.empty((math.prod(blocks(fx, fy, fz)), 6))
     g_pos = np.ascontiguousarray(pos[then.order])
     drift_boxes(g_pos, anchor, then.order, shift, then.start, fx, fy, fz, boxes)
     if empty_boxes:

@@ -478,6 +478,13 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
 # largest drift of the whole flock bounds that, but a turning flock's far ends drift
 # metres apart within a few steps while a bird's neighbours drift with it: so the drifts
 # are also bounded locally, per block of 2 × 2 × 2 cells of the lists' grid.
+@inline
+def blocks(fx, fy, fz):
+    """The blocks' folds for a grid folded (fx, fy, fz): half as many along each axis,
+    an axis folded once staying one block."""
+    return max(fx // 2, 1), max(fy // 2, 1), max(fz // 2, 1)
+
+
 @parallel
 def drift_boxes(g_pos, anchor, g_order, shift, start, fx, fy, fz, boxes):
     """Each block's box of its birds' drifts (their displacement since the lists were
@@ -487,7 +494,7 @@ def drift_boxes(g_pos, anchor, g_order, shift, start, fx, fy, fz, boxes):
     one block): block (bx, by, bz) holds the birds of buckets (2bx + 0|1, 2by + 0|1,
     2bz + 0|1). g_pos: this step's positions in the grid's slots (a bird landed since:
     infinite, left out)."""
-    nx, ny, nz = max(fx // 2, 1), max(fy // 2, 1), max(fz // 2, 1)
+    nx, ny, nz = blocks(fx, fy, fz)
     for b in prange(nx * ny * nz):
         x0, y0, z0 = 2 * (b % nx), 2 * ((b // nx) % ny), 2 * (b // (nx * ny))
         lo0 = lo1 = lo2 = math.inf
@@ -519,7 +526,7 @@ def local_limit(q, i, reach, g_pos, anchor, shift, side, fx, fy, fz, boxes, move
     least a block's side plus q's distance to its own block's nearest face away (or the
     reach, if farther), and drifted at most `most` (the flock's largest drift; q's own:
     `moved`). Never below the flock-wide limit, reach − moved − most."""
-    nx, ny, nz = max(fx // 2, 1), max(fy // 2, 1), max(fz // 2, 1)
+    nx, ny, nz = blocks(fx, fy, fz)
     block = 2.0 * side
     a0, a1, a2 = anchor[i, 0], anchor[i, 1], anchor[i, 2]
     e0 = g_pos[q, 0] - a0 - shift[0]

@@ -25,8 +25,8 @@ from . import nearest, noise
 from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial
-from .nearest import (CHUNK, LISTED, NEAR, build_grid, cell_side, drift, drift_boxes,
-                      local_limit, relist, search, search_listed)
+from .nearest import (CHUNK, LISTED, NEAR, blocks, build_grid, cell_side, drift,
+                      drift_boxes, local_limit, relist, search, search_listed)
 
 
 class Neighbours3(NamedTuple):
@@ -192,11 +192,11 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     bound refuses a list, the drifts around the bird (boxes, nearest.drift_boxes; empty:
     not measured) may still let it answer. In: s_radius (its first search radius), vel,
     bank and a Finale3's extra, states (maybe empty). Out, by slot: lapsed, whether the
-    bird's list could not answer; by bird (row g_order[q], written
-    straight from the loop: each bird its own row): the arrays of a Step3 (new_pos …
-    nearest), its next first radius into radius (a little beyond its k-th distance; short
-    of k, a growing guess no larger than the max range) and, when idx is not empty, its
-    neighbours (bird indices) and k-th squared distance into idx, kth2."""
+    bird's list could not answer; by bird (row g_order[q], written straight from the
+    loop: each bird its own row): the arrays of a Step3 (new_pos … nearest), its next
+    first radius into radius (a little beyond its k-th distance; short of k, a growing
+    guess no larger than the max range) and, when idx is not empty, its neighbours (bird
+    indices) and k-th squared distance into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -327,7 +327,7 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
         s_pos[s_states == LANDED] = math.inf
     fx, fy, fz = grid.folds
     if relisting:
-        work.boxes[0] = np.empty((max(fx // 2, 1) * max(fy // 2, 1) * max(fz // 2, 1), 6))
+        work.boxes[0] = np.empty((math.prod(blocks(fx, fy, fz)), 6))
     # While the largest drift is small against the skin, the flock-wide bound answers
     # nearly every list: the boxes would cost more than they save.
     boxes = work.boxes[0]
@@ -340,9 +340,8 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
                      max_d2, k, work.cand, work.reach, work.anchor, boxes, moved, most,
                      shift, relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed, step,
                      s_extra, s_states, fin.idx, fin.kth, *out, work.radius, lapsed)
-    work.lapses[0 if relisting else 1] = int(np.count_nonzero(lapsed))
-    if relisting:
-        work.lapses[1] = work.lapses[0]
+    lapses = int(np.count_nonzero(lapsed))
+    work.lapses[:] = [lapses if relisting else work.lapses[0], lapses]
 
 
 def _grid(pos, work: Workspace3, flying) -> nearest.Grid:
