@@ -29,19 +29,25 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
                     look, slice_s) for positions, velocities in exposure]
 
 
-def composed(scene: Scene, pose: Pose, layers: list[Streaks], window) -> np.ndarray:
+def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
+             out: np.ndarray | None = None) -> np.ndarray:
     """The exposures `layers` in `window` (x, y, w, h px of the pose's frame) over the
-    scene's sky: (h, w, 4) uint8 BGRA premultiplied. Several exposures are averaged in
-    integers before quantising, as the 2D motion blur, exactly and the same every run."""
+    scene's sky: (h, w, 4) uint8 BGRA premultiplied, into `out` if given, else a new
+    array. Several exposures are averaged in integers before quantising, as the 2D motion
+    blur, exactly and the same every run."""
     sky = sky_for(scene, pose)
     transparent = scene.output.transparent
     if len(layers) == 1:
-        return compose(layers[0], sky, window, transparent)
+        return compose(layers[0], sky, window, transparent, out)
     total = np.zeros((int(window[3]), int(window[2]), 4), np.uint32)
     for layer in layers:
         total += compose(layer, sky, window, transparent)
     n = len(layers)
-    return ((total + n // 2) // n).astype(np.uint8)
+    averaged = ((total + n // 2) // n).astype(np.uint8)
+    if out is None:
+        return averaged
+    out[...] = averaged
+    return out
 
 
 def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
@@ -51,7 +57,7 @@ def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
     width, height = canvas.size
     pose = resized(pose, width, height)
     layers = exposures(scene, pose, exposure, bank, accent)
-    canvas.pixels[...] = composed(scene, pose, layers, (0, 0, width, height))
+    composed(scene, pose, layers, (0, 0, width, height), canvas.pixels)
     canvas.surface.mark_dirty()
     return canvas.flush()
 

@@ -132,17 +132,19 @@ def _box(streaks: Streaks, radius: np.ndarray, window) -> tuple[int, int, int, i
     return box if box[0] < box[2] and box[1] < box[3] else None
 
 
-def compose(streaks: Streaks, sky: Sky, window, transparent: bool) -> np.ndarray:
+def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
+            out: np.ndarray | None = None) -> np.ndarray:
     """The birds of `streaks` over `sky` in `window` (x, y, w, h px of the full frame):
-    (h, w, 4) uint8 cairo ARGB32 bytes (B, G, R, A, premultiplied), a new array.
+    (h, w, 4) uint8 cairo ARGB32 bytes (B, G, R, A, premultiplied), into `out` if given
+    (a canvas's pixels: the frame is not copied again), else a new array.
 
     `transparent`: no sky or ground; alpha is 1 − Π(1 − qᵢ·contrastᵢ) over the birds of
     each pixel (qᵢ their coverage × alpha), their colours premultiplied."""
     x, y, w, h = (int(v) for v in window)
+    out = np.empty((h, w, 4), np.uint8) if out is None else out
     if transparent:
-        out = np.zeros((h, w, 4), np.uint8)
+        out.fill(0)
     else:
-        out = np.empty((h, w, 4), np.uint8)
         paint_sky(sky, (x, y, w, h), out)
     if len(streaks.x0) == 0:
         return out

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..scene import Scene
+from ..sim.jit import inline, serial
 from .types import Pose, Streaks
 
 HAZE_BASE = 0.05  # contrast left at the visibility distance (the meteorological 5%)
@@ -60,132 +61,141 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     open (motion blur's sub-frames each pass their share). A bird whose streak lies
     wholly behind the near plane or outside the frame is left out; a streak crossing the
     near plane is cut at it."""
-    forward, normal, span = bird_axes(velocities, bank)
-    rel = positions - pose.position
-    distance = np.sqrt(np.einsum("ij,ij->i", rel, rel))
-    ray = rel / np.maximum(distance, 1e-12)[:, None]
-    facing = np.abs(np.einsum("ij,ij->i", normal, ray))
-    silhouette_m2 = look.body_area + look.wing_area * facing
-    half = 0.5 * look.body_length * forward
-    tail = camera_coords(pose, positions - half)
-    head = camera_coords(pose, positions + half + velocities * shutter_s)
-    centre = rel @ pose.forward
-    front = np.maximum(tail[:, 2], head[:, 2]) > pose.near
-    tail, head = clip_near(tail, head, pose.near)
-    depth = np.maximum(centre, pose.near)
-    x0, y0 = project(pose, tail)
-    x1, y1 = project(pose, head)
-    f = pose.focal
-    # A small patch of area A (as seen along its ray) at depth z and distance d covers
-    # f²·A·d/z³ px² of the image plane: its solid angle A/d², at f²/cos³θ px² a
-    # steradian θ off the axis (cos θ = z/d).
-    ink_px2 = f * f * silhouette_m2 * np.maximum(distance, depth) / depth ** 3
-    length = np.hypot(x1 - x0, y1 - y0)
-    # Wings seen along the streak reach little across it: the streak is then widened
-    # until it holds the whole silhouette at full opacity (L·w + πw²/4 = ink).
-    full = (np.sqrt(length * length + math.pi * ink_px2) - length) / (0.5 * math.pi)
-    width = np.maximum.reduce([
-        across(pose, positions, 0.5 * look.wingspan * span, x1 - x0, y1 - y0),
-        f * look.body_area / look.body_length / depth, full,
-        np.full(len(depth), look.min_width_px)])
-    area = length * width + 0.25 * math.pi * width * width
-    alpha = np.minimum(ink_px2 / area, 1.0)  # ≤ 1 by construction; rounding aside
-    x0, y0, x1, y1, meets = clip_to_frame(pose, x0, y0, x1, y1)
-    seen = front & meets & in_frame(pose, x0, y0, x1, y1, 0.5 * width)
+    n = len(positions)
+    out = np.empty((N_OUT, n))
+    seen = np.empty(n, np.bool_)
+    camera = np.stack([pose.position, pose.right, pose.up, pose.forward]).astype(np.float64)
+    _birds(np.ascontiguousarray(positions, np.float64),
+           np.ascontiguousarray(velocities, np.float64),
+           np.zeros(n) if bank is None else np.ascontiguousarray(bank, np.float64), camera,
+           float(pose.focal), float(pose.width), float(pose.height), float(pose.near),
+           np.array(look[:4], np.float64), float(look.min_width_px), float(shutter_s),
+           out, seen)
     ids = np.flatnonzero(seen)
-    order = ids[np.argsort(-depth[ids], kind="stable")]  # far to near; ties by bird
+    x0, y0, x1, y1, width, alpha, depth, distance = out[:, ids]
+    order = np.argsort(-depth, kind="stable")  # far to near; ties by bird
     contrast = HAZE_BASE ** (distance[order] / look.visibility)
     return Streaks(x0[order], y0[order], x1[order], y1[order], width[order], alpha[order],
-                   contrast, depth[order], np.asarray(accent, bool)[order],
-                   order.astype(np.int64))
+                   contrast, depth[order], np.asarray(accent, bool)[ids[order]],
+                   ids[order].astype(np.int64))
 
 
-def bird_axes(velocities: np.ndarray, bank: np.ndarray | None):
-    """Each bird's forward unit vector, its wings' normal (the banked up vector
-    cos β·u + sin β·r, r = f × z horizontal, u = r × f, as flight.py) and the axis from
-    wingtip to wingtip (cos β·r − sin β·u): (n, 3) unit vectors each. A bird at rest
-    faces +x; one flying straight up has r = +x."""
-    speed = np.sqrt(np.einsum("ij,ij->i", velocities, velocities))
-    moving = speed > 0.0
-    forward = np.where(moving[:, None], velocities / np.where(moving, speed, 1.0)[:, None],
-                       np.array([1.0, 0.0, 0.0]))
-    right = np.cross(forward, np.array([0.0, 0.0, 1.0]))
-    side = np.sqrt(np.einsum("ij,ij->i", right, right))
-    level = side > 1e-9
-    right = np.where(level[:, None], right / np.where(level, side, 1.0)[:, None],
-                     np.array([1.0, 0.0, 0.0]))
-    up = np.cross(right, forward)
-    if bank is None:
-        return forward, up, right
-    c, s = np.cos(bank)[:, None], np.sin(bank)[:, None]
-    return forward, c * up + s * right, c * right - s * up
+N_OUT = 8  # _birds' rows: x0, y0, x1, y1, width, alpha, depth, distance
 
 
-def across(pose: Pose, positions: np.ndarray, half_span: np.ndarray, dx, dy) -> np.ndarray:
-    """How far each bird's wings reach across its streak on screen, px: the wingtips
-    positions ± half_span ((n, 3) m) projected, their separation's part perpendicular
-    to the streak's direction (dx, dy) px (all of it for a streak of no length)."""
-    tip_u0, tip_v0 = project(pose, camera_coords(pose, positions - half_span))
-    tip_u1, tip_v1 = project(pose, camera_coords(pose, positions + half_span))
-    wu, wv = tip_u1 - tip_u0, tip_v1 - tip_v0
-    length = np.hypot(dx, dy)
-    moving = length > 0.0
-    safe = np.where(moving, length, 1.0)
-    return np.where(moving, np.abs(wu * dy - wv * dx) / safe, np.hypot(wu, wv))
+@serial
+def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near, body,
+           min_width, shutter, out, seen):
+    """Each bird's streak into column i of `out` (N_OUT rows) and whether the frame
+    shows it into seen[i]. camera: (4, 3) the pinhole's position, right, up and forward;
+    body: wingspan, body length, wing and body areas.
+
+    The bird's axes are flight.py's: forward f, r = f × z made unit (+x for a bird
+    flying straight up or at rest), u = r × f; banked by β its wings' normal is
+    cos β·u + sin β·r and its wingtip axis cos β·r − sin β·u. A small patch of area A (as
+    seen along its ray) at depth z and distance d covers f²·A·d/z³ px² of the image plane
+    (its solid angle A/d², at f²/cos³θ px² a steradian θ off the axis, cos θ = z/d). The
+    streak is as wide as the wings reach across it on screen, the body's width, or what
+    holds the whole silhouette at full opacity (L·w + πw²/4 = ink), whichever is widest,
+    and never under min_width; alpha makes alpha × area the silhouette."""
+    wingspan, body_length, wing_area, body_area = body[0], body[1], body[2], body[3]
+    cx, cy = 0.5 * width_px, 0.5 * height_px
+    for i in range(positions.shape[0]):
+        px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
+        vx, vy, vz = velocities[i, 0], velocities[i, 1], velocities[i, 2]
+        speed = math.sqrt(vx * vx + vy * vy + vz * vz)
+        fx, fy, fz = (vx / speed, vy / speed, vz / speed) if speed > 0.0 else (1.0, 0.0, 0.0)
+        side = math.sqrt(fy * fy + fx * fx)
+        rx, ry = (fy / side, -fx / side) if side > 1e-9 else (1.0, 0.0)
+        ux, uy, uz = ry * fz, -rx * fz, rx * fy - ry * fx
+        c, s = math.cos(bank[i]), math.sin(bank[i])
+        nx, ny, nz = c * ux + s * rx, c * uy + s * ry, c * uz
+        sx, sy, sz = c * rx - s * ux, c * ry - s * uy, -s * uz
+        ex, ey, ez = px - camera[0, 0], py - camera[0, 1], pz - camera[0, 2]
+        distance = math.sqrt(ex * ex + ey * ey + ez * ez)
+        reach = max(distance, 1e-12)
+        facing = abs(nx * (ex / reach) + ny * (ey / reach) + nz * (ez / reach))
+        silhouette = body_area + wing_area * facing
+        h = 0.5 * body_length
+        tail = _view(camera, px - h * fx, py - h * fy, pz - h * fz)
+        head = _view(camera, px + h * fx + vx * shutter, py + h * fy + vy * shutter,
+                     pz + h * fz + vz * shutter)
+        centre = ex * camera[3, 0] + ey * camera[3, 1] + ez * camera[3, 2]
+        front = max(tail[2], head[2]) > near
+        tail, head = _clip_near(tail, head, near)
+        depth = max(centre, near)
+        x0, y0 = _project(tail, focal, cx, cy, near)
+        x1, y1 = _project(head, focal, cx, cy, near)
+        ink = focal * focal * silhouette * max(distance, depth) / depth ** 3.0
+        dx, dy = x1 - x0, y1 - y0
+        length = math.hypot(dx, dy)
+        full = (math.sqrt(length * length + math.pi * ink) - length) / (0.5 * math.pi)
+        a = 0.5 * wingspan
+        tu0, tv0 = _project(_view(camera, px - a * sx, py - a * sy, pz - a * sz), focal,
+                            cx, cy, near)
+        tu1, tv1 = _project(_view(camera, px + a * sx, py + a * sy, pz + a * sz), focal,
+                            cx, cy, near)
+        wu, wv = tu1 - tu0, tv1 - tv0
+        across = abs(wu * dy - wv * dx) / length if length > 0.0 else math.hypot(wu, wv)
+        width = max(max(across, focal * body_area / body_length / depth),
+                    max(full, min_width))
+        area = length * width + 0.25 * math.pi * width * width
+        meets, x0, y0, x1, y1 = _clip_to_frame(x0, y0, x1, y1, width_px, height_px)
+        r = 0.5 * width
+        seen[i] = front and meets and max(x0, x1) + r >= 0.0 and \
+            min(x0, x1) - r <= width_px and max(y0, y1) + r >= 0.0 and \
+            min(y0, y1) - r <= height_px
+        out[0, i], out[1, i], out[2, i], out[3, i] = x0, y0, x1, y1
+        out[4, i], out[5, i] = width, min(ink / area, 1.0)  # ≤ 1 by construction
+        out[6, i], out[7, i] = depth, distance
 
 
-def camera_coords(pose: Pose, points: np.ndarray) -> np.ndarray:
-    """(n, 3) world points as (right, up, forward) coordinates from the pinhole, m."""
-    rel = points - pose.position
-    return rel @ np.column_stack([pose.right, pose.up, pose.forward])
+@inline
+def _view(camera, x, y, z):
+    """A world point as (right, up, forward) coordinates from the pinhole, m."""
+    ex, ey, ez = x - camera[0, 0], y - camera[0, 1], z - camera[0, 2]
+    return (ex * camera[1, 0] + ey * camera[1, 1] + ez * camera[1, 2],
+            ex * camera[2, 0] + ey * camera[2, 1] + ez * camera[2, 2],
+            ex * camera[3, 0] + ey * camera[3, 1] + ez * camera[3, 2])
 
 
-def clip_near(tail: np.ndarray, head: np.ndarray, near: float):
-    """Both ends (camera coordinates, (n, 3)) moved onto the near plane where they lie
-    behind it, along their own segment: never projected through the pinhole (which would
-    flip them). Rows wholly behind the plane come back unchanged (they are culled)."""
-    tz, hz = tail[:, 2:], head[:, 2:]
-    span = hz - tz
-    safe = np.where(span == 0.0, 1.0, span)
-    t = (near - tz) / safe  # where the segment meets the plane, 0 at the tail
-    cut_tail = (tz < near) & (hz > near)
-    cut_head = (hz < near) & (tz > near)
-    meet = tail + t * (head - tail)
-    return np.where(cut_tail, meet, tail), np.where(cut_head, meet, head)
+@inline
+def _clip_near(tail, head, near):
+    """Both ends (camera coordinates) moved onto the near plane where they lie behind it,
+    along their own segment: never projected through the pinhole (which would flip
+    them). A segment wholly behind the plane comes back unchanged (it is culled)."""
+    tz, hz = tail[2], head[2]
+    if tz < near < hz or hz < near < tz:
+        t = (near - tz) / (hz - tz)  # where the segment meets the plane, 0 at the tail
+        meet = (tail[0] + t * (head[0] - tail[0]), tail[1] + t * (head[1] - tail[1]),
+                tz + t * (hz - tz))
+        return (meet, head) if tz < near else (tail, meet)
+    return tail, head
 
 
-def project(pose: Pose, points: np.ndarray):
-    """(u, v) px of camera-coordinate points in front of the pinhole (as `Pose`)."""
-    z = np.maximum(points[:, 2], pose.near)
-    return (0.5 * pose.width + pose.focal * points[:, 0] / z,
-            0.5 * pose.height - pose.focal * points[:, 1] / z)
+@inline
+def _project(point, focal, cx, cy, near):
+    """(u, v) px of a camera-coordinate point in front of the pinhole (as `Pose`)."""
+    z = max(point[2], near)
+    return cx + focal * point[0] / z, cy - focal * point[1] / z
 
 
-def clip_to_frame(pose: Pose, x0, y0, x1, y1):
-    """Segments cut to the frame grown by a frame's size on every side (Liang–Barsky):
+@inline
+def _clip_to_frame(x0, y0, x1, y1, width_px, height_px):
+    """The segment cut to the frame grown by a frame's size on every side (Liang–Barsky):
     only a bird just past the near plane reaches that far, and there cairo's fixed-point
-    coordinates would wrap. Inside, the ends are unchanged. Returns the new ends and
-    whether each segment meets that grown frame at all."""
-    lo = np.array([-pose.width, -pose.height], np.float64)
-    hi = np.array([2.0 * pose.width, 2.0 * pose.height], np.float64)
-    start, d = np.column_stack([x0, y0]), np.column_stack([x1 - x0, y1 - y0])
-    enter, leave = np.zeros(len(x0)), np.ones(len(x0))
-    meets = np.ones(len(x0), bool)
-    for axis in (0, 1):
-        p, q0, q1 = d[:, axis], start[:, axis] - lo[axis], hi[axis] - start[:, axis]
-        flat = p == 0.0
-        meets &= ~flat | ((q0 >= 0.0) & (q1 >= 0.0))
-        safe = np.where(flat, 1.0, p)
-        a, b = -q0 / safe, q1 / safe  # parameters where the line meets lo and hi
-        enter = np.where(flat, enter, np.maximum(enter, np.minimum(a, b)))
-        leave = np.where(flat, leave, np.minimum(leave, np.maximum(a, b)))
-    meets &= enter <= leave
-    a_pt, b_pt = start + enter[:, None] * d, start + leave[:, None] * d
-    return a_pt[:, 0], a_pt[:, 1], b_pt[:, 0], b_pt[:, 1], meets
-
-
-def in_frame(pose: Pose, x0, y0, x1, y1, reach) -> np.ndarray:
-    """Whether each streak (its ends grown by `reach` px) reaches the frame."""
-    return ((np.maximum(x0, x1) + reach >= 0.0) & (np.minimum(x0, x1) - reach <= pose.width)
-            & (np.maximum(y0, y1) + reach >= 0.0)
-            & (np.minimum(y0, y1) - reach <= pose.height))
+    coordinates would wrap. Inside, the ends are unchanged. Returns whether the segment
+    meets that grown frame at all, then its new ends."""
+    enter, leave = 0.0, 1.0
+    meets = True
+    for start, d, lo, hi in ((x0, x1 - x0, -width_px, 2.0 * width_px),
+                             (y0, y1 - y0, -height_px, 2.0 * height_px)):
+        q0, q1 = start - lo, hi - start
+        if d == 0.0:
+            meets = meets and q0 >= 0.0 and q1 >= 0.0
+            continue
+        a, b = -q0 / d, q1 / d  # where the line meets lo and hi
+        enter, leave = max(enter, min(a, b)), min(leave, max(a, b))
+    dx, dy = x1 - x0, y1 - y0
+    return (meets and enter <= leave, x0 + enter * dx, y0 + enter * dy, x0 + leave * dx,
+            y0 + leave * dy)
