@@ -72,6 +72,7 @@ def _splat(x0, y0, x1, y1, radius, edge, alpha, keep, accent, ox, oy, planes):
         a_full, a_edge = alpha[i], alpha[i] * edge[i]
         colour = 2 if accent[i] else 1
         k = keep[i]
+        outside = reach * reach * (1.0 + 1e-12)  # clearly beyond reach, rounding and all
         for y in range(lo_y, hi_y):
             py = y + 0.5 - ay
             for x in range(lo_x, hi_x):
@@ -80,7 +81,10 @@ def _splat(x0, y0, x1, y1, radius, edge, alpha, keep, accent, ox, oy, planes):
                 if ll > 0.0:
                     t = min(max((px * dx + py * dy) / ll, 0.0), 1.0)
                 ex, ey = px - t * dx, py - t * dy
-                cover = reach - math.sqrt(ex * ex + ey * ey)
+                e2 = ex * ex + ey * ey
+                if e2 > outside:  # the box's corners, most of a diagonal streak's box
+                    continue
+                cover = reach - math.sqrt(e2)
                 if cover <= 0.0:
                     continue
                 q = a_full if cover >= 1.0 else min(a_edge * cover, 1.0)

@@ -174,11 +174,11 @@ def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_c
 @serial
 def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
                 levels, dither, out):
-    """Each pixel of `out` (h, w, 4) BGRA, pixel (x, y) being (ox + x, oy + y) of the full
-    frame: the sRGB values (0…255, `levels` over linear light) of `_ray_colour`,
-    interpolated between GRID_PX grid points, plus `dither` at (Y, X) modulo its size,
-    floored to codes."""
-    h, w = out.shape[0], out.shape[1]
+    """Each pixel of `out` (h, 4·w) BGRA bytes row by row, pixel (x, y) being (ox + x,
+    oy + y) of the full frame: the sRGB values (0…255, `levels` over linear light) of
+    `_ray_colour`, interpolated between GRID_PX grid points, plus `dither` at (Y, X)
+    modulo its size, floored to codes."""
+    h, w = out.shape[0], out.shape[1] // 4
     gx0, gy0 = ox // GRID_PX, oy // GRID_PX
     gw = (ox + w - 1) // GRID_PX - gx0 + 2
     gh = (oy + h - 1) // GRID_PX - gy0 + 2
@@ -199,9 +199,12 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
             hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
             mixed[j, i] = lo < 0.0 <= hi
     row = np.empty((3, gw), np.float32)
-    # This row's values pixel by pixel, from the grid's first column: a few plain passes
-    # the compiler can vectorise, where a loop per cell and channel runs 4 pixels at a time.
+    # This row's values and dither pixel by pixel, then the codes: plain passes over
+    # contiguous rows the compiler vectorises (a loop per cell and channel ran 4 pixels
+    # at a time, and one over the dither's pattern and the frame's (y, x, channel) did
+    # not vectorise).
     lin = np.empty((3, (gw - 1) * GRID_PX))
+    noise = np.empty(w, np.float32)
     skip = ox - gx0 * GRID_PX  # lin's column of out's column 0
     mask_y, mask_x = dither.shape[0] - 1, dither.shape[1] - 1  # sizes: powers of two
     for y in range(h):
@@ -214,11 +217,9 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                 row[c, i] = codes[j, i, c] + (codes[j + 1, i, c] - codes[j, i, c]) * ty
             _between(row[c], lin[c])
         for x in range(w):
-            d = pattern[(ox + x) & mask_x]
-            out[y, x, 0] = int(lin[2, skip + x] + d)
-            out[y, x, 1] = int(lin[1, skip + x] + d)
-            out[y, x, 2] = int(lin[0, skip + x] + d)
-            out[y, x, 3] = 255
+            noise[x] = pattern[(ox + x) & mask_x]
+        _encode_row(lin[0, skip:skip + w], lin[1, skip:skip + w], lin[2, skip:skip + w],
+                    noise, out[y])
         for i in range(gw - 1):  # cells the horizon crosses: pixel by pixel
             if not mixed[j, i]:
                 continue
@@ -228,7 +229,18 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                             sun, sun_colour, rgb)
                 d = pattern[(ox + x) & mask_x]
                 for c in range(3):
-                    out[y, x, 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
+                    out[y, 4 * x + 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
+
+
+@inline
+def _encode_row(red, green, blue, noise, out):
+    """out (4·w,) BGRA bytes: each value plus its dither, floored, opaque."""
+    for x in range(noise.shape[0]):
+        d = noise[x]
+        out[4 * x] = int(blue[x] + d)
+        out[4 * x + 1] = int(green[x] + d)
+        out[4 * x + 2] = int(red[x] + d)
+        out[4 * x + 3] = 255
 
 
 @inline
@@ -259,7 +271,8 @@ _last: dict = {}  # the last window asked for, and its pixels once asked for twi
 
 def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     """Draw the sky and ground of `window` (x, y, w, h px of the full frame) into `out`
-    (h, w, 4) uint8 BGRA, opaque. A window asked for twice running (a still camera) is
+    (h, w, 4) uint8 BGRA, C-contiguous (its rows are drawn as bytes, the treeline by
+    cairo), opaque. A window asked for twice running (a still camera) is
     kept and copied from then on; a moving camera's sky is drawn straight into `out`."""
     key = _window_key(sky, window)
     if _last.get("key") == key and "pixels" in _last:
@@ -271,7 +284,7 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
                 p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
-                sky.sun, sky.sun_colour, LEVELS, DITHER, out)
+                sky.sun, sky.sun_colour, LEVELS, DITHER, out.reshape(len(out), -1))
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
     if _last.get("key") == key:
