@@ -12,7 +12,7 @@ import pytest
 import naive_streaks3d
 from render import cli
 from render.draw3d.camera import pose, pose_at, resized
-from render.draw3d.streaks import Look, streaks
+from render.draw3d.streaks import Look, far_to_near, streaks
 from render.errors import SceneError
 from render.scene.load import build_scene
 from render.sim.snapshot import follow_start, follow_step
@@ -105,6 +105,17 @@ def test_each_streak_carries_its_birds_projected_silhouette(shutter):
     np.testing.assert_allclose(s.alpha * area, want, rtol=1e-9)
     assert (np.diff(s.depth) <= 0).all()  # far to near
     assert (s.width >= 1.0).all() and (s.alpha <= 1.0).all()
+
+
+def test_streaks_go_far_to_near_and_equal_depths_by_bird():
+    rng = np.random.default_rng(5)
+    depth = rng.uniform(10, 500, 5000)
+    np.testing.assert_array_equal(far_to_near(depth), np.argsort(-depth, kind="stable"))
+    depth[rng.integers(0, 5000, 2000)] = depth[:2000]  # many equal depths
+    depth[100:200] = 42.0
+    order = far_to_near(depth)
+    np.testing.assert_array_equal(order, np.argsort(-depth, kind="stable"))
+    assert (np.diff(order[depth[order] == 42.0]) > 0).all()
 
 
 @pytest.mark.parametrize("seed", range(6))

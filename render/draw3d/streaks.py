@@ -73,11 +73,22 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
            out, seen)
     ids = np.flatnonzero(seen)
     x0, y0, x1, y1, width, alpha, depth, distance = out[:, ids]
-    order = np.argsort(-depth, kind="stable")  # far to near; ties by bird
+    order = far_to_near(depth)
     contrast = HAZE_BASE ** (distance[order] / look.visibility)
     return Streaks(x0[order], y0[order], x1[order], y1[order], width[order], alpha[order],
                    contrast, depth[order], np.asarray(accent, bool)[ids[order]],
                    ids[order].astype(np.int64))
+
+
+def far_to_near(depth: np.ndarray) -> np.ndarray:
+    """The order of `depth` (m,) from the largest down, equal depths by index: a stable
+    sort's. numpy's unstable sort is several times faster; its order is the stable one's
+    unless two depths are equal, which it checks."""
+    order = np.argsort(-depth)
+    ranked = depth[order]
+    if (ranked[1:] == ranked[:-1]).any():
+        order = np.argsort(-depth, kind="stable")
+    return order
 
 
 N_OUT = 8  # _birds' rows: x0, y0, x1, y1, width, alpha, depth, distance
