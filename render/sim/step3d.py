@@ -124,17 +124,17 @@ def forward(pos, vel, out):
 
 
 @inline
-def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
-         extra, states, new_pos, new_vel, new_bank):
+def _fly(i, q, o, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed,
+         step, extra, states, new_pos, new_vel, new_bank):
     """Bird i (its noise) at (x, y, z), forward f, with its sums `row`: rules + roost +
     the finale's extra steering + noise, then flight, from row q of vel, bank, extra,
-    states (the last two a Finale3's, maybe empty) into row i of new_pos, new_vel,
+    states (the last two a Finale3's, maybe empty) into row o of new_pos, new_vel,
     new_bank."""
     state = states[q] if states.shape[0] > 0 else 0
     if state == LANDED:
-        new_pos[i, 0], new_pos[i, 1], new_pos[i, 2] = x, y, z
-        new_vel[i, 0], new_vel[i, 1], new_vel[i, 2] = 0.0, 0.0, 0.0
-        new_bank[i] = 0.0
+        new_pos[o, 0], new_pos[o, 1], new_pos[o, 2] = x, y, z
+        new_vel[o, 0], new_vel[o, 1], new_vel[o, 2] = 0.0, 0.0, 0.0
+        new_bank[o] = 0.0
         return
     if state == LANDING:
         separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
@@ -149,19 +149,19 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
     if noise_sd > 0.0:
         n0, n1, n2 = noise.normal3(seed, i, step)
         a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
-    (new_pos[i, 0], new_pos[i, 1], new_pos[i, 2], new_vel[i, 0], new_vel[i, 1],
-     new_vel[i, 2], new_bank[i]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
+    (new_pos[o, 0], new_pos[o, 1], new_pos[o, 2], new_vel[o, 0], new_vel[o, 1],
+     new_vel[o, 2], new_bank[o]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
                                                bank[q], a0, a1, a2)
 
 
 @parallel
-def to_slots(order, pos, fwd, vel, bank, radius, extra, states, s_pos, s_fwd, s_vel, s_bank,
-             s_radius, s_extra, s_states):
-    """Rows order[q] of pos, fwd, vel, bank, radius (and extra, states when not empty)
-    into row q of the s_ arrays: the birds' state in grid order, gathered in one pass so
-    the step reads memory in order (read at random inside the step, the rows cost more
-    than the search at 100,000 birds). Parallel, each slot its own row: at 100,000 birds
-    on two threads 0.8 against 1.5 ms serial."""
+def to_slots(order, pos, fwd, vel, bank, radius, moved, extra, states, s_pos, s_fwd, s_vel,
+             s_bank, s_radius, s_moved, s_extra, s_states):
+    """Rows order[q] of pos, fwd, vel, bank, radius, moved (and extra, states when not
+    empty) into row q of the s_ arrays: the birds' state in grid order, gathered in one
+    pass so the step reads memory in order (read at random inside the step, the rows cost
+    more than the search at 100,000 birds). Parallel, each slot its own row: at 100,000
+    birds on two threads 0.8 against 1.5 ms serial."""
     for q in prange(order.shape[0]):
         i = order[q]
         for a in range(3):
@@ -170,10 +170,36 @@ def to_slots(order, pos, fwd, vel, bank, radius, extra, states, s_pos, s_fwd, s_
             s_vel[q, a] = vel[i, a]
         s_bank[q] = bank[i]
         s_radius[q] = radius[i]
+        s_moved[q] = moved[i]
         if extra.shape[0] > 0:
             s_extra[q, 0], s_extra[q, 1], s_extra[q, 2] = extra[i, 0], extra[i, 1], extra[i, 2]
         if states.shape[0] > 0:
             s_states[q] = states[i]
+
+
+@parallel
+def from_slots(order, states, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius,
+               s_idx, s_kth, pos, vel, bank, count, tested, nearest, radius, idx, kth):
+    """Row q of each s_ array (a step's results by slot; s_idx, s_kth maybe empty) into
+    row order[q] of its own: by bird, in one pass, so the step writes memory in order.
+    A slot landed since the grid was drawn (states, maybe empty) is left out: the step
+    did not compute it."""
+    for q in prange(order.shape[0]):
+        if states.shape[0] > 0 and states[q] == LANDED:
+            continue
+        i = order[q]
+        for a in range(3):
+            pos[i, a] = s_pos[q, a]
+            vel[i, a] = s_vel[q, a]
+        bank[i] = s_bank[q]
+        count[i] = s_count[q]
+        tested[i] = s_tested[q]
+        nearest[i] = s_nearest[q]
+        radius[i] = s_radius[q]
+        if s_idx.shape[0] > 0:
+            kth[i] = s_kth[q]
+            for j in range(s_idx.shape[1]):
+                idx[i, j] = s_idx[q, j]
 
 
 @parallel
@@ -187,16 +213,16 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     lists cand, reach were drawn at an earlier step (or this one: `relisting`, every bird
     lists its candidates first, nearest.relist), and every array is in that grid's order —
     row q is the bird in slot q — at this step's positions g_pos and forward vectors g_fwd;
-    since then the flock has moved by `shift` (3,) and each bird has drifted `moved` (by
-    bird; the largest: most) besides, from where it was then (anchor, by bird): where that
+    since then the flock has moved by `shift` (3,) and each bird has drifted `moved`
+    (the largest: most) besides, from where it was then (anchor, by bird): where that
     bound refuses a list, the drifts around the bird (boxes, nearest.drift_boxes; empty:
     not measured) may still let it answer. In: s_radius (its first search radius), vel,
-    bank and a Finale3's extra, states (maybe empty). Out, by slot: lapsed, whether the
-    bird's list could not answer; by bird (row g_order[q], written straight from the
-    loop: each bird its own row): the arrays of a Step3 (new_pos … nearest), its next
-    first radius into radius (a little beyond its k-th distance; short of k, a growing
-    guess no larger than the max range) and, when idx is not empty, its neighbours (bird
-    indices) and k-th squared distance into idx, kth2."""
+    bank and a Finale3's extra, states (maybe empty). Out, all by slot (`from_slots`
+    puts them in bird order): lapsed, whether the bird's list could not answer; the
+    arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
+    beyond its k-th distance; short of k, a growing guess no larger than the max range)
+    and, when idx is not empty, its neighbours (bird indices) and k-th squared distance
+    into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -215,13 +241,13 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
             if relisting:
                 tested = relist(q, s_radius[q], start, fx, fy, fz, side, g_order, g_pos,
                                 g_fwd, cand, reach, list_s, list_d2, near, shift)
-            limit = reach[q] - moved[i] - most
+            limit = reach[q] - moved[q] - most
             found, more = search_listed(q, limit, cand, g_order, g_pos, g_fwd,
                                         rules.cos_blind, max_d2, best_s, best_d2)
             tested += more
             if found < 0 and boxes.shape[0] > 0:  # the drifts bounded locally instead
                 wider = local_limit(q, i, reach[q], g_pos, anchor, shift, side, fx, fy, fz,
-                                    boxes, moved[i], most)
+                                    boxes, moved[q], most)
                 if wider > limit:
                     found, more = search_listed(q, wider, cand, g_order, g_pos, g_fwd,
                                                 rules.cos_blind, max_d2, best_s, best_d2)
@@ -233,18 +259,18 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
                                      near, shift, most)
                 tested += more
             kth = best_d2[k - 1]
-            radius[i] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
+            radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
                 min(s_radius[q] * 1.5, 1e6, max_r)
             x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
             flocking3d.listed_sums(x, y, z, g_pos, g_fwd, best_s, found, rules, row)
-            count[i] = found
-            tested_out[i] = tested
-            nearest[i] = row[flocking3d.NEAREST]
+            count[q] = found
+            tested_out[q] = tested
+            nearest[q] = row[flocking3d.NEAREST]
             if lists:
-                kth2[i] = kth
+                kth2[q] = kth
                 for j in range(k):
-                    idx[i, j] = g_order[best_s[j]] if j < found else -1
-            _fly(i, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
+                    idx[q, j] = g_order[best_s[j]] if j < found else -1
+            _fly(i, q, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
                  bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
                  new_vel, new_bank)
 
@@ -258,7 +284,7 @@ def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step
     for i in prange(pos.shape[0]):
         count[i] = np.int64(sums[i, flocking3d.COUNT])
         nearest[i] = sums[i, flocking3d.NEAREST]
-        _fly(i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
+        _fly(i, i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
              vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
              new_vel, new_bank)
 
@@ -319,10 +345,11 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     max_d2 = how.max_range ** 2 if math.isfinite(how.max_range) else math.inf
     m, k = len(order), how.k
     s_in = (np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m),
-            np.empty((m if fin.extra.shape[0] else 0, 3)),
+            np.empty(m), np.empty((m if fin.extra.shape[0] else 0, 3)),
             np.empty(m if fin.state.shape[0] else 0, np.int8))
-    to_slots(order, pos, work.fwd, vel, bank, work.radius, fin.extra, fin.state, *s_in)
-    s_pos, s_fwd, s_vel, s_bank, s_radius, s_extra, s_states = s_in
+    to_slots(order, pos, work.fwd, vel, bank, work.radius, moved, fin.extra, fin.state,
+             *s_in)
+    s_pos, s_fwd, s_vel, s_bank, s_radius, s_moved, s_extra, s_states = s_in
     if landed is not None and not relisting:
         s_pos[s_states == LANDED] = math.inf
     fx, fy, fz = grid.folds
@@ -336,10 +363,17 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     else:
         boxes = boxes[:0]
     lapsed = work.lapsed[:m]
+    # The results by slot, then by bird in one pass: written at each bird's row from the
+    # loop, they were scattered over memory.
+    lists = fin.idx.shape[0] > 0
+    s_out = (np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
+             np.empty(m, np.int64), np.empty(m), np.empty(m),
+             np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0))
     topological_step(s_radius, grid.start, fx, fy, fz, grid.side, order, s_pos, s_fwd,
-                     max_d2, k, work.cand, work.reach, work.anchor, boxes, moved, most,
+                     max_d2, k, work.cand, work.reach, work.anchor, boxes, s_moved, most,
                      shift, relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed, step,
-                     s_extra, s_states, fin.idx, fin.kth, *out, work.radius, lapsed)
+                     s_extra, s_states, s_out[7], s_out[8], *s_out[:7], lapsed)
+    from_slots(order, s_states, *s_out, *out, work.radius, fin.idx, fin.kth)
     lapses = int(np.count_nonzero(lapsed))
     work.lapses[:] = [lapses if relisting else work.lapses[0], lapses]
 
