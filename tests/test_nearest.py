@@ -132,6 +132,39 @@ def _lists(anchor, fwd, radius, side):
     return cand, reach, then
 
 
+def test_each_list_holds_the_nearest_birds_within_its_reach_nearest_first():
+    """nearest.relist against all pairs: every bird within 1.35 × its first radius, at
+    most LISTED of them (the nearest, by distance then bird index), nearest first, and the
+    reach the listed ball's radius or, when the list is full, its last distance. Birds on
+    a lattice (many equal distances) and a loose blob around it (lists not full)."""
+    from render.sim.nearest import LISTED, SKIN
+
+    g = np.arange(12, dtype=float)
+    lattice = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    blob, _ = flock(500, 3, seed=2, spread=30.0)
+    anchor = np.concatenate([lattice, blob])
+    n = len(anchor)
+    fwd = np.tile([1.0, 0.0, 0.0], (n, 1))
+    radius = np.where(np.arange(n) % 3 == 0, 1.1, 2.0)  # lists short of LISTED, and full
+    cand, reach, then = _lists(anchor, fwd, radius, 2.5)
+    full = 0
+    for q in range(n):
+        i = then.order[q]
+        r = radius[i] * (1.0 + SKIN)
+        off = anchor - anchor[i]
+        d2 = (off * off).sum(axis=1)
+        within = [j for j in np.lexsort((np.arange(n), d2)) if d2[j] < r * r and j != i]
+        want = within[:LISTED]
+        got = [then.order[s] for s in cand[q] if s >= 0]
+        assert got == want, q
+        if len(within) >= LISTED:
+            full += 1
+            assert reach[q] == pytest.approx(math.sqrt(d2[want[-1]]), abs=1e-12)
+        else:
+            assert reach[q] == r
+    assert full > 500 and full < n - 100
+
+
 def _read(pos, anchor, fwd, lists, k, blind=0.0, drifts=True):
     """Each bird's k nearest visible birds of pos from the `lists` drawn at anchor
     (nearest.search_listed, with the drifts, or none when not `drifts`), the birds kept
