@@ -24,13 +24,8 @@ HAZE_BASE = 0.05
 def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
             bank: np.ndarray | None, accent: np.ndarray, look,
             shutter_s: float) -> Streaks:
-    """The birds the camera sees, as streaks on its full frame, far to near.
-
-    positions (n, 3) m and velocities (n, 3) m/s at the moment the shutter opens; bank
-    (n,) radians (None: level); accent (n,) bool; `shutter_s` how long the shutter stays
-    open (motion blur's sub-frames each pass their share). A bird whose streak lies
-    wholly behind the near plane or outside the frame is left out; a streak crossing the
-    near plane is cut at it."""
+    """Same contract as render.draw3d.streaks.streaks: the birds the camera sees, far to
+    near (equal depths by bird), streaks cut at the near plane and to the frame."""
     forward, normal, span = bird_axes(velocities, bank)
     rel = positions - pose.position
     distance = np.sqrt(np.einsum("ij,ij->i", rel, rel))

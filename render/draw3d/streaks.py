@@ -69,8 +69,8 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
            np.ascontiguousarray(velocities, np.float64),
            np.zeros(n) if bank is None else np.ascontiguousarray(bank, np.float64), camera,
            float(pose.focal), float(pose.width), float(pose.height), float(pose.near),
-           np.array(look[:4], np.float64), float(look.min_width_px), float(shutter_s),
-           out, seen)
+           np.array([look.wingspan, look.body_length, look.wing_area, look.body_area]),
+           float(look.min_width_px), float(shutter_s), out, seen)
     ids = np.flatnonzero(seen)
     x0, y0, x1, y1, width, alpha, depth, distance = out[:, ids]
     order = far_to_near(depth)
@@ -101,8 +101,9 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
     shows it into seen[i]. camera: (4, 3) the pinhole's position, right, up and forward;
     body: wingspan, body length, wing and body areas.
 
-    The bird's axes are flight.py's: forward f, r = f × z made unit (+x for a bird
-    flying straight up or at rest), u = r × f; banked by β its wings' normal is
+    The bird's axes are those flight.py flies: forward f, r = f × z made unit, u = r × f
+    (a bird at rest faces +x; one flying straight up has r = +x, where flight.py takes
+    −y: a bird with no heading has no side of its own); banked by β its wings' normal is
     cos β·u + sin β·r and its wingtip axis cos β·r − sin β·u. A small patch of area A (as
     seen along its ray) at depth z and distance d covers f²·A·d/z³ px² of the image plane
     (its solid angle A/d², at f²/cos³θ px² a steradian θ off the axis, cos θ = z/d). The
