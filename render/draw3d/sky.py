@@ -274,6 +274,8 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     (h, w, 4) uint8 BGRA, C-contiguous (its rows are drawn as bytes, the treeline by
     cairo), opaque. A window asked for twice running (a still camera) is
     kept and copied from then on; a moving camera's sky is drawn straight into `out`."""
+    if not out.flags.c_contiguous:  # its rows are drawn as bytes: a copy would be lost
+        raise ValueError("paint_sky draws into a C-contiguous (h, w, 4) array")
     key = _window_key(sky, window)
     if _last.get("key") == key and "pixels" in _last:
         np.copyto(out, _last["pixels"])
