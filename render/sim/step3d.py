@@ -124,17 +124,17 @@ def forward(pos, vel, out):
 
 
 @inline
-def _fly(i, q, o, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed,
-         step, extra, states, new_pos, new_vel, new_bank):
+def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
+         extra, states, new_pos, new_vel, new_bank):
     """Bird i (its noise) at (x, y, z), forward f, with its sums `row`: rules + roost +
     the finale's extra steering + noise, then flight, from row q of vel, bank, extra,
-    states (the last two a Finale3's, maybe empty) into row o of new_pos, new_vel,
+    states (the last two a Finale3's, maybe empty) into row q of new_pos, new_vel,
     new_bank."""
     state = states[q] if states.shape[0] > 0 else 0
     if state == LANDED:
-        new_pos[o, 0], new_pos[o, 1], new_pos[o, 2] = x, y, z
-        new_vel[o, 0], new_vel[o, 1], new_vel[o, 2] = 0.0, 0.0, 0.0
-        new_bank[o] = 0.0
+        new_pos[q, 0], new_pos[q, 1], new_pos[q, 2] = x, y, z
+        new_vel[q, 0], new_vel[q, 1], new_vel[q, 2] = 0.0, 0.0, 0.0
+        new_bank[q] = 0.0
         return
     if state == LANDING:
         separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
@@ -149,8 +149,8 @@ def _fly(i, q, o, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd
     if noise_sd > 0.0:
         n0, n1, n2 = noise.normal3(seed, i, step)
         a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
-    (new_pos[o, 0], new_pos[o, 1], new_pos[o, 2], new_vel[o, 0], new_vel[o, 1],
-     new_vel[o, 2], new_bank[o]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
+    (new_pos[q, 0], new_pos[q, 1], new_pos[q, 2], new_vel[q, 0], new_vel[q, 1],
+     new_vel[q, 2], new_bank[q]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
                                                bank[q], a0, a1, a2)
 
 
@@ -270,7 +270,7 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
                 kth2[q] = kth
                 for j in range(k):
                     idx[q, j] = g_order[best_s[j]] if j < found else -1
-            _fly(i, q, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
+            _fly(i, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
                  bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
                  new_vel, new_bank)
 
@@ -284,7 +284,7 @@ def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step
     for i in prange(pos.shape[0]):
         count[i] = np.int64(sums[i, flocking3d.COUNT])
         nearest[i] = sums[i, flocking3d.NEAREST]
-        _fly(i, i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
+        _fly(i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
              vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
              new_vel, new_bank)
 
@@ -363,8 +363,8 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     else:
         boxes = boxes[:0]
     lapsed = work.lapsed[:m]
-    # The results by slot, then by bird in one pass: written at each bird's row from the
-    # loop, they were scattered over memory.
+    # The results by slot, then by bird in one pass: each bird's rows written from the loop
+    # would be stores scattered over memory.
     lists = fin.idx.shape[0] > 0
     s_out = (np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m, np.int64),
              np.empty(m, np.int64), np.empty(m), np.empty(m),
