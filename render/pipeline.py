@@ -17,9 +17,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from . import budget
+from .progress import progress_bar
 from .drawing import draw_range
 from .encode import StateWriter, Target, open_state_writer, open_writer
 from .errors import UsageError
@@ -64,15 +63,13 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     crossfade = crossfade_frames(scene, target.first)
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
-    # In a log file (a farm, CI) a bar redrawn ten times a second is noise: every 10 s.
-    every_s = 0.1 if sys.stderr.isatty() else 10.0
     seam = None
     # The flock is seeded and settled, and the first frame simulated, before the bar
     # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
     # would otherwise count as the first frame's time and wreck the ETA.
     states = _primed(simulated(scene, target.first, target.count, rows, quiet=quiet))
-    with tqdm(total=target.count, unit="frame", disable=quiet, desc=label,
-              mininterval=every_s) as bar, contextlib.ExitStack() as kept:
+    with progress_bar(total=target.count, unit="frame", disable=quiet, desc=label) as bar, \
+            contextlib.ExitStack() as kept:
         if target.state_paths:
             states = _written(states, kept.enter_context(open_state_writer(target, scene)))
         if not target.frame_paths:

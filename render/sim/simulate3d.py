@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from tqdm import tqdm
 
+from ..progress import progress_bar
 from ..scene import Scene
 from . import flight, hunt3d, settled, step3d
 from .forces import flocking3d, roost
@@ -96,7 +96,7 @@ class Simulation3D:
                 len(kept["follow"]) == (6 if self._follow is not None else 0):
             self._restore(kept)
             return
-        with tqdm(total=-self.step_index, unit="step", desc="settling", leave=False,
+        with progress_bar(total=-self.step_index, unit="step", desc="settling", leave=False,
                   disable=not progress or self.step_index >= 0) as bar:
             while self.step_index < 0:
                 self.advance()
