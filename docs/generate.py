@@ -180,6 +180,10 @@ seed = 3                     # --seed
 ...
 ```
 
+**Progress** goes to stderr: the settling's bar (3D), then the frames' bar, redrawn ten
+times a second on a terminal and every 10 s into a file or a pipe (a farm's log, CI).
+`--quiet` drops both.
+
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
 work), 130 interrupted (Ctrl-C or SIGTERM), 1 anything else; see
 [troubleshooting](troubleshooting.md).

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tqdm import tqdm
 
 import render.pipeline
 import render.states
+from render.progress import progress_bar
 from render.states import COMPILING, kernels_cached
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,12 +34,12 @@ def test_the_bar_starts_once_the_flock_is_settled_and_the_first_frame_simulated(
                 events.append("step")
             return super().advance()
 
-    def bar(*args, **kwargs):
+    def bar(**kwargs):
         events.append("bar")
-        return tqdm(*args, **kwargs)
+        return progress_bar(**kwargs)
 
     monkeypatch.setattr(render.states, "Simulation", Recorded)
-    monkeypatch.setattr(render.pipeline, "tqdm", bar)
+    monkeypatch.setattr(render.pipeline, "progress_bar", bar)
     assert cli(small_scene, "-o", tmp_path / "f.npz", "--frames", "3", "-q").code == 0
     assert events.index("settled") < events.index("step") < events.index("bar")
 
