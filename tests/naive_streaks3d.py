@@ -1,13 +1,16 @@
-"""Plain-numpy reference of render.draw3d.streaks (SPEC §10): each bird's streak and ink
-computed over all birds at once, array by array, where the kernel walks bird by bird.
-Nothing is imported from `render` but the two value types it returns and takes.
+"""Plain-numpy reference of render.draw3d.streaks (SPEC §10): each bird's two streaks
+and their ink computed over all birds at once, array by array, where the kernel walks bird
+by bird. Nothing is imported from `render` but the two value types it returns and takes.
 
 A bird covers the projection of its silhouette, its body plus its wings times how much of
-the wing faces the viewer (the wings' normal is the banked up vector), spread along a
-streak of its body length plus the distance flown while the shutter is open, as wide as
-its wings reach across the streak on screen (never narrower than the body or the
-pixel-width floor, and widened until the whole silhouette fits at full opacity); alpha
-makes alpha × area the silhouette.
+the wing faces the viewer (the wings' normal is the banked up vector). The body's ink is
+spread along a streak of its body length plus the distance flown while the shutter is
+open, as wide as the body on screen; the wings' over the bar from wingtip to wingtip
+swept along that flight: a streak along the longer of the bar and the sweep on screen, as
+wide as the other reaches across it (a bird cut by the near plane: along its body's
+streak, as wide as the wings reach across that). Each is widened until its ink fits at
+full opacity and never drawn under the pixel-width floor; alpha makes alpha × area its
+ink.
 """
 
 from __future__ import annotations
@@ -25,45 +28,85 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
             bank: np.ndarray | None, accent: np.ndarray, look,
             shutter_s: float) -> Streaks:
     """Same contract as render.draw3d.streaks.streaks: the birds the camera sees, far to
-    near (equal depths by bird), streaks cut at the near plane and to the frame."""
-    forward, normal, span = bird_axes(velocities, bank)
+    near (equal depths by bird), each bird's body then its wings, the body's streak cut at
+    the near plane, both cut to the frame."""
+    forward, normal, span_axis = bird_axes(velocities, bank)
     rel = positions - pose.position
     distance = np.sqrt(np.einsum("ij,ij->i", rel, rel))
     ray = rel / np.maximum(distance, 1e-12)[:, None]
     facing = np.abs(np.einsum("ij,ij->i", normal, ray))
-    silhouette_m2 = look.body_area + look.wing_area * facing
     half = 0.5 * look.body_length * forward
+    flown = velocities * shutter_s
     tail = camera_coords(pose, positions - half)
-    head = camera_coords(pose, positions + half + velocities * shutter_s)
+    head = camera_coords(pose, positions + half + flown)
     centre = rel @ pose.forward
     front = np.maximum(tail[:, 2], head[:, 2]) > pose.near
+    cut = np.minimum(tail[:, 2], head[:, 2]) <= pose.near
     tail, head = clip_near(tail, head, pose.near)
     depth = np.maximum(centre, pose.near)
-    x0, y0 = project(pose, tail)
-    x1, y1 = project(pose, head)
     f = pose.focal
     # A small patch of area A (as seen along its ray) at depth z and distance d covers
     # f²·A·d/z³ px² of the image plane: its solid angle A/d², at f²/cos³θ px² a
     # steradian θ off the axis (cos θ = z/d).
-    ink_px2 = f * f * silhouette_m2 * np.maximum(distance, depth) / depth ** 3
+    px2_per_m2 = f * f * np.maximum(distance, depth) / depth ** 3
+    body = np.column_stack([*project(pose, tail), *project(pose, head)])
+    body_width = f * look.body_area / look.body_length / depth
+
+    tips = [project(pose, camera_coords(pose, positions + sign * 0.5 * look.wingspan
+                                        * span_axis)) for sign in (-1.0, 1.0)]
+    bar = np.column_stack([tips[1][0] - tips[0][0], tips[1][1] - tips[0][1]])
+    start = np.column_stack(project(pose, camera_coords(pose, positions)))
+    end = np.column_stack(project(pose, camera_coords(pose, positions + flown)))
+    sweep = end - start
+    bar_len, sweep_len = np.hypot(*bar.T), np.hypot(*sweep.T)
+    along_bar = bar_len >= sweep_len
+    middle = 0.5 * (start + end)
+    wings = np.where(along_bar[:, None],
+                     np.column_stack([middle - 0.5 * bar, middle + 0.5 * bar]),
+                     np.column_stack([start, end]))
+    wings_width = np.where(along_bar, reach_across(sweep, bar), reach_across(bar, sweep))
+    body_dir = body[:, 2:] - body[:, :2]
+    wings = np.where(cut[:, None], body, wings)
+    wings_width = np.where(cut, reach_across(bar, body_dir), wings_width)
+
+    parts = [drawn(pose, body, body_width, look.body_area * px2_per_m2, look, front),
+             drawn(pose, wings, wings_width, look.wing_area * facing * px2_per_m2, look,
+                   front)]
+    seen = np.column_stack([p[-1] for p in parts])
+    birds = np.flatnonzero(seen.any(axis=1))
+    birds = birds[np.argsort(-depth[birds], kind="stable")]  # far to near; ties by bird
+    which = np.column_stack([birds, birds])[seen[birds]]  # row-major: body, then wings
+    part = np.column_stack([np.zeros(len(birds), int), np.ones(len(birds), int)])[seen[birds]]
+    fields = [np.where(part == 0, parts[0][k][which], parts[1][k][which]) for k in range(6)]
+    contrast = HAZE_BASE ** (distance[which] / look.visibility)
+    return Streaks(*fields, contrast, depth[which], np.asarray(accent, bool)[which],
+                   which.astype(np.int64))
+
+
+def reach_across(other: np.ndarray, along: np.ndarray) -> np.ndarray:
+    """How far the on-screen vectors `other` (n, 2) px reach across the direction of
+    `along` (n, 2): their part perpendicular to it (all of it where `along` is none)."""
+    length = np.hypot(*along.T)
+    moving = length > 0.0
+    cross = np.abs(other[:, 0] * along[:, 1] - other[:, 1] * along[:, 0])
+    return np.where(moving, cross / np.where(moving, length, 1.0), np.hypot(*other.T))
+
+
+def drawn(pose: Pose, ends: np.ndarray, across: np.ndarray, ink_px2: np.ndarray, look,
+          front: np.ndarray):
+    """Streaks from (x0, y0) to (x1, y1) (`ends` (n, 4) px), at least `across` wide:
+    (x0, y0, x1, y1 cut to the frame, width, alpha, whether the frame shows each). The
+    width holds the ink at full opacity at least (L·w + πw²/4 = ink), the floor at
+    least; alpha makes alpha × area the ink."""
+    x0, y0, x1, y1 = ends.T
     length = np.hypot(x1 - x0, y1 - y0)
-    # Wings seen along the streak reach little across it: the streak is then widened
-    # until it holds the whole silhouette at full opacity (L·w + πw²/4 = ink).
     full = (np.sqrt(length * length + math.pi * ink_px2) - length) / (0.5 * math.pi)
-    width = np.maximum.reduce([
-        across(pose, positions, 0.5 * look.wingspan * span, x1 - x0, y1 - y0),
-        f * look.body_area / look.body_length / depth, full,
-        np.full(len(depth), look.min_width_px)])
+    width = np.maximum.reduce([across, full, np.full(len(x0), look.min_width_px)])
     area = length * width + 0.25 * math.pi * width * width
     alpha = np.minimum(ink_px2 / area, 1.0)  # ≤ 1 by construction; rounding aside
     x0, y0, x1, y1, meets = clip_to_frame(pose, x0, y0, x1, y1)
     seen = front & meets & in_frame(pose, x0, y0, x1, y1, 0.5 * width)
-    ids = np.flatnonzero(seen)
-    order = ids[np.argsort(-depth[ids], kind="stable")]  # far to near; ties by bird
-    contrast = HAZE_BASE ** (distance[order] / look.visibility)
-    return Streaks(x0[order], y0[order], x1[order], y1[order], width[order], alpha[order],
-                   contrast, depth[order], np.asarray(accent, bool)[order],
-                   order.astype(np.int64))
+    return x0, y0, x1, y1, width, alpha, seen
 
 
 def bird_axes(velocities: np.ndarray, bank: np.ndarray | None):
@@ -85,19 +128,6 @@ def bird_axes(velocities: np.ndarray, bank: np.ndarray | None):
         return forward, up, right
     c, s = np.cos(bank)[:, None], np.sin(bank)[:, None]
     return forward, c * up + s * right, c * right - s * up
-
-
-def across(pose: Pose, positions: np.ndarray, half_span: np.ndarray, dx, dy) -> np.ndarray:
-    """How far each bird's wings reach across its streak on screen, px: the wingtips
-    positions ± half_span ((n, 3) m) projected, their separation's part perpendicular
-    to the streak's direction (dx, dy) px (all of it for a streak of no length)."""
-    tip_u0, tip_v0 = project(pose, camera_coords(pose, positions - half_span))
-    tip_u1, tip_v1 = project(pose, camera_coords(pose, positions + half_span))
-    wu, wv = tip_u1 - tip_u0, tip_v1 - tip_v0
-    length = np.hypot(dx, dy)
-    moving = length > 0.0
-    safe = np.where(moving, length, 1.0)
-    return np.where(moving, np.abs(wu * dy - wv * dx) / safe, np.hypot(wu, wv))
 
 
 def camera_coords(pose: Pose, points: np.ndarray) -> np.ndarray:

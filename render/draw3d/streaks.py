@@ -1,14 +1,15 @@
-"""Birds through the camera (SPEC §10): each bird's streak on screen, its ink the
-projection of its silhouette (`streaks`).
+"""Birds through the camera (SPEC §10): each bird as two streaks on screen, its body and
+its wings, their ink the projection of its silhouette (`streaks`).
 
 A bird covers the projection of its silhouette: its body plus its wings times how much of
 the wing faces the viewer (the wings' normal is the bird's banked up vector, as flight.py
-flies it). Its motion spreads that ink along a streak of its body length plus the distance
-flown while the shutter is open, as wide as its wings reach across the streak on screen
-(a bird seen with its wings end-on is as wide as its body; never narrower than the
-pixel-width floor), and the streak's alpha is what makes alpha × area = the silhouette: a
-longer or wider streak never means more ink, so the ink a bird leaves does not depend on
-the resolution.
+flies it). Its motion spreads that ink over what it sweeps while the shutter is open: the
+body along a streak of its body length plus the distance flown, the wings as a bar from
+wingtip to wingtip swept along the same motion. Drawn apart, a bird resolved on screen
+reads as a body and a pair of wings, not as a disc as wide as its wings; below the
+pixel-width floor both shrink to the floor and overlap. Each streak's alpha is what makes
+alpha × area its part of the silhouette: a longer or wider streak never means more ink,
+so the ink a bird leaves does not depend on the resolution.
 """
 
 from __future__ import annotations
@@ -54,16 +55,17 @@ def shutter_of(scene: Scene) -> float:
 def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
             bank: np.ndarray | None, accent: np.ndarray, look: Look,
             shutter_s: float) -> Streaks:
-    """The birds the camera sees, as streaks on its full frame, far to near.
+    """The birds the camera sees, as streaks on its full frame, far to near: each bird's
+    body, then its wings (see `_birds`), `ids` naming the bird of each.
 
     positions (n, 3) m and velocities (n, 3) m/s at the moment the shutter opens; bank
     (n,) radians (None: level); accent (n,) bool; `shutter_s` how long the shutter stays
-    open (motion blur's sub-frames each pass their share). A bird whose streak lies
-    wholly behind the near plane or outside the frame is left out; a streak crossing the
-    near plane is cut at it."""
+    open (motion blur's sub-frames each pass their share). A streak wholly behind the near
+    plane or outside the frame is left out; a body's streak crossing the near plane is cut
+    at it."""
     n = len(positions)
-    out = np.empty((N_OUT, n))
-    seen = np.empty(n, np.bool_)
+    out = np.empty((N_OUT, 2 * n))
+    seen = np.empty(2 * n, np.bool_)
     camera = np.stack([pose.position, pose.right, pose.up, pose.forward]).astype(np.float64)
     _birds(np.ascontiguousarray(positions, np.float64),
            np.ascontiguousarray(velocities, np.float64),
@@ -71,13 +73,17 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
            float(pose.focal), float(pose.width), float(pose.height), float(pose.near),
            np.array([look.wingspan, look.body_length, look.wing_area, look.body_area]),
            float(look.min_width_px), float(shutter_s), out, seen)
-    ids = np.flatnonzero(seen)
-    x0, y0, x1, y1, width, alpha, depth, distance = out[:, ids]
-    order = far_to_near(depth)
-    contrast = HAZE_BASE ** (distance[order] / look.visibility)
-    return Streaks(x0[order], y0[order], x1[order], y1[order], width[order], alpha[order],
-                   contrast, depth[order], np.asarray(accent, bool)[ids[order]],
-                   ids[order].astype(np.int64))
+    # Birds far to near (a bird's two streaks share its depth), then each bird's streaks
+    # the frame shows, body first.
+    birds = np.flatnonzero(seen.reshape(n, 2).any(axis=1))
+    birds = birds[far_to_near(out[6, 2 * birds])]
+    cols = (2 * birds[:, None] + np.array([0, 1])).ravel()
+    cols = cols[seen[cols]]
+    x0, y0, x1, y1, width, alpha, depth, distance = out[:, cols]
+    ids = cols // 2
+    contrast = HAZE_BASE ** (distance / look.visibility)
+    return Streaks(x0, y0, x1, y1, width, alpha, contrast, depth,
+                   np.asarray(accent, bool)[ids], ids.astype(np.int64))
 
 
 def far_to_near(depth: np.ndarray) -> np.ndarray:
@@ -97,19 +103,26 @@ N_OUT = 8  # _birds' rows: x0, y0, x1, y1, width, alpha, depth, distance
 @serial
 def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near, body,
            min_width, shutter, out, seen):
-    """Each bird's streak into column i of `out` (N_OUT rows) and whether the frame
-    shows it into seen[i]. camera: (4, 3) the pinhole's position, right, up and forward;
-    body: wingspan, body length, wing and body areas.
+    """Each bird's two streaks into columns 2i (its body) and 2i + 1 (its wings) of
+    `out` (N_OUT rows), and whether the frame shows each into seen[2i], seen[2i + 1].
+    camera: (4, 3) the pinhole's position, right, up and forward; body: wingspan, body
+    length, wing and body areas.
 
     The bird's axes are those flight.py flies: forward f, r = f × z made unit, u = r × f
     (a bird at rest faces +x; one flying straight up has r = +x, where flight.py takes
     −y: a bird with no heading has no side of its own); banked by β its wings' normal is
     cos β·u + sin β·r and its wingtip axis cos β·r − sin β·u. A small patch of area A (as
     seen along its ray) at depth z and distance d covers f²·A·d/z³ px² of the image plane
-    (its solid angle A/d², at f²/cos³θ px² a steradian θ off the axis, cos θ = z/d). The
-    streak is as wide as the wings reach across it on screen, the body's width, or what
-    holds the whole silhouette at full opacity (L·w + πw²/4 = ink), whichever is widest,
-    and never under min_width; alpha makes alpha × area the silhouette."""
+    (its solid angle A/d², at f²/cos³θ px² a steradian θ off the axis, cos θ = z/d).
+
+    The body runs from its tail when the shutter opens to its head when it closes, as
+    wide as the body on screen. The wings are a bar from wingtip to wingtip swept from
+    where the body's centre is when the shutter opens to where it is when it closes: a
+    streak along the longer of the two on screen, as wide as the other reaches across it.
+    Each is widened until its ink fits at full opacity (L·w + πw²/4 = ink), never under
+    min_width, and alpha makes alpha × area its silhouette: the body's area, and the
+    wings' times how much of them faces the viewer. A bird cut by the near plane keeps its
+    wings' ink along its body's streak, as wide as they reach across it."""
     wingspan, body_length, wing_area, body_area = body[0], body[1], body[2], body[3]
     cx, cy = 0.5 * width_px, 0.5 * height_px
     for i in range(positions.shape[0]):
@@ -127,39 +140,66 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
         distance = math.sqrt(ex * ex + ey * ey + ez * ez)
         reach = max(distance, 1e-12)
         facing = abs(nx * (ex / reach) + ny * (ey / reach) + nz * (ez / reach))
-        silhouette = body_area + wing_area * facing
         h = 0.5 * body_length
+        mx, my, mz = vx * shutter, vy * shutter, vz * shutter  # flown while it is open
         tail = _view(camera, px - h * fx, py - h * fy, pz - h * fz)
-        head = _view(camera, px + h * fx + vx * shutter, py + h * fy + vy * shutter,
-                     pz + h * fz + vz * shutter)
+        head = _view(camera, px + h * fx + mx, py + h * fy + my, pz + h * fz + mz)
         centre = ex * camera[3, 0] + ey * camera[3, 1] + ez * camera[3, 2]
         front = max(tail[2], head[2]) > near
+        cut = min(tail[2], head[2]) <= near
         tail, head = _clip_near(tail, head, near)
         depth = max(centre, near)
+        scale = focal * focal * max(distance, depth) / depth ** 3.0  # px² per m²
         x0, y0 = _project(tail, focal, cx, cy, near)
         x1, y1 = _project(head, focal, cx, cy, near)
-        ink = focal * focal * silhouette * max(distance, depth) / depth ** 3.0
         dx, dy = x1 - x0, y1 - y0
         length = math.hypot(dx, dy)
-        full = (math.sqrt(length * length + math.pi * ink) - length) / (0.5 * math.pi)
         a = 0.5 * wingspan
         tu0, tv0 = _project(_view(camera, px - a * sx, py - a * sy, pz - a * sz), focal,
                             cx, cy, near)
         tu1, tv1 = _project(_view(camera, px + a * sx, py + a * sy, pz + a * sz), focal,
                             cx, cy, near)
         wu, wv = tu1 - tu0, tv1 - tv0
-        across = abs(wu * dy - wv * dx) / length if length > 0.0 else math.hypot(wu, wv)
-        width = max(max(across, focal * body_area / body_length / depth),
-                    max(full, min_width))
-        area = length * width + 0.25 * math.pi * width * width
-        meets, x0, y0, x1, y1 = _clip_to_frame(x0, y0, x1, y1, width_px, height_px)
-        r = 0.5 * width
-        seen[i] = front and meets and max(x0, x1) + r >= 0.0 and \
-            min(x0, x1) - r <= width_px and max(y0, y1) + r >= 0.0 and \
-            min(y0, y1) - r <= height_px
-        out[0, i], out[1, i], out[2, i], out[3, i] = x0, y0, x1, y1
-        out[4, i], out[5, i] = width, min(ink / area, 1.0)  # ≤ 1 by construction
-        out[6, i], out[7, i] = depth, distance
+        span = math.hypot(wu, wv)
+        _put(out, seen, 2 * i, front, x0, y0, x1, y1, focal * body_area / body_length / depth,
+             body_area * scale, min_width, width_px, height_px, depth, distance)
+        if cut:  # the wings' ink along the body's cut streak
+            across = abs(wu * dy - wv * dx) / length if length > 0.0 else span
+        else:
+            c0u, c0v = _project(_view(camera, px, py, pz), focal, cx, cy, near)
+            c1u, c1v = _project(_view(camera, px + mx, py + my, pz + mz), focal, cx, cy,
+                                near)
+            du, dv = c1u - c0u, c1v - c0v
+            swept = math.hypot(du, dv)
+            if span >= swept:  # the bar itself, halfway through its sweep
+                across = abs(du * wv - dv * wu) / span if span > 0.0 else 0.0
+                mu, mv = 0.5 * (c0u + c1u), 0.5 * (c0v + c1v)
+                x0, y0, x1, y1 = mu - 0.5 * wu, mv - 0.5 * wv, mu + 0.5 * wu, mv + 0.5 * wv
+            else:  # its sweep
+                across = abs(wu * dv - wv * du) / swept
+                x0, y0, x1, y1 = c0u, c0v, c1u, c1v
+        _put(out, seen, 2 * i + 1, front, x0, y0, x1, y1, across, wing_area * facing * scale,
+             min_width, width_px, height_px, depth, distance)
+
+
+@inline
+def _put(out, seen, col, front, x0, y0, x1, y1, across, ink, min_width, width_px,
+         height_px, depth, distance):
+    """One streak from (x0, y0) to (x1, y1) px into column `col` of out and seen: at
+    least `across` and min_width wide, widened until `ink` px² fits at full opacity,
+    alpha making alpha × area the ink; cut to the frame (see `_clip_to_frame`)."""
+    length = math.hypot(x1 - x0, y1 - y0)
+    full = (math.sqrt(length * length + math.pi * ink) - length) / (0.5 * math.pi)
+    width = max(across, max(full, min_width))
+    area = length * width + 0.25 * math.pi * width * width
+    meets, x0, y0, x1, y1 = _clip_to_frame(x0, y0, x1, y1, width_px, height_px)
+    r = 0.5 * width
+    seen[col] = front and meets and max(x0, x1) + r >= 0.0 and \
+        min(x0, x1) - r <= width_px and max(y0, y1) + r >= 0.0 and \
+        min(y0, y1) - r <= height_px
+    out[0, col], out[1, col], out[2, col], out[3, col] = x0, y0, x1, y1
+    out[4, col], out[5, col] = width, min(ink / area, 1.0)  # ≤ 1 by construction
+    out[6, col], out[7, col] = depth, distance
 
 
 @inline

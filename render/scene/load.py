@@ -18,7 +18,7 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
-from .schema3d import PALETTE_3D_KEYS, keyframes
+from .schema3d import MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, keyframes
 from .values import convert, show, suggest
 
 
@@ -95,6 +95,10 @@ def build_scene(raw: dict, path: str = "<scene>",
     world = merged.get("world", {})
     if world.get("dimensions") == 3 and "boundary" not in world:
         world["boundary"] = "none"  # the sky is open: a 3D world's only boundary
+    if world.get("dimensions") == 3:
+        # A 3D bird is two thin streaks whose ink is exact at any width: a 1 px floor
+        # widens them more at a small size than at a large one (same picture, any size).
+        merged.setdefault("render", {}).setdefault("min_width_px", MIN_WIDTH_3D_PX)
 
     three = world.get("dimensions") == 3
     values: dict[str, Any] = {}

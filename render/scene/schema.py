@@ -16,8 +16,8 @@ from typing import Any
 
 from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
                      follow_setting, follow_time_setting, setting)
-from .schema3d import (PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings, Camera3DSettings,
-                       FlightSettings, RoostSettings)
+from .schema3d import (MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings,
+                       Camera3DSettings, FlightSettings, RoostSettings)
 
 
 @dataclass(frozen=True)
@@ -316,8 +316,10 @@ class RenderSettings:
     shutter_angle: float = setting(180.0, "How long the shutter is open, as a share of the "
                                    "frame interval (360° = all of it).", unit="degrees",
                                    lo=0, hi=360, lo_open=True)
-    min_width_px: float = setting(1.0, "Floor on streak width so thumbnails stay legible.",
-                                  unit="px", lo=0)
+    min_width_px: float = setting(1.0, "Floor on streak width so thumbnails stay legible "
+                                  f"({MIN_WIDTH_3D_PX} px in 3D, where a bird is two thin "
+                                  "streaks and a wider floor changes the picture with the "
+                                  "size).", unit="px", lo=0)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from .fields import easing_setting, follow_setting, follow_time_setting, setting
 
+# The streaks' width floor in 3D (render.min_width_px's default there), px.
+MIN_WIDTH_3D_PX = 0.5
+
 
 @dataclass(frozen=True)
 class FlightSettings:
@@ -126,11 +129,10 @@ class Camera3DSettings:
 class BirdSettings:
     """3D: the bird's body as the camera sees it (SPEC §10); defaults a starling's."""
 
-    wingspan: float = setting(0.4, "Tip to tip: the streak's width on screen.", unit="m",
+    wingspan: float = setting(0.4, "Tip to tip: the wings' streak on screen.", unit="m",
                               lo=0, lo_open=True)
-    body_length: float = setting(0.2, "Bill to tail: the streak's length before the "
-                                 "shutter adds the distance flown.", unit="m", lo=0,
-                                 lo_open=True)
+    body_length: float = setting(0.2, "Bill to tail: the body's streak before the shutter "
+                                 "adds the distance flown.", unit="m", lo=0, lo_open=True)
     wing_area: float = setting(0.019, "Both wings, seen face-on.", unit="m²", lo=0)
     body_area: float = setting(0.01, "The body's silhouette (all a bird shows edge-on).",
                                unit="m²", lo=0)
