@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import budget
-from .progress import progress_bar
 from .drawing import draw_range
 from .encode import StateWriter, Target, open_state_writer, open_writer
 from .errors import UsageError
 from .executor import Cluster, Executor, Threads
 from .loop import SeamMeter, crossfade_frames
+from .progress import progress_bar
 from .scene import Scene
 from .sim import diagnostics as measures
 from .sim.loop import loop_start

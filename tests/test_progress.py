@@ -25,8 +25,8 @@ def test_a_bar_is_redrawn_ten_times_a_second_on_a_terminal_and_every_10_s_in_a_l
 def test_settling_into_a_log_draws_its_bar_once(capsys):
     """Seconds of settling into a file: the bar's first line, not one every 0.1 s."""
     def settled(steps: int, shown: bool) -> None:
-        scene = build_scene({**scene3(n=50).to_dict(),
-                             "scene": {"seed": 5, "dt": 0.01, "settle_steps": steps}}, "t.toml")
+        settings = {"seed": 5, "dt": 0.01, "settle_steps": steps}
+        scene = build_scene({**scene3(n=50).to_dict(), "scene": settings}, "t.toml")
         Simulation3D(scene, progress=shown, cache=False)
 
     settled(2, shown=False)  # a first run compiles: its first step alone may take 10 s

@@ -97,7 +97,7 @@ class Simulation3D:
             self._restore(kept)
             return
         with progress_bar(total=-self.step_index, unit="step", desc="settling", leave=False,
-                  disable=not progress or self.step_index >= 0) as bar:
+                          disable=not progress or self.step_index >= 0) as bar:
             while self.step_index < 0:
                 self.advance()
                 bar.update()
