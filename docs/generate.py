@@ -180,9 +180,10 @@ seed = 3                     # --seed
 ...
 ```
 
-**Progress** goes to stderr: the settling's bar (3D), then the frames' bar, redrawn ten
-times a second on a terminal and every 10 s into a file or a pipe (a farm's log, CI).
-`--quiet` drops both.
+**Progress** goes to stderr: the settling's bar (3D); the flight to the first frame when
+that is late in the clip (`--still 40`, `--frames 600:1200`); then the frames' bar (or the
+contact sheet's). Each is redrawn ten times a second on a terminal and every 10 s into a
+file or a pipe (a farm's log, CI). `--quiet` drops them all.
 
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
 work), 130 interrupted (Ctrl-C or SIGTERM), 1 anything else; see

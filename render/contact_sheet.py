@@ -8,6 +8,7 @@ from . import budget
 from .draw.surface import Canvas
 from .encode.images import write_png
 from .errors import UsageError
+from .progress import progress_bar
 from .scene import Scene
 from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulation
@@ -43,23 +44,27 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = 4,
     wanted = iter(picks)
     target = next(wanted)
     slot = 0
-    for frame in frames(sim, scene.output.fps, picks[-1] + 1, **exposure(scene)):
-        if frame.index != target:
-            continue
-        require_finite(frame)
-        pixels = FrameState.of(frame, sim.accent, scene).draw(canvas, scene)
-        x = gap + (slot % columns) * (thumb[0] + gap)
-        y = gap + (slot // columns) * (thumb[1] + gap + label)
-        sheet.pixels[y:y + thumb[1], x:x + thumb[0]] = pixels
-        sheet.surface.mark_dirty()
-        ctx.set_source_rgb(*scene.colours()["ink"])
-        ctx.select_font_face("sans-serif")
-        ctx.set_font_size(14)
-        ctx.move_to(x, y + thumb[1] + 16)
-        ctx.show_text(f"{float(frame.time):.2f} s · frame {frame.index}")
-        slot += 1
-        target = next(wanted, None)
-        if target is None:
-            break
+    # The whole clip is flown up to the last thumbnail: minutes for a film.
+    with progress_bar(total=picks[-1] + 1, unit="frame", desc=Path(output).name,
+                      disable=quiet) as bar:
+        for frame in frames(sim, scene.output.fps, picks[-1] + 1, **exposure(scene)):
+            bar.update()
+            if frame.index != target:
+                continue
+            require_finite(frame)
+            pixels = FrameState.of(frame, sim.accent, scene).draw(canvas, scene)
+            x = gap + (slot % columns) * (thumb[0] + gap)
+            y = gap + (slot // columns) * (thumb[1] + gap + label)
+            sheet.pixels[y:y + thumb[1], x:x + thumb[0]] = pixels
+            sheet.surface.mark_dirty()
+            ctx.set_source_rgb(*scene.colours()["ink"])
+            ctx.select_font_face("sans-serif")
+            ctx.set_font_size(14)
+            ctx.move_to(x, y + thumb[1] + 16)
+            ctx.show_text(f"{float(frame.time):.2f} s · frame {frame.index}")
+            slot += 1
+            target = next(wanted, None)
+            if target is None:
+                break
     if not write_png(sheet.flush(), output):
         raise UsageError(f"{output}: exists (--no-overwrite)")

@@ -125,7 +125,8 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
     crossfade = crossfade_frames(scene, first)
     start = loop_start(scene, count, crossfade) if crossfade else 0
     sim = simulation(scene, quiet=quiet)
-    stream = frames(sim, scene.output.fps, count, first=first + start, **exposure(scene))
+    stream = frames(sim, scene.output.fps, count, first=first + start, **exposure(scene),
+                    progress=not quiet)
     if crossfade:
         stream = looped(scene, stream, start, count, crossfade, np.asarray(sim.accent, bool))
     return detached(scene, stream, sim.accent, rows)

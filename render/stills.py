@@ -68,7 +68,7 @@ def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:
     # The shutter opens at `time` for the same span of the scene's frame interval.
     blur = exposure(scene)
     blur["shutter"] *= fps / scene.output.fps
-    frame = next(frames(sim, fps, 1, first=index, **blur))
+    frame = next(frames(sim, fps, 1, first=index, **blur, progress=not quiet))
     require_finite(frame)
     return FrameState.of(frame, sim.accent, scene)
 

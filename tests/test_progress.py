@@ -2,6 +2,8 @@
 
 import io
 
+import numpy as np
+
 from render import progress
 from render.scene import build_scene
 from render.sim.simulate3d import Simulation3D
@@ -33,3 +35,33 @@ def test_settling_into_a_log_draws_its_bar_once(capsys):
     settled(1500, shown=True)
     err = capsys.readouterr().err
     assert err.count("settling:") == 1, err
+
+
+def test_a_still_late_in_a_clip_shows_the_flight_to_it_unless_quiet(cli, small_scene,
+                                                                     tmp_path):
+    shown = cli(small_scene, "--still", "0.75", "-o", tmp_path / "a.png")
+    assert shown.code == 0 and "flying to 0.75 s" in shown.err, shown.err
+    quiet = cli(small_scene, "--still", "0.75", "-o", tmp_path / "b.png", "-q")
+    assert quiet.code == 0 and quiet.err == ""
+    early = cli(small_scene, "--still", "0", "-o", tmp_path / "c.png")
+    assert "flying to" not in early.err  # frame 0 is where the flock already is
+
+
+def test_the_flight_to_the_first_frame_is_the_same_flight_with_its_bar(small_scene):
+    from render.scene import load_scene
+    from render.sim.simulate import Simulation, frames
+
+    scene = load_scene(small_scene)
+    fps = scene.output.fps
+    shown, plain = (next(frames(Simulation(scene), fps, 1, first=20, progress=progress))
+                    for progress in (True, False))
+    assert shown.time == plain.time
+    np.testing.assert_array_equal(shown.positions, plain.positions)
+    np.testing.assert_array_equal(shown.velocities, plain.velocities)
+
+
+def test_a_contact_sheet_shows_its_frames_bar_unless_quiet(cli, small_scene, tmp_path):
+    shown = cli(small_scene, "--contact-sheet", tmp_path / "a.png")
+    assert shown.code == 0 and "a.png" in shown.err, shown.err
+    quiet = cli(small_scene, "--contact-sheet", tmp_path / "b.png", "-q")
+    assert quiet.code == 0 and quiet.err == ""

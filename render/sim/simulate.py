@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..progress import progress_bar
 from ..scene import Scene
 from . import forces, motion, step
 from .forces import containment, field
@@ -164,12 +165,15 @@ def step_fraction(dt: float) -> Fraction:
 
 
 def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
-           subframes: int = 1, shutter: Fraction = Fraction(0)) -> Iterator[Frame]:
+           subframes: int = 1, shutter: Fraction = Fraction(0),
+           progress: bool = False) -> Iterator[Frame]:
     """Yield frames first .. first+count−1 at `fps`, advancing `sim` as needed.
 
     subframes > 1: each frame also carries the states at `subframes` times spread evenly
     over the shutter's opening, from the frame's time to time + shutter/fps (`shutter` as a
-    fraction of the frame interval: 180° is 1/2), for motion blur.
+    fraction of the frame interval: 180° is 1/2), for motion blur. progress: a bar on
+    stderr while the flock flies to the first frame (a still late in a clip, a farm's
+    range of frames), which can take minutes before anything else shows.
     """
     dt = step_fraction(sim.dt)
     scene = sim.scene
@@ -178,12 +182,17 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
     before: Snapshot | None = None
     after = sim.advance()
 
-    def at(time: Fraction):
+    def reach(s0: int, bar=None) -> None:
         nonlocal before, after
-        where = time / dt
-        s0 = math.floor(where)
         while after.step <= s0:
             before, after = after, sim.advance()
+            if bar is not None:
+                bar.update()
+
+    def at(time: Fraction):
+        where = time / dt
+        s0 = math.floor(where)
+        reach(s0)
         if before is None or before.step != s0:
             raise RuntimeError("frames must be requested in increasing order")
         frac = float(where - s0)
@@ -202,6 +211,11 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         return pos, vel, before, between(before.followed, after.followed, frac), bank, \
             between(before.hawk, after.hawk, frac)
 
+    if progress and count > 0 and first > 0:
+        s0 = math.floor(Fraction(first) / fps / dt)
+        with progress_bar(total=s0 + 1 - after.step, unit="step", leave=False,
+                          desc=f"flying to {float(Fraction(first) / fps):g} s") as bar:
+            reach(s0, bar)
     for index in range(first, first + count):
         time = Fraction(index) / fps
         pos, vel, snap, followed, bank, hawk = at(time)
