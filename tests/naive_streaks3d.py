@@ -75,9 +75,10 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     seen = np.column_stack([p[-1] for p in parts])
     birds = np.flatnonzero(seen.any(axis=1))
     birds = birds[np.argsort(-depth[birds], kind="stable")]  # far to near; ties by bird
-    which = np.column_stack([birds, birds])[seen[birds]]  # row-major: body, then wings
-    part = np.column_stack([np.zeros(len(birds), int), np.ones(len(birds), int)])[seen[birds]]
-    fields = [np.where(part == 0, parts[0][k][which], parts[1][k][which]) for k in range(6)]
+    shown = seen[birds]  # (birds, 2): row-major order is body, then wings
+    which = np.column_stack([birds, birds])[shown]
+    fields = [np.column_stack([body_k, wings_k])[birds][shown]
+              for body_k, wings_k in zip(parts[0][:6], parts[1][:6])]
     contrast = HAZE_BASE ** (distance[which] / look.visibility)
     return Streaks(*fields, contrast, depth[which], np.asarray(accent, bool)[which],
                    which.astype(np.int64))

@@ -93,9 +93,8 @@ def build_scene(raw: dict, path: str = "<scene>",
             sources.pop(f"flock.{other}")
 
     world = merged.get("world", {})
-    if world.get("dimensions") == 3 and "boundary" not in world:
-        world["boundary"] = "none"  # the sky is open: a 3D world's only boundary
     if world.get("dimensions") == 3:
+        world.setdefault("boundary", "none")  # the sky is open: a 3D world's only boundary
         # A 3D bird is two thin streaks whose ink is exact at any width: a 1 px floor
         # widens them more at a small size than at a large one (same picture, any size).
         merged.setdefault("render", {}).setdefault("min_width_px", MIN_WIDTH_3D_PX)
