@@ -152,6 +152,31 @@ def test_the_measures_pass_on_the_classic_clip_without_a_loop():
                                         "speed": True}, meter.report()
 
 
+@pytest.mark.parametrize("fps", [30, 150])
+def test_the_morph_flies_on_from_the_search_as_from_the_start(fps):
+    # The search keeps a copy of the simulation from before the best start's tail, so the
+    # morph does not simulate the clip again: the tail flown on from it is the tail flown
+    # from the start, to the bit. Where frames come faster than two steps (150 fps over
+    # steps of 1/60 s) there is no copy, and the tail is flown from the start.
+    from render.sim.loop import Guided, search
+    from render.sim.simulate import frames
+
+    count, crossfade = 45 * fps // 30, 15 * fps // 30
+    scene = scene_of("plate", "output.loop=true", "output.crossfade=0.5", f"output.fps={fps}",
+                     f"output.frames={count}")
+    found = search(scene, count, crossfade)
+    assert (found.tail is None) == (fps == 150)
+    if found.tail is None:
+        return
+    kept = found.tail.step_index
+    flown = [frames(Guided(scene, found.partner, found.start, count, crossfade, tail), fps,
+                    crossfade, first=found.start + count) for tail in (found.tail, None)]
+    for a, b in zip(*flown):
+        assert np.array_equal(a.positions, b.positions)
+        assert np.array_equal(a.velocities, b.velocities)
+    assert found.tail.step_index == kept  # each morph flies a copy of the kept one
+
+
 def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/a/", "--loop", "--crossfade", "5").code == 2
     assert cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20").code == 2
@@ -207,8 +232,8 @@ def test_seam_meter_without_ink_reports_no_coverage():
 def test_coherence_from_hand_worked_images():
     from render.loop import coherence
 
-    stripes = np.zeros((16, 16), np.float32)
-    stripes[::4] = 1.0  # horizontal lines: every gradient vertical
+    stripes = np.zeros((16, 16), np.uint8)
+    stripes[::4] = 255  # horizontal lines: every gradient vertical
     assert coherence(stripes, 8) == pytest.approx(1.0)
     assert coherence(stripes.T.copy(), 8) == pytest.approx(1.0)
     # Lines at right angles, side by side: tiles of 8 see one way each (but for the
@@ -217,7 +242,39 @@ def test_coherence_from_hand_worked_images():
     assert coherence(mixed, 8) > 0.8 > 0.2 > coherence(mixed, 16)
     cross = np.maximum(stripes, stripes.T)
     assert coherence(cross, 16) < 0.01
-    assert coherence(np.zeros((16, 16), np.float32), 8) == 0.0
+    assert coherence(np.zeros((16, 16), np.uint8), 8) == 0.0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_frame_measures_match_the_numpy_reference(threads):
+    # Random frames (every gradient, every edge) and a drawn one against plain numpy, on
+    # one thread and on two: the kernels sum in integers, so the figures are the same.
+    import numba
+
+    import naive_seam
+    from render.draw.surface import Canvas
+    from render.loop import INK_LEVEL, MIN_TILE, SeamMeter, tile_px
+    from render.states import simulated
+
+    rng = np.random.default_rng(5)
+    noise = [rng.integers(0, 256, (37, 53, 4), dtype=np.uint8) for _ in range(3)]
+    plate = scene_of("plate")
+    drawn = next(iter(simulated(plate, 0, 1))).draw(Canvas(plate.output.size), plate)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        for scene, frames, tile in ((None, noise, MIN_TILE),
+                                    (plate, [drawn, drawn[::-1]], tile_px(plate, (320, 180)))):
+            meter = SeamMeter(scene, crossfade=1)
+            for frame in frames:
+                meter.add(frame)
+            ink = [naive_seam.ink(f, frames[0][:1, :1]) for f in frames]
+            assert meter.steps == [naive_seam.mean_step(b, a) for a, b in zip(frames, frames[1:])]
+            assert meter.coverage == [float((i > INK_LEVEL).mean()) for i in ink]
+            assert meter.coherence == pytest.approx([naive_seam.coherence(i, tile) for i in ink],
+                                                    rel=1e-12)
+    finally:
+        numba.set_num_threads(previous)
 
 
 def _greedy_reference(pa, va, pb, vb, horizon):

@@ -31,18 +31,20 @@ or reaching the landing is not a candidate (`calm_starts`).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
 from collections.abc import Iterator
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import UsageError
 from .flight import flight
 from .pairing import pair
-from .simulate import Frame, Simulation, between, frames
+from .simulate import Frame, Simulation, between, frames, step_fraction
 
 # The loop's start is searched within this share of the clip (simulated once more: cheap
 # next to drawing), a candidate every third of the morph.
@@ -68,43 +70,83 @@ def loop_start(scene, count: int, crossfade: int) -> int:
     earlier start. A 3D loop's window (t₀ … t₀ + count + crossfade) must end before the
     landing and hold no hunting hawk's attack (`calm_starts`): raises UsageError, naming
     the setting, where no candidate does."""
-    scores = start_scores(scene, count, crossfade)
-    return min(scores, key=lambda k: (scores[k], k))
+    return search(scene, count, crossfade).start
+
+
+class Search(NamedTuple):
+    """What the start's search found: each calm candidate start (frames) and the share of
+    its morph's pairs that would switch; the best start, its pairs (`partners`) and a
+    copy of the simulation from before its tail's first frame, which the morph flies on
+    from (None where the frames come faster than two steps: the morph simulates the
+    tail from the start)."""
+
+    scores: dict[int, float]
+    start: int
+    partner: np.ndarray
+    tail: object | None
 
 
 @functools.lru_cache(maxsize=4)
-def start_scores(scene, count: int, crossfade: int) -> dict[int, float]:
-    """Each calm candidate start (frames) and the share of its morph's pairs that would
-    switch (see `loop_start`)."""
+def search(scene, count: int, crossfade: int) -> Search:
+    """The loop's start, searched in one run of the simulation (see `loop_start`). The best
+    candidate's pairs and tail are kept as the run goes, so the morph need not simulate
+    the clip again to reach them: a candidate is decided once its window has passed (its
+    attacks known), and only the best decided one and those still open are kept."""
     fps, middle = scene.output.fps, crossfade // 2
-    step = max(1, crossfade // STRIDE)
+    stride = max(1, crossfade // STRIDE)
     window = count + crossfade
-    candidates = set(range(0, int(count * SEARCH) + 1, step))
+    candidates = set(range(0, int(count * SEARCH) + 1, stride))
     sim = Simulation(scene)
     accent = np.asarray(sim.accent, bool)
+    dt = step_fraction(sim.dt)
     starts: dict[int, tuple] = {}
     scores: dict[int, float] = {}
+    kept: dict[int, dict] = {}  # candidate → its partner and tail copy, while they may win
+    best = None
     attacks = []
     for frame in frames(sim, fps, max(candidates) + window):
         attacks.append(bool(getattr(frame.snapshot, "attack", False)))
-        k = frame.index - middle
+        f = frame.index
+        k = f - middle
         if k in candidates:
             starts[k] = (frame.positions.copy(), frame.velocities.copy())
-        if k - count in candidates:
-            head = starts.pop(k - count)
+        for ahead in (1, 2):  # a copy not yet past the step the tail's first frame reads
+            k = f + ahead - count
+            if k in candidates and sim.step_index <= math.floor(Fraction(k + count) / fps / dt):
+                kept.setdefault(k, {})["tail"] = copy.deepcopy(sim, {id(scene): scene})
+        k = f - middle - count
+        if k in candidates:
+            head = starts.pop(k)
             tail = (frame.positions, frame.velocities)
             partner = partners(scene, tail, head, accent, crossfade)
-            scores[k - count] = float((~gliding(scene, tail, head, partner,
-                                                crossfade)).mean())
-    calm = calm_starts(scene, sorted(candidates), window, np.array(attacks))
-    return {k: scores[k] for k in calm}
+            scores[k] = float((~gliding(scene, tail, head, partner, crossfade)).mean())
+            kept.setdefault(k, {})["partner"] = partner
+        k = f + 1 - window
+        if k in candidates:  # its window has passed: decided
+            mine = kept.pop(k)
+            if calm(scene, k, window, attacks) and (best is None or scores[k] < scores[best[0]]):
+                best = (k, mine)
+    calm_list = calm_starts(scene, sorted(candidates), window, np.array(attacks))
+    start, mine = best
+    assert start == min(calm_list, key=lambda k: (scores[k], k))
+    return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine.get("tail"))
+
+
+def calm(scene, start: int, window: int, attacks) -> bool:
+    """Whether the loop's `window` frames from `start` end before the landing begins and
+    hold no hunting hawk's attack (`attacks`: the attack flag of each frame from 0)."""
+    fps = float(scene.output.fps)
+    roost = getattr(scene, "roost", None)
+    landing = getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
+    return (landing is None or (start + window) / fps <= landing) and \
+        not any(attacks[start:start + window])
 
 
 def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) -> list[int]:
-    """The candidate starts whose `window` frames end before the landing begins and hold
-    no hunting hawk's attack (`attacks`: (frames,) bool, the attack flag of each frame from
-    0): an attack starting or ending inside a loop, or a landing, changes the flock as
-    uninterrupted flight never undoes, so the end cannot flow into the start."""
+    """The candidate starts whose `window` frames are `calm`: an attack starting or ending
+    inside a loop, or a landing, changes the flock as uninterrupted flight never undoes,
+    so the end cannot flow into the start. Raises UsageError, naming the setting, where
+    none is."""
     fps = float(scene.output.fps)
     roost = getattr(scene, "roost", None)
     landing = getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
@@ -113,13 +155,13 @@ def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) 
         raise UsageError(f"roost.landing_at = {landing:g} s: a --loop of {window / fps:g} s "
                          f"(the clip and its morph) cannot end before the landing, which "
                          f"no loop can undo: set roost.landing_at later or a shorter clip")
-    calm = [k for k in kept if not attacks[k:k + window].any()]
-    if not calm:
+    calm_ones = [k for k in kept if calm(scene, k, window, attacks)]
+    if not calm_ones:
         raise UsageError(f"hawk.mode = \"hunt\": every loop start within "
                          f"{kept[-1] / fps:g} s puts an attack inside the {window / fps:g} s "
                          f"loop (the clip and its morph), and a loop cannot close across "
                          f"one: set hawk.enabled = false, or a shorter clip")
-    return calm
+    return calm_ones
 
 
 def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int):
@@ -231,13 +273,13 @@ def morph(scene, head: list[Frame], start: int, count: int,
     meet switches instead, at its own moment. Rows in the tail's order (frame 0 is then
     exactly the frame after the last); the frame after the morph is the clip's."""
     c, fps = len(head), scene.output.fps
-    middle = c // 2
     extent = wrapping(scene, head[0].positions)
-    mid = next(frames(Simulation(scene), fps, 1, first=start + count + middle))
-    mid_tail, mid_head = (mid.positions, mid.velocities), (head[middle].positions,
-                                                           head[middle].velocities)
-    partner = partners(scene, mid_tail, mid_head, accent, c)
-    guided = list(frames(Guided(scene, partner, start, count, c), fps, c, first=start + count))
+    found = search(scene, count, c)
+    if found.start != start:
+        raise ValueError(f"a loop starts at frame {found.start} (loop_start), not {start}")
+    partner = found.partner
+    guided = list(frames(Guided(scene, partner, start, count, c, found.tail), fps, c,
+                         first=start + count))
     paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
              for i, (frame, t) in enumerate(zip(head, guided))]
     glides = flies(scene, guided, paths, head[-1].positions[partner])
@@ -317,10 +359,14 @@ class Guided:
     bird, so neighbours turn together and the streaks keep their lanes. Exposes what
     `frames` samples: scene, dt, world, step_index, advance()."""
 
-    def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int):
+    def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int,
+                 tail=None):
         fps = float(scene.output.fps)
         self.scene, self.partner = scene, partner
-        self.tail, self.head = Simulation(scene), Simulation(scene)
+        # The tail flies on from `tail` (a simulation not yet past the morph's first
+        # frame, copied: a search's is kept for the next render), else from the start.
+        self.tail = Simulation(scene) if tail is None else copy.deepcopy(tail, {id(scene): scene})
+        self.head = Simulation(scene)
         self.dt, self.world = self.tail.dt, self.tail.world
         # The first step at or after the morph's frame 0 (a frame between two steps is
         # drawn from both, so neither may be pulled yet).
