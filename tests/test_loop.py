@@ -312,6 +312,30 @@ def test_pairing_finds_a_shuffled_flock_and_scales():
     assert (shuffle[partner] == np.arange(n)).all()  # each bird finds itself
 
 
+def test_pairing_offers_a_window_in_crowded_cells():
+    # A sheet of birds 20 times thinner than long, in cells as wide as a twentieth of its
+    # length: hundreds in a cell. Each bird is offered the WINDOW birds nearest it along
+    # the finer cells' Morton order (its twin among them), not every bird of its cell;
+    # a cell of few birds still offers every pair.
+    from render.sim.pairing import CROWDED, WINDOW, _cell_pairs, pair
+
+    rng = np.random.default_rng(6)
+    n = 20_000
+    pa = rng.random((n, 3)) * [200.0, 60.0, 10.0]
+    shuffle = rng.permutation(n)
+    ia, ib = _cell_pairs(pa, pa[shuffle], 10.0, 0.0)
+    assert len(ia) == n * WINDOW
+    assert (shuffle[ib] == ia).sum() == n  # every bird is offered its twin
+    cell = lambda p: np.floor((p - pa.min(axis=0)) / 10.0).astype(int)  # noqa: E731
+    assert (cell(pa[ia]) == cell(pa[shuffle][ib])).all()
+    few = pa[:40]
+    ia, ib = _cell_pairs(few, few[::-1].copy(), 1000.0, 0.0)
+    assert len(ia) == 40 * 40 <= CROWDED
+    va = rng.normal(size=(n, 3))
+    partner = pair(pa, va, pa[shuffle] + 1e-3, va[shuffle], horizon=0.5)
+    assert (shuffle[partner] == np.arange(n)).all()
+
+
 def test_pairing_counts_distance_across_a_wrapping_edge():
     from render.sim.pairing import pair
 

@@ -21,6 +21,12 @@ from .jit import serial
 ALL_PAIRS_LIMIT = 200
 # Cells of the first level hold about this many birds of each flock.
 PER_CELL = 6
+# A cell that would offer more than WINDOW² pairs offers each A bird the WINDOW B birds
+# nearest it in a Morton order of cells FINE times smaller (a power of two) instead: a
+# sheet of birds puts hundreds in a cell, and the birds left over at the coarse levels
+# thousands, whose every pair would take gigabytes.
+WINDOW, FINE = 64, 16
+CROWDED = WINDOW * WINDOW
 
 
 def pair(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray, *,
@@ -65,18 +71,60 @@ def _cost(pa, va, pb, vb, horizon: float, extent) -> np.ndarray:
 
 
 def _cell_pairs(pa: np.ndarray, pb: np.ndarray, side: float, offset: float):
-    """Every (i, j) with A bird i and B bird j in the same cell: two (k,) int64 arrays."""
+    """The offered pairs (i, j) of A bird i and B bird j in the same cell, as two (k,)
+    int64 arrays: every such pair, except in a cell whose pairs would number more than
+    CROWDED, where each A bird is offered the WINDOW B birds nearest it along a Morton
+    order of finer cells (so a level of a few thousand birds left over in a few large
+    cells offers thousands of pairs per bird, not millions in all)."""
     origin = np.minimum(pa.min(axis=0), pb.min(axis=0)) - offset
     key_a, key_b = _keys(pa, side, origin), _keys(pb, side, origin)
     order_b = np.argsort(key_b, kind="stable")
     sorted_b = key_b[order_b]
     start = np.searchsorted(sorted_b, key_a, side="left")
     stop = np.searchsorted(sorted_b, key_a, side="right")
-    count = stop - start
+    _, cell_a, in_cell = np.unique(key_a, return_inverse=True, return_counts=True)
+    crowded = in_cell[cell_a] * (stop - start) > CROWDED
+    count = np.where(crowded, 0, stop - start)
     ia = np.repeat(np.arange(pa.shape[0]), count)
     # Position of each pair inside its A bird's run of B birds.
     within = np.arange(ia.size) - np.repeat(np.cumsum(count) - count, count)
-    return ia, order_b[np.repeat(start, count) + within]
+    ib = order_b[np.repeat(start, count) + within]
+    if not crowded.any():
+        return ia, ib
+    wa, wb = _windowed(pa, pb, side, origin, key_a, key_b, np.flatnonzero(crowded))
+    return np.concatenate([ia, wa]), np.concatenate([ib, wb])
+
+
+def _windowed(pa, pb, side, origin, key_a, key_b, crowded):
+    """For the A birds `crowded` (indices), the WINDOW B birds of their cell nearest each
+    along a Morton order of cells FINE times smaller: (i, j) int64 arrays."""
+    _, cell = np.unique(np.concatenate([key_a, key_b]), return_inverse=True)
+    bits = FINE.bit_length() - 1
+    code_a = cell[:len(key_a)] << (bits * pa.shape[1])
+    code_b = cell[len(key_a):] << (bits * pa.shape[1])
+    code_a = code_a + _morton(pa, side, origin, bits)
+    code_b = code_b + _morton(pb, side, origin, bits)
+    order_b = np.argsort(code_b, kind="stable")
+    sorted_b = code_b[order_b]
+    own = cell[:len(key_a)][crowded] << (bits * pa.shape[1])
+    first = np.searchsorted(sorted_b, own, side="left")
+    last = np.searchsorted(sorted_b, own + (1 << (bits * pa.shape[1])), side="left")
+    at = np.searchsorted(sorted_b, code_a[crowded], side="left")
+    low = np.clip(at - WINDOW // 2, first, np.maximum(first, last - WINDOW))
+    count = np.minimum(low + WINDOW, last) - low
+    ia = np.repeat(crowded, count)
+    within = np.arange(ia.size) - np.repeat(np.cumsum(count) - count, count)
+    return ia, order_b[np.repeat(low, count) + within]
+
+
+def _morton(p: np.ndarray, side: float, origin: np.ndarray, bits: int) -> np.ndarray:
+    """Each point's Morton code (bits per axis) of its place inside its cell of `side`."""
+    fine = np.floor((p - origin) / side * (1 << bits)).astype(np.int64) % (1 << bits)
+    code = np.zeros(p.shape[0], np.int64)
+    for bit in range(bits):
+        for axis in range(p.shape[1]):
+            code |= ((fine[:, axis] >> bit) & 1) << (bit * p.shape[1] + axis)
+    return code
 
 
 def _keys(p: np.ndarray, side: float, origin: np.ndarray) -> np.ndarray:
