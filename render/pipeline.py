@@ -78,12 +78,12 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         elif isinstance(executor, Cluster):
             from .cluster import draw_on_cluster
 
-            seam = _meter(scene, target, crossfade)
+            seam = _meter(scene, target, crossfade, quiet)
             draw_on_cluster(scene, _metered(states, seam), target, executor, bar)
             if seam:
                 _read_back(scene, target, seam)
         else:
-            seam = _meter(scene, target, crossfade)
+            seam = _meter(scene, target, crossfade, quiet)
             _draw_here(scene, _metered(states, seam), target, executor or Threads(), bar,
                        seam)
     if seam and seam.report():
@@ -95,11 +95,11 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     return target.count
 
 
-def _meter(scene: Scene, target: Target, crossfade: int) -> SeamMeter | None:
+def _meter(scene: Scene, target: Target, crossfade: int, quiet: bool) -> SeamMeter | None:
     """The loop's measures (None: not a loop), its start t₀ the one the states take."""
     if not crossfade:
         return None
-    start = loop_start(scene, target.count, crossfade) / scene.output.fps
+    start = loop_start(scene, target.count, crossfade, progress=not quiet) / scene.output.fps
     return SeamMeter(scene, crossfade, float(start))
 
 

@@ -123,7 +123,7 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
     first run compiles the kernels here (announced unless `quiet`, see `simulation`)
     rather than inside whatever times the frames."""
     crossfade = crossfade_frames(scene, first)
-    start = loop_start(scene, count, crossfade) if crossfade else 0
+    start = loop_start(scene, count, crossfade, progress=not quiet) if crossfade else 0
     sim = simulation(scene, quiet=quiet)
     stream = frames(sim, scene.output.fps, count, first=first + start, **exposure(scene),
                     progress=not quiet)

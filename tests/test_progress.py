@@ -65,3 +65,14 @@ def test_a_contact_sheet_shows_its_frames_bar_unless_quiet(cli, small_scene, tmp
     assert shown.code == 0 and "a.png" in shown.err, shown.err
     quiet = cli(small_scene, "--contact-sheet", tmp_path / "b.png", "-q")
     assert quiet.code == 0 and quiet.err == ""
+
+
+def test_a_loop_shows_the_search_for_its_start_unless_quiet(cli, small_scene, tmp_path):
+    from render.sim import loop
+
+    loop._SEARCHES.clear()  # searched once per scene in a process: this one searches again
+    shown = cli(small_scene, "--loop", "--crossfade", "0.2", "-o", tmp_path / "a.webm")
+    assert shown.code == 0 and "searching the loop's start" in shown.err, shown.err
+    loop._SEARCHES.clear()
+    quiet = cli(small_scene, "--loop", "--crossfade", "0.2", "-o", tmp_path / "b.webm", "-q")
+    assert quiet.code == 0 and "searching" not in quiet.err

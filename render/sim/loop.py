@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import math
 from collections.abc import Iterator
 from fractions import Fraction
@@ -42,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import UsageError
+from ..progress import progress_bar
 from .flight import flight
 from .pairing import pair
 from .simulate import Frame, Simulation, between, frames, step_fraction
@@ -63,14 +63,15 @@ GLIDE = 0.95 * 1.5
 PULL_TIME, DRIFT, SNAP, RAMP, TURN_TIME = 0.15, 0.45, 0.3, 0.4, 0.03
 
 
-def loop_start(scene, count: int, crossfade: int) -> int:
+def loop_start(scene, count: int, crossfade: int, *, progress: bool = False) -> int:
     """t₀: the frame, within the clip's first `SEARCH` share (a candidate every
     crossfade/`STRIDE` frames), at which the fewest pairs of the morph would have to
     switch rather than glide (`gliding`), compared at the morph's middle. Ties go to the
     earlier start. A 3D loop's window (t₀ … t₀ + count + crossfade) must end before the
     landing and hold no hunting hawk's attack (`calm_starts`): raises UsageError, naming
-    the setting, where no candidate does."""
-    return search(scene, count, crossfade).start
+    the setting, where no candidate does. `progress`: a bar on stderr while it is searched
+    (a 3D flock settling first has its own)."""
+    return search(scene, count, crossfade, progress=progress).start
 
 
 class Search(NamedTuple):
@@ -86,17 +87,30 @@ class Search(NamedTuple):
     tail: object | None
 
 
-@functools.lru_cache(maxsize=4)
-def search(scene, count: int, crossfade: int) -> Search:
-    """The loop's start, searched in one run of the simulation (see `loop_start`). The best
-    candidate's pairs and tail are kept as the run goes, so the morph need not simulate
-    the clip again to reach them: a candidate is decided once its window has passed (its
-    attacks known), and only the best decided one and those still open are kept."""
+def search(scene, count: int, crossfade: int, *, progress: bool = False) -> Search:
+    """The loop's start, searched in one run of the simulation (see `loop_start`), once
+    per scene, clip and morph (the last few kept)."""
+    key = (scene, count, crossfade)
+    if key not in _SEARCHES:
+        while len(_SEARCHES) >= 4:
+            del _SEARCHES[next(iter(_SEARCHES))]
+        _SEARCHES[key] = _searched(scene, count, crossfade, progress)
+    return _SEARCHES[key]
+
+
+_SEARCHES: dict[tuple, Search] = {}
+
+
+def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
+    """The search itself. The best candidate's pairs and tail are kept as the run goes, so
+    the morph need not simulate the clip again to reach them: a candidate is decided once
+    its window has passed (its attacks known), and only the best decided one and those
+    still open are kept."""
     fps, middle = scene.output.fps, crossfade // 2
     stride = max(1, crossfade // STRIDE)
     window = count + crossfade
     candidates = set(range(0, int(count * SEARCH) + 1, stride))
-    sim = Simulation(scene)
+    sim = Simulation(scene, **({"progress": progress} if scene.dimensions == 3 else {}))
     accent = np.asarray(sim.accent, bool)
     dt = step_fraction(sim.dt)
     starts: dict[int, tuple] = {}
@@ -104,28 +118,33 @@ def search(scene, count: int, crossfade: int) -> Search:
     kept: dict[int, dict] = {}  # candidate → its partner and tail copy, while they may win
     best = None
     attacks = []
-    for frame in frames(sim, fps, max(candidates) + window):
-        attacks.append(bool(getattr(frame.snapshot, "attack", False)))
-        f = frame.index
-        k = f - middle
-        if k in candidates:
-            starts[k] = (frame.positions.copy(), frame.velocities.copy())
-        for ahead in (1, 2):  # a copy not yet past the step the tail's first frame reads
-            k = f + ahead - count
-            if k in candidates and sim.step_index <= math.floor(Fraction(k + count) / fps / dt):
-                kept.setdefault(k, {})["tail"] = copy.deepcopy(sim, {id(scene): scene})
-        k = f - middle - count
-        if k in candidates:
-            head = starts.pop(k)
-            tail = (frame.positions, frame.velocities)
-            partner = partners(scene, tail, head, accent, crossfade)
-            scores[k] = float((~gliding(scene, tail, head, partner, crossfade)).mean())
-            kept.setdefault(k, {})["partner"] = partner
-        k = f + 1 - window
-        if k in candidates:  # its window has passed: decided
-            mine = kept.pop(k)
-            if calm(scene, k, window, attacks) and (best is None or scores[k] < scores[best[0]]):
-                best = (k, mine)
+    flown = max(candidates) + window
+    with progress_bar(total=flown, unit="frame", desc="searching the loop's start",
+                      leave=False, disable=not progress) as bar:
+        for frame in frames(sim, fps, flown):
+            bar.update()
+            attacks.append(bool(getattr(frame.snapshot, "attack", False)))
+            f = frame.index
+            k = f - middle
+            if k in candidates:
+                starts[k] = (frame.positions.copy(), frame.velocities.copy())
+            for ahead in (1, 2):  # a copy not yet past the step the tail's first frame reads
+                k = f + ahead - count
+                if k in candidates and sim.step_index <= (Fraction(k + count) / fps) // dt:
+                    kept.setdefault(k, {})["tail"] = copy.deepcopy(sim, {id(scene): scene})
+            k = f - middle - count
+            if k in candidates:
+                head = starts.pop(k)
+                tail = (frame.positions, frame.velocities)
+                partner = partners(scene, tail, head, accent, crossfade)
+                scores[k] = float((~gliding(scene, tail, head, partner, crossfade)).mean())
+                kept.setdefault(k, {})["partner"] = partner
+            k = f + 1 - window
+            if k in candidates:  # its window has passed: decided
+                mine = kept.pop(k)
+                better = best is None or scores[k] < scores[best[0]]
+                if better and calm(scene, k, window, attacks):
+                    best = (k, mine)
     calm_list = calm_starts(scene, sorted(candidates), window, np.array(attacks))
     start, mine = best
     assert start == min(calm_list, key=lambda k: (scores[k], k))
