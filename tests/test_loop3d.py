@@ -87,6 +87,21 @@ def test_the_loop_is_the_film_from_its_start_after_the_morph(meters):
         assert np.array_equal(positions[i], long[start + i][0])
 
 
+def test_the_morph_flies_on_from_the_search_as_from_the_start_in_3d(meters):
+    # The hunt's hawk, the waves and the banks are in the copy the search keeps: the
+    # guided tail flown on from it is the one flown from the start, to the bit.
+    from render.sim.loop import Guided, search
+    from render.sim.simulate import frames
+
+    loop = film(*LOOP)
+    found = search(loop, FRAMES, CROSSFADE)
+    assert found.tail is not None and found.start == meters["start"]
+    flown = [frames(Guided(loop, found.partner, found.start, FRAMES, CROSSFADE, tail), 30,
+                    CROSSFADE, first=found.start + FRAMES) for tail in (found.tail, None)]
+    for a, b in zip(*flown):
+        assert np.array_equal(a.positions, b.positions) and np.array_equal(a.bank, b.bank)
+
+
 def test_the_dissolve_fails_the_alignment_measure_in_3d(meters):
     dissolve, _, _ = meters["dissolve"]
     assert not dissolve.passes()["alignment"], dissolve.report()
