@@ -177,6 +177,26 @@ def test_the_morph_flies_on_from_the_search_as_from_the_start(fps):
     assert found.tail.step_index == kept  # each morph flies a copy of the kept one
 
 
+def test_pairs_too_far_apart_to_meet_are_not_pulled():
+    # The search's forecast (which pairs glide) decides who is pulled: a bird whose
+    # partner is out of reach keeps its own state through the pull, the others move.
+    from render.sim.loop import Guided, search
+
+    scene = scene_of("plate", "output.loop=true", "output.crossfade=0.5")
+    found = search(scene, FRAMES, CROSSFADE)
+    assert 0 < found.glide.sum() < len(found.glide)
+    guided = Guided(scene, found.partner, found.start, FRAMES, CROSSFADE, found.tail,
+                    found.glide)
+    for _ in range(3):
+        guided.head.advance()
+    pos, vel = guided.pulled(1.0)
+    far = ~found.glide
+    assert np.array_equal(pos[far], guided.tail.positions[far])
+    assert np.array_equal(vel[far], guided.tail.velocities[far])
+    moved = (pos != guided.tail.positions).any(axis=1)
+    assert moved[found.glide].mean() > 0.9
+
+
 def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/a/", "--loop", "--crossfade", "5").code == 2
     assert cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20").code == 2

@@ -12,7 +12,8 @@ Three choices make that so (docs/loops.md has the measures):
   state in the head (`Guided`: the velocity toward the partner's velocity plus a capped
   drift along the gap, the position along that drift), the pull growing from nothing at
   the morph's start; the rules still act, so neighbours turn together and the streaks keep
-  their lanes. Over the morph's last `SNAP` the small residual closes with w = 3s² − 2s³
+  their lanes. A pair the search found too far apart to meet is not pulled: it flies on
+  free until it switches, rather than drift across the sky. Over the morph's last `SNAP` the small residual closes with w = 3s² − 2s³
   (position pₜ + w·(pₕ − pₜ), velocity vₜ + w·(vₕ − vₜ)), so frame C is the clip's. A
   pair whose drawn path would outrun the speed limit switches instead, at its own moment.
 
@@ -84,6 +85,7 @@ class Search(NamedTuple):
     scores: dict[int, float]
     start: int
     partner: np.ndarray
+    glide: np.ndarray
     tail: object | None
 
 
@@ -137,8 +139,9 @@ def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
                 head = starts.pop(k)
                 tail = (frame.positions, frame.velocities)
                 partner = partners(scene, tail, head, accent, crossfade)
-                scores[k] = float((~gliding(scene, tail, head, partner, crossfade)).mean())
-                kept.setdefault(k, {})["partner"] = partner
+                glide = gliding(scene, tail, head, partner, crossfade)
+                scores[k] = float((~glide).mean())
+                kept.setdefault(k, {}).update(partner=partner, glide=glide)
             k = f + 1 - window
             if k in candidates:  # its window has passed: decided
                 mine = kept.pop(k)
@@ -148,7 +151,8 @@ def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
     calm_list = calm_starts(scene, sorted(candidates), window, np.array(attacks))
     start, mine = best
     assert start == min(calm_list, key=lambda k: (scores[k], k))
-    return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine.get("tail"))
+    return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine["glide"],
+                  mine.get("tail"))
 
 
 def calm(scene, start: int, window: int, attacks) -> bool:
@@ -297,8 +301,8 @@ def morph(scene, head: list[Frame], start: int, count: int,
     if found.start != start:
         raise ValueError(f"a loop starts at frame {found.start} (loop_start), not {start}")
     partner = found.partner
-    guided = list(frames(Guided(scene, partner, start, count, c, found.tail), fps, c,
-                         first=start + count))
+    guided = list(frames(Guided(scene, partner, start, count, c, found.tail, found.glide),
+                         fps, c, first=start + count))
     paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
              for i, (frame, t) in enumerate(zip(head, guided))]
     glides = flies(scene, guided, paths, head[-1].positions[partner])
@@ -379,13 +383,16 @@ class Guided:
     `frames` samples: scene, dt, world, step_index, advance()."""
 
     def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int,
-                 tail=None):
+                 tail=None, glide=None):
         fps = float(scene.output.fps)
         self.scene, self.partner = scene, partner
         # The tail flies on from `tail` (a simulation not yet past the morph's first
         # frame, copied: a search's is kept for the next render), else from the start.
         self.tail = Simulation(scene) if tail is None else copy.deepcopy(tail, {id(scene): scene})
         self.head = Simulation(scene)
+        # Only the pairs that can meet are pulled (None: all); the others fly on free until
+        # they switch, rather than drift across the sky toward a partner out of reach.
+        self.glide = (np.ones(len(partner)) if glide is None else glide.astype(float))[:, None]
         self.dt, self.world = self.tail.dt, self.tail.world
         # The first step at or after the morph's frame 0 (a frame between two steps is
         # drawn from both, so neither may be pulled yet).
@@ -421,16 +428,16 @@ class Guided:
         if self.centred:
             gap -= gap.mean(axis=0)  # the morph carries the centroid's gap (`path`)
         tau = PULL_TIME * self.span
-        drift = gap / tau
+        drift = gap / tau * self.glide
         cap = DRIFT * self.scene.flock.max_speed
         size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
         drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
         want = self.head.velocities[self.partner] + drift
-        turn = min(1.0, g * dt / (TURN_TIME * self.span))
+        turn = min(1.0, g * dt / (TURN_TIME * self.span)) * self.glide
         vel = vel + turn * (want - vel)
         if self.scene.dimensions == 3:
             bank = self.tail.bank
-            self.tail.bank = bank + turn * (self.head.bank[self.partner] - bank)
+            self.tail.bank = bank + turn[:, 0] * (self.head.bank[self.partner] - bank)
         pos = pos + dt * g * drift
         if self.extent is not None:
             pos = np.mod(pos, self.extent)
