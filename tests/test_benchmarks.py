@@ -31,7 +31,8 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
                    "--quality web, H.264", "--quality web, AV1", "3D topological k=7",
                    "3D cost per bird-step", "3D log-log slope", "3D full export, flock3d",
                    "3D ffmpeg alone", "3D settling before frame 0",
-                   "3D of the export's own CPU per frame"):
+                   "3D of the export's own CPU per frame", "loop (WebM, --loop)",
+                   "3D loop of the film"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()
