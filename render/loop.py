@@ -179,7 +179,8 @@ class SeamMeter:
         else:
             self.steps.append(_mean_step(pixels, self.last))
         self.last = pixels
-        ink, sums, over = np.empty((h, w), np.uint8), np.empty(h, np.int64), np.empty(h, np.int64)
+        ink = np.empty((h, w), np.uint8)
+        sums, over = np.empty(h, np.int64), np.empty(h, np.int64)
         if self.three:
             # Sub-pixel birds over a sky gradient: the ink is the frame's difference from
             # its own sky (drawn alone through the frame's camera), and its amount is the

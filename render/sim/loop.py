@@ -13,9 +13,10 @@ Three choices make that so (docs/loops.md has the measures):
   drift along the gap, the position along that drift), the pull growing from nothing at
   the morph's start; the rules still act, so neighbours turn together and the streaks keep
   their lanes. A pair the search found too far apart to meet is not pulled: it flies on
-  free until it switches, rather than drift across the sky. Over the morph's last `SNAP` the small residual closes with w = 3s² − 2s³
-  (position pₜ + w·(pₕ − pₜ), velocity vₜ + w·(vₕ − vₜ)), so frame C is the clip's. A
-  pair whose drawn path would outrun the speed limit switches instead, at its own moment.
+  free until it switches, rather than drift across the sky. Over the morph's last `SNAP`
+  the small residual closes with w = 3s² − 2s³ (position pₜ + w·(pₕ − pₜ), velocity
+  vₜ + w·(vₕ − vₜ)), so frame C is the clip's. A pair whose drawn path would outrun the
+  speed limit switches instead, at its own moment.
 
 Earlier ways failed visibly: a pixel cross-dissolve ghosts a double flock; a bird-by-bird
 dissolve scrambles the local headings mid-way; gliding bird i to bird i drags birds across
@@ -77,10 +78,10 @@ def loop_start(scene, count: int, crossfade: int, *, progress: bool = False) -> 
 
 class Search(NamedTuple):
     """What the start's search found: each calm candidate start (frames) and the share of
-    its morph's pairs that would switch; the best start, its pairs (`partners`) and a
-    copy of the simulation from before its tail's first frame, which the morph flies on
-    from (None where the frames come faster than two steps: the morph simulates the
-    tail from the start)."""
+    its morph's pairs that would switch; the best start, its pairs (`partners`), which of
+    them can meet (`gliding`) and a copy of the simulation from before its tail's first
+    frame, which the morph flies on from (None where the frames come faster than two
+    steps: the morph simulates the tail from the start)."""
 
     scores: dict[int, float]
     start: int
@@ -158,11 +159,15 @@ def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
 def calm(scene, start: int, window: int, attacks) -> bool:
     """Whether the loop's `window` frames from `start` end before the landing begins and
     hold no hunting hawk's attack (`attacks`: the attack flag of each frame from 0)."""
-    fps = float(scene.output.fps)
-    roost = getattr(scene, "roost", None)
-    landing = getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
-    return (landing is None or (start + window) / fps <= landing) and \
+    landing = landing_at(scene)
+    return (landing is None or (start + window) / float(scene.output.fps) <= landing) and \
         not any(attacks[start:start + window])
+
+
+def landing_at(scene) -> float | None:
+    """When the scene's landing begins, s (None: it has none)."""
+    roost = getattr(scene, "roost", None)
+    return getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
 
 
 def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) -> list[int]:
@@ -171,8 +176,7 @@ def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) 
     so the end cannot flow into the start. Raises UsageError, naming the setting, where
     none is."""
     fps = float(scene.output.fps)
-    roost = getattr(scene, "roost", None)
-    landing = getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
+    landing = landing_at(scene)
     kept = [k for k in candidates if landing is None or (k + window) / fps <= landing]
     if not kept:
         raise UsageError(f"roost.landing_at = {landing:g} s: a --loop of {window / fps:g} s "

@@ -4,10 +4,12 @@ assignment local to grid cells, so it scales to 100,000 birds.
 Each bird of flock A is paired with one bird of flock B (a permutation). The cost of a
 pair is the squared distance between the two birds plus the squared distance their
 headings would part them over `horizon` seconds: |pa − pb|² + (horizon·|va − vb|)².
-Birds are binned in square cells; inside each cell every free A bird is offered every free
-B bird, and the offered pairs are taken cheapest first (the greedy matching). Birds left over try again in cells twice as wide, the
-grid shifted by half a cell each time so that neighbours split by a cell border meet;
-the last few are paired all against all. Works for (n, d) states, any d.
+Birds are binned in square cells; inside each cell every free A bird is offered every
+free B bird (in a crowded cell, the WINDOW nearest it along a Morton order), and the
+offered pairs are taken cheapest first (the greedy matching). Birds left over try again
+in cells twice as wide, the grid shifted by half a cell each time so that neighbours
+split by a cell border meet; the last few are paired all against all. Works for (n, d)
+states, any d.
 """
 
 from __future__ import annotations
