@@ -45,8 +45,7 @@ def pair(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray, *,
     while free_a.size > ALL_PAIRS_LIMIT and side <= 2 * span:
         offset = 0.5 * side * (level % 2)
         ia, ib = _cell_pairs(pa[free_a], pb[free_b], side, offset)
-        cost = _cost(pa[free_a[ia]], va[free_a[ia]], pb[free_b[ib]], vb[free_b[ib]],
-                     horizon, extent)
+        cost = _cost(pa, va, pb, vb, free_a[ia], free_b[ib], horizon, extent)
         ka, kb = _greedy(ia, ib, cost, free_a.size, free_b.size)
         partner[free_a[ka]] = free_b[kb]
         free_a, free_b = np.delete(free_a, ka), np.delete(free_b, kb)
@@ -58,18 +57,42 @@ def pair(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray, *,
     elif free_a.size:
         m = free_a.size
         ia, ib = np.repeat(np.arange(m), m), np.tile(np.arange(m), m)
-        cost = _cost(pa[free_a[ia]], va[free_a[ia]], pb[free_b[ib]], vb[free_b[ib]],
-                     horizon, extent)
+        cost = _cost(pa, va, pb, vb, free_a[ia], free_b[ib], horizon, extent)
         ka, kb = _greedy(ia, ib, cost, m, m)
         partner[free_a[ka]] = free_b[kb]
     return partner
 
 
-def _cost(pa, va, pb, vb, horizon: float, extent) -> np.ndarray:
-    delta = pb - pa
-    if extent is not None:
-        delta -= extent * np.round(delta / extent)
-    return (delta * delta).sum(axis=1) + horizon * horizon * ((vb - va) ** 2).sum(axis=1)
+def _cost(pa, va, pb, vb, rows_a, rows_b, horizon: float, extent) -> np.ndarray:
+    """The cost of pairing A bird rows_a[k] with B bird rows_b[k], for every k."""
+    out = np.empty(len(rows_a))
+    _costs(np.ascontiguousarray(pa, np.float64), np.ascontiguousarray(va, np.float64),
+           np.ascontiguousarray(pb, np.float64), np.ascontiguousarray(vb, np.float64),
+           rows_a, rows_b, horizon * horizon,
+           np.zeros(0) if extent is None else np.asarray(extent, np.float64), out)
+    return out
+
+
+@serial
+def _costs(pa, va, pb, vb, rows_a, rows_b, h2, extent, out):
+    """out[k] = |Δp|² + h2·|Δv|² of the pair (rows_a[k], rows_b[k]), Δp across a wrapping
+    edge where `extent` (d,) is given (empty: none), each sum taken axis by axis in order
+    (as numpy's over a row). Read in place: gathering the offered rows first took longer
+    than the costs."""
+    d = pa.shape[1]
+    wrap = extent.shape[0] > 0
+    for k in range(rows_a.shape[0]):
+        i, j = rows_a[k], rows_b[k]
+        near = 0.0
+        turn = 0.0
+        for axis in range(d):
+            delta = pb[j, axis] - pa[i, axis]
+            if wrap:
+                delta -= extent[axis] * np.rint(delta / extent[axis])
+            near += delta * delta
+            dv = vb[j, axis] - va[i, axis]
+            turn += dv * dv
+        out[k] = near + h2 * turn
 
 
 def _cell_pairs(pa: np.ndarray, pb: np.ndarray, side: float, offset: float):
