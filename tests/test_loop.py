@@ -332,6 +332,23 @@ def test_pairing_finds_a_shuffled_flock_and_scales():
     assert (shuffle[partner] == np.arange(n)).all()  # each bird finds itself
 
 
+@pytest.mark.parametrize("d", [2, 3])
+def test_pair_costs_match_numpy_to_the_bit(d):
+    from render.sim.pairing import _cost
+
+    rng = np.random.default_rng(d)
+    n, k = 500, 4000
+    pa, pb = rng.random((n, d)) * 80.0, rng.random((n, d)) * 80.0
+    va, vb = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    ia, ib = rng.integers(0, n, k), rng.integers(0, n, k)
+    for extent in (None, np.array([80.0, 45.0, 30.0][:d])):
+        delta = pb[ib] - pa[ia]
+        if extent is not None:
+            delta -= extent * np.round(delta / extent)
+        numpy = (delta * delta).sum(axis=1) + 0.37 * 0.37 * ((vb[ib] - va[ia]) ** 2).sum(axis=1)
+        assert np.array_equal(_cost(pa, va, pb, vb, ia, ib, 0.37, extent), numpy)
+
+
 def test_pairing_offers_a_window_in_crowded_cells():
     # A sheet of birds 20 times thinner than long, in cells as wide as a twentieth of its
     # length: hundreds in a cell. Each bird is offered the WINDOW birds nearest it along
