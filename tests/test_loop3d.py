@@ -72,9 +72,10 @@ def test_four_measures_pass_on_the_film_without_a_loop(meters):
     assert m["fading"] == 0.0 and m["camera_turn"] > 0  # the camera follows, smoothly
 
 
-@pytest.mark.xfail(strict=True, reason="the following camera pans ever faster over the "
-                   "clip, and the horizon's steps grow with it, to 1.5× their median")
 def test_the_steps_pass_on_the_film_without_a_loop(meters):
+    # The following camera pans, and the horizon moves through the frame: its rows are
+    # drawn ray by ray (the ground's haze turns within a row), not smeared over the
+    # sky's grid, so its steps stay those of the flight.
     plain, _, _ = meters["plain"]
     assert plain.passes(wrap=False)["steps"], plain.report()
 

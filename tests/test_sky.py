@@ -12,8 +12,8 @@ import pytest
 
 from naive_optics import srgb_decode
 from render.draw3d.optics import compose
-from render.draw3d.sky import (TREELINE_DISTANCE_M, TREELINE_HEIGHT_M, sky_for, sky_pixels,
-                               treeline_polygon)
+from render.draw3d.sky import (TREELINE_DISTANCE_M, TREELINE_HEIGHT_M, elevation_table,
+                               glow_table, sky_for, sky_pixels, treeline_polygon)
 from render.draw3d.types import Pose
 from render.draw3d.vector import LAYERS, BINS, paint_vector, write_vector
 from render.errors import SceneError
@@ -120,6 +120,34 @@ def test_ground_below_the_horizon_fades_into_the_horizon_with_distance():
     assert np.abs(just_below - srgb_decode([0xFF, 0x80, 0])).max() < 0.2
     clear = sky_pixels(sky_for(scene3d(palette), pose), (0, 0, *size))
     assert rgb(clear, 101, 32) == (0x20, 0x40, 0x10)  # no [atmosphere]: no haze
+
+
+def test_the_ground_just_below_the_horizon_is_hazed_row_by_row_not_interpolated():
+    # At dusk the haze over the ground is the earth's shadow, far darker than the
+    # horizon's glow, and 1.7 m up in 10 km of it the ground turns from that airlight to
+    # its own colour within 0.6° below the horizon: less than a row here, where the sky's
+    # grid of 4 px spans 2.7°. Interpolated, the rows under the horizon read tens of codes
+    # off the colour of their own rays.
+    size = (96, 90)
+    # pitched so that the grid's row of points at y = 44 looks 0.1° below the horizon
+    pose = looking(size, -0.47, fov_deg=60.0, height=1.7)
+    assert -0.15 < elevation_of_row(pose, 44) < -0.05
+    sky = sky_for(scene3d({"theme": "dusk", "treeline": "none"}, {"visibility": 10_000.0}),
+                  pose)
+    frame = sky_pixels(sky, (0, 0, *size))
+    table, glow = elevation_table(sky, 1.7), glow_table(sky)
+    for v in range(40, 60):
+        u = (np.arange(size[0]) + 0.5 - size[0] / 2) / pose.focal
+        ray = pose.forward + u[:, None] * pose.right - \
+            ((v + 0.5 - size[1] / 2) / pose.focal) * pose.up
+        ray /= np.linalg.norm(ray, axis=1)[:, None]
+        column = [np.interp(ray[:, 2], np.linspace(-1, 1, len(table)), table[:, c])
+                  for c in range(4)]
+        shine = np.interp(ray @ sky.sun, np.linspace(-1, 1, len(glow)), glow) * column[3]
+        lin = np.clip(np.stack(column[:3], axis=1) + shine[:, None] * sky.sun_colour, 0, 1)
+        exact = 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
+        codes = frame[v, :, 2::-1].astype(float)
+        assert np.abs(codes.mean(axis=0) - exact.mean(axis=0)).max() < 1.0, v
 
 
 def test_the_sun_glows_around_its_direction():

@@ -114,6 +114,16 @@ def sky_for(scene, pose: Pose) -> Sky:
                hex_linear(look["bird"]), hex_linear(look["accent"]))
 
 
+def ground_band(sky: Sky, eye_m: float) -> float:
+    """How far below the horizon, in sine of elevation, the hazed ground takes to turn
+    from the airlight to 95% of its own colour: its distance along a ray, eye/(−sin), is
+    the visibility's 5.8% there (0.05^(d/V) = 0.95). Under 0.01 for an eye 1.7 m up in
+    10 km of visibility; 0 without haze or with the eye on the ground."""
+    if math.isinf(sky.visibility) or eye_m <= 0.0:
+        return 0.0
+    return min(eye_m * LN_005 / (sky.visibility * math.log(0.95)), 1.0)
+
+
 GLOW_LUT = 8192  # glow samples over the cosine of the angle off the sun, −1 … 1
 
 
@@ -173,11 +183,13 @@ def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_c
 
 @serial
 def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
-                levels, dither, out):
-    """Each pixel of `out` (h, 4·w) BGRA bytes row by row, pixel (x, y) being (ox + x,
-    oy + y) of the full frame: the sRGB values (0…255, `levels` over linear light) of
-    `_ray_colour`, interpolated between GRID_PX grid points, plus `dither` at (Y, X)
-    modulo its size, floored to codes."""
+                band, levels, dither, out, words):
+    """Each pixel of `out` (h, 4·w) BGRA bytes, seen as `words` (h, w) cairo ARGB32 words,
+    pixel (x, y) being (ox + x, oy + y) of the full frame: the sRGB values (0…255,
+    `levels` over linear light) of `_ray_colour`, interpolated between GRID_PX grid
+    points, plus `dither` at (Y, X) modulo its size, floored to codes; pixel by pixel in
+    the cells that cross the horizon or reach within `band` (a sine of elevation) below
+    it, where the hazed ground changes faster than a cell can follow."""
     h, w = out.shape[0], out.shape[1] // 4
     gx0, gy0 = ox // GRID_PX, oy // GRID_PX
     gw = (ox + w - 1) // GRID_PX - gx0 + 2
@@ -192,35 +204,34 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                                      sun_colour, rgb)
             for c in range(3):
                 codes[j, i, c] = levels[int(rgb[c] * ENCODE_STEPS + 0.5)]
-    mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon crosses the cell
+    mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon or its band in the cell
     for j in range(gh - 1):
         for i in range(gw - 1):
             lo = min(min(sine[j, i], sine[j, i + 1]), min(sine[j + 1, i], sine[j + 1, i + 1]))
             hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
-            mixed[j, i] = lo < 0.0 <= hi
-    row = np.empty((3, gw), np.float32)
-    # This row's values and dither pixel by pixel, then the codes: plain passes over
-    # contiguous rows the compiler vectorises (a loop per cell and channel ran 4 pixels
-    # at a time, and one over the dither's pattern and the frame's (y, x, channel) did
-    # not vectorise).
-    lin = np.empty((3, (gw - 1) * GRID_PX))
-    noise = np.empty(w, np.float32)
-    skip = ox - gx0 * GRID_PX  # lin's column of out's column 0
+            mixed[j, i] = lo < 0.0 and hi >= -band
+    # Between two rows of the grid a pixel's value is top + step·(Y mod GRID_PX), both
+    # interpolated along the row once per band of GRID_PX rows; each pixel row is then one
+    # plain pass in float32 that writes whole words, which the compiler vectorises.
     mask_y, mask_x = dither.shape[0] - 1, dither.shape[1] - 1  # sizes: powers of two
+    noises = np.empty((dither.shape[0], w), np.float32)  # the pattern's rows along out's
+    for k in range(dither.shape[0]):
+        for x in range(w):
+            noises[k, x] = dither[k, (ox + x) & mask_x]
+    skip = ox - gx0 * GRID_PX  # the band's column of out's column 0
+    top = np.empty((3, (gw - 1) * GRID_PX), np.float32)
+    step = np.empty_like(top)
+    filled = -1  # the band of rows top and step hold
     for y in range(h):
         Y = oy + y
-        pattern = dither[Y & mask_y]
         j = Y // GRID_PX - gy0
-        ty = (Y % GRID_PX) / GRID_PX
-        for c in range(3):  # this row's values at the grid's columns, then between them
-            for i in range(gw):
-                row[c, i] = codes[j, i, c] + (codes[j + 1, i, c] - codes[j, i, c]) * ty
-            _between(row[c], lin[c])
-        for x in range(w):
-            noise[x] = pattern[(ox + x) & mask_x]
-        _encode_row(lin[0, skip:skip + w], lin[1, skip:skip + w], lin[2, skip:skip + w],
-                    noise, out[y])
-        for i in range(gw - 1):  # cells the horizon crosses: pixel by pixel
+        if j != filled:
+            _band(codes[j], codes[j + 1], top, step)
+            filled = j
+        _encode_row(top[:, skip:skip + w], step[:, skip:skip + w],
+                    np.float32(Y % GRID_PX), noises[Y & mask_y], words[y])
+        pattern = dither[Y & mask_y]
+        for i in range(gw - 1):  # cells at the horizon: pixel by pixel
             if not mixed[j, i]:
                 continue
             left = (gx0 + i) * GRID_PX
@@ -233,25 +244,31 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
 
 
 @inline
-def _encode_row(red, green, blue, noise, out):
-    """out (4·w,) BGRA bytes: each value plus its dither, floored, opaque."""
-    for x in range(noise.shape[0]):
-        d = noise[x]
-        out[4 * x] = int(blue[x] + d)
-        out[4 * x + 1] = int(green[x] + d)
-        out[4 * x + 2] = int(red[x] + d)
-        out[4 * x + 3] = 255
+def _band(upper, lower, top, step):
+    """top[c, GRID_PX·i + k]: the value k/GRID_PX of the way from upper[i, c] to
+    upper[i + 1, c] (grid values of channel c, float32); step: what it gains a pixel row
+    toward the same point between lower's."""
+    for c in range(3):
+        for i in range(upper.shape[0] - 1):
+            a0, a1 = upper[i, c], upper[i + 1, c]
+            b0, b1 = lower[i, c], lower[i + 1, c]
+            for k in range(GRID_PX):
+                f = np.float32(k / GRID_PX)
+                t = a0 + (a1 - a0) * f
+                top[c, GRID_PX * i + k] = t
+                step[c, GRID_PX * i + k] = (b0 + (b1 - b0) * f - t) / np.float32(GRID_PX)
 
 
 @inline
-def _between(at_grid, out):
-    """out[GRID_PX·i + k] = the value k/GRID_PX of the way from at_grid[i] to at_grid[i + 1]
-    (float32 values, float64 out), for each of the grid's cells."""
-    for i in range(at_grid.shape[0] - 1):
-        a = np.float64(at_grid[i])
-        step = (at_grid[i + 1] - at_grid[i]) / GRID_PX
-        for k in range(GRID_PX):
-            out[GRID_PX * i + k] = a + step * k
+def _encode_row(top, step, rows, noise, words):
+    """words (w,) opaque ARGB32: each channel's value top + step·rows plus its dither,
+    floored (R from top[0], G from top[1], B from top[2])."""
+    for x in range(noise.shape[0]):
+        d = noise[x]
+        red = np.uint32(np.int32(top[0, x] + step[0, x] * rows + d))
+        green = np.uint32(np.int32(top[1, x] + step[1, x] * rows + d))
+        blue = np.uint32(np.int32(top[2, x] + step[2, x] * rows + d))
+        words[x] = np.uint32(0xFF000000) | (red << 16) | (green << 8) | blue
 
 
 def _window_key(sky: Sky, window) -> tuple:
@@ -286,7 +303,8 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
                 p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
-                sky.sun, sky.sun_colour, LEVELS, DITHER, out.reshape(len(out), -1))
+                sky.sun, sky.sun_colour, ground_band(sky, eye_m), LEVELS, DITHER, out.reshape(len(out), -1),
+                out.view(np.uint32).reshape(out.shape[:2]))
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
     if _last.get("key") == key:
@@ -386,29 +404,46 @@ def reed_blades(rng, n: int) -> np.ndarray:
 def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     """The silhouette as (k, 2) pixel points of `window`: its top along the horizon,
     treeline_distance m from the camera, then back along its foot on the ground; None when
-    none of it lies ahead of the camera."""
+    none of it lies ahead of the camera or in the window."""
     p = sky.pose
-    profile = horizon_profile(sky.treeline, sky.seed) * sky.treeline_height
-    azimuth = 2 * np.pi * np.arange(PROFILE_SAMPLES) / PROFILE_SAMPLES
+    azimuth, ring, profile = _ring(sky.treeline, sky.seed, sky.treeline_distance,
+                                   sky.treeline_height)
     # Relative to the camera, whose place the ring follows (so its pixels depend on the
     # eye's height alone, to the bit: see _window_key).
-    ring = np.column_stack([np.cos(azimuth), np.sin(azimuth)]) * sky.treeline_distance
     top = np.column_stack([ring, profile - p.position[2]])
-    foot = np.column_stack([ring, np.full(PROFILE_SAMPLES, -p.position[2])])
     ahead = top @ p.forward > 0.1 * sky.treeline_distance
     if ahead.sum() < 2:
         return None
-    # Start the ring behind the camera, so the part ahead is one run in order.
+    # Start the ring behind the camera, so the part ahead is one run in order: the
+    # azimuths ascend, so that order is the ring turned to the first one past the back.
     back = math.atan2(-p.forward[1], -p.forward[0]) % (2 * np.pi)
-    order = np.argsort((azimuth - back) % (2 * np.pi), kind="stable")
-    keep = order[ahead[order]]
-    rel = np.concatenate([top[keep], foot[keep][::-1]])
+    keep = np.roll(np.arange(PROFILE_SAMPLES), -int(np.searchsorted(azimuth, back)))
+    keep = keep[ahead[keep]]
+    foot = np.column_stack([ring[keep], np.full(len(keep), -p.position[2])])
+    rel = np.concatenate([top[keep], foot[::-1]])
     depth = rel @ p.forward
     u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
     v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
-    # Only what reaches the window (and a window's width beyond, to close it off-screen).
+    # Only what reaches the window (and a window's width beyond, to close it off-screen);
+    # a polygon whose points all lie below the window (a camera looking up) or all above
+    # it covers none of it.
     near = np.abs(u - 0.5 * window[2]) <= 1.5 * window[2]
-    return np.column_stack([u, v])[near] if near.sum() >= 2 else None
+    if near.sum() < 2 or (v[near] >= window[3]).all() or (v[near] <= 0).all():
+        return None
+    return np.column_stack([u, v])[near]
+
+
+@lru_cache(maxsize=8)
+def _ring(kind: str, seed: int, distance: float, height: float):
+    """The treeline's samples around the camera: their azimuths (PROFILE_SAMPLES,)
+    ascending from 0, their (x, y) offsets from it (PROFILE_SAMPLES, 2) m, and their
+    heights above the ground, m."""
+    azimuth = 2 * np.pi * np.arange(PROFILE_SAMPLES) / PROFILE_SAMPLES
+    ring = np.column_stack([np.cos(azimuth), np.sin(azimuth)]) * distance
+    arrays = azimuth, ring, horizon_profile(kind, seed) * height
+    for a in arrays:
+        a.setflags(write=False)  # shared by every frame
+    return arrays
 
 
 def airlight(sky: Sky) -> np.ndarray:
