@@ -250,10 +250,13 @@ def test_a_streaks_coverage_sums_to_its_area(width, spread):
 
 
 def test_edge_scale_is_one_for_a_long_wide_streak_and_exact_for_a_dot():
-    r = np.array([0.5, 2.0, 20.0])
-    assert abs(edge_scale(r, np.full(3, 1e6))[2] - 1) < 1e-6
+    assert abs(edge_scale(20.0, 1e6) - 1) < 1e-6
     # a dot of radius ½: its kernel integral πb³/3 with b = 1, the disk π/4
-    assert abs(edge_scale(r[:1], np.zeros(1))[0] - (math.pi / 4) / (math.pi / 3)) < 1e-12
+    assert abs(edge_scale(0.5, 0.0) - (math.pi / 4) / (math.pi / 3)) < 1e-12
+    # below r = ½ the whole kernel is edge: the streak's area over its integral
+    r, length = 0.3, 5.0
+    want = (2 * r * length + math.pi * r * r) / (0.8 ** 2 * length + math.pi * 0.8 ** 3 / 3)
+    assert abs(edge_scale(r, length) - want) < 1e-12
 
 
 def test_compose_is_deterministic_and_a_window_is_that_part_of_the_frame():

@@ -24,38 +24,39 @@ import math
 
 import numpy as np
 
-from ..sim.jit import serial
+from ..sim.jit import inline, serial
 from .colour import DECODE, ENCODE, ENCODE_STEPS
 from .sky import Sky, paint_sky
 from .types import Streaks
 
 
-def edge_scale(radius: np.ndarray, length: np.ndarray) -> np.ndarray:
+@inline
+def edge_scale(radius, length):
     """The factor on a streak's partly covered pixels that makes its ink exact.
 
     The kernel covers a pixel by clamp(r + ½ − d, 0, 1), d the distance from the pixel's
-    centre to the segment (`length` px, round caps of radius `r` px; (m,) float64). Its
-    integral over the plane is 2r per unit length along the segment, but πr² + π/12 over
-    the two caps (πb³/3, b = r + ½, below r = ½). Pixels it covers fully are the capsule
-    of radius r − ½ and stay exact; the edge pixels carry the rest, so the whole streak
-    leaves exactly its area, length·2r + πr², of coverage."""
+    centre to the segment (`length` px, round caps of radius `r` px). Its integral over
+    the plane is 2r per unit length along the segment, but πr² + π/12 over the two caps
+    (πb³/3, b = r + ½, below r = ½). Pixels it covers fully are the capsule of radius
+    r − ½ and stay exact; the edge pixels carry the rest, so the whole streak leaves
+    exactly its area, length·2r + πr², of coverage."""
     b = radius + 0.5
-    wide = radius >= 0.5
-    core = np.where(wide, radius - 0.5, 0.0)
-    inside = 2 * core * length + np.pi * core ** 2
-    kernel = np.where(wide, 2.0 * radius * length + np.pi * radius ** 2 + np.pi / 12,
-                      b * b * length + np.pi * b ** 3 / 3)
-    area = 2 * radius * length + np.pi * radius ** 2
+    area = 2.0 * radius * length + math.pi * radius * radius
+    if radius < 0.5:
+        return area / (b * b * length + math.pi * b * b * b / 3.0)
+    core = radius - 0.5
+    inside = 2.0 * core * length + math.pi * core * core
+    kernel = 2.0 * radius * length + math.pi * radius * radius + math.pi / 12.0
     return (area - inside) / (kernel - inside)
 
 
 @serial
-def _splat(x0, y0, x1, y1, radius, edge, alpha, keep, accent, ox, oy, planes):
+def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
     """Composite each streak in turn (rows far to near) over `planes` (3, h, w) float32:
     sky, bird and accent weights of the pixels (ox + x, oy + y) of the full frame.
 
     Coverage of a pixel is clamp(r + ½ − d, 0, 1), d the distance from its centre to the
-    segment, times `edge` where it is below 1 (see `edge_scale`: alpha × coverage then sums
+    segment, times `edge_scale` where it is below 1 (alpha × coverage then sums
     to alpha × area). A streak of opacity a·coverage = q keeps (1 − q) of each weight
     and adds q·keep of its colour and q·(1 − keep) of the sky (the haze)."""
     h, w = planes.shape[1], planes.shape[2]
@@ -69,17 +70,16 @@ def _splat(x0, y0, x1, y1, radius, edge, alpha, keep, accent, ox, oy, planes):
         hi_x = min(int(math.ceil(max(ax, ax + dx) + reach)), w)
         lo_y = max(int(math.floor(min(ay, ay + dy) - reach)), 0)
         hi_y = min(int(math.ceil(max(ay, ay + dy) + reach)), h)
-        a_full, a_edge = alpha[i], alpha[i] * edge[i]
+        a_full, a_edge = alpha[i], alpha[i] * edge_scale(r, math.sqrt(ll))
         colour = 2 if accent[i] else 1
         k = keep[i]
         outside = reach * reach * (1.0 + 1e-12)  # clearly beyond reach, rounding and all
+        along = 1.0 / ll if ll > 0.0 else 0.0  # a dot's t is 0
         for y in range(lo_y, hi_y):
             py = y + 0.5 - ay
             for x in range(lo_x, hi_x):
                 px = x + 0.5 - ax
-                t = 0.0
-                if ll > 0.0:
-                    t = min(max((px * dx + py * dy) / ll, 0.0), 1.0)
+                t = min(max((px * dx + py * dy) * along, 0.0), 1.0)
                 ex, ey = px - t * dx, py - t * dy
                 e2 = ex * ex + ey * ey
                 if e2 > outside:  # the box's corners, most of a diagonal streak's box
@@ -127,13 +127,24 @@ def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out):
 def _box(streaks: Streaks, radius: np.ndarray, window) -> tuple[int, int, int, int] | None:
     """The part of the window (window px, x0, y0, x1, y1 exclusive) any streak reaches."""
     x, y, w, h = window
-    reach = radius + 1.0
-    lo_x = math.floor(np.min(np.minimum(streaks.x0, streaks.x1) - reach)) - x
-    hi_x = math.ceil(np.max(np.maximum(streaks.x0, streaks.x1) + reach)) - x
-    lo_y = math.floor(np.min(np.minimum(streaks.y0, streaks.y1) - reach)) - y
-    hi_y = math.ceil(np.max(np.maximum(streaks.y0, streaks.y1) + reach)) - y
-    box = max(lo_x, 0), max(lo_y, 0), min(hi_x, w), min(hi_y, h)
+    lo_x, lo_y, hi_x, hi_y = _reach(streaks.x0, streaks.y0, streaks.x1, streaks.y1, radius)
+    box = (max(math.floor(lo_x) - x, 0), max(math.floor(lo_y) - y, 0),
+           min(math.ceil(hi_x) - x, w), min(math.ceil(hi_y) - y, h))
     return box if box[0] < box[2] and box[1] < box[3] else None
+
+
+@serial
+def _reach(x0, y0, x1, y1, radius):
+    """The least x and y, then the largest, that any streak's ends ± (radius + 1) reach."""
+    lo_x = lo_y = math.inf
+    hi_x = hi_y = -math.inf
+    for i in range(x0.shape[0]):
+        reach = radius[i] + 1.0
+        lo_x = min(lo_x, min(x0[i], x1[i]) - reach)
+        hi_x = max(hi_x, max(x0[i], x1[i]) + reach)
+        lo_y = min(lo_y, min(y0[i], y1[i]) - reach)
+        hi_y = max(hi_y, max(y0[i], y1[i]) + reach)
+    return lo_x, lo_y, hi_x, hi_y
 
 
 def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
@@ -161,15 +172,13 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
     planes[0] = 1.0
     x0, y0 = np.asarray(streaks.x0, np.float64), np.asarray(streaks.y0, np.float64)
     x1, y1 = np.asarray(streaks.x1, np.float64), np.asarray(streaks.y1, np.float64)
-    length = np.hypot(x1 - x0, y1 - y0)
-    edge = edge_scale(radius, length)
     contrast = np.asarray(streaks.contrast, np.float64)
     alpha = np.asarray(streaks.alpha, np.float64)
     if transparent:  # haze thins the bird; nothing behind it to tint toward
         alpha, keep = alpha * contrast, np.ones_like(contrast)
     else:
         keep = contrast
-    _splat(x0, y0, x1, y1, radius, edge, alpha, keep, np.asarray(streaks.accent, np.bool_),
+    _splat(x0, y0, x1, y1, radius, alpha, keep, np.asarray(streaks.accent, np.bool_),
            float(x + lo_x), float(y + lo_y), planes)
     _finish(planes, lo_x, lo_y, sky.bird[::-1].copy(),
             sky.accent[::-1].copy(), transparent, DECODE, ENCODE, out)

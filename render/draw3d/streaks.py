@@ -24,6 +24,7 @@ from ..sim.jit import inline, serial
 from .types import Pose, Streaks
 
 HAZE_BASE = 0.05  # contrast left at the visibility distance (the meteorological 5%)
+LN_HAZE_BASE = math.log(HAZE_BASE)
 
 
 class Look(NamedTuple):
@@ -64,7 +65,7 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     plane or outside the frame is left out; a body's streak crossing the near plane is cut
     at it."""
     n = len(positions)
-    out = np.empty((N_OUT, 2 * n))
+    out = np.empty((2 * n, N_OUT))  # a streak's values side by side: gathered at once
     seen = np.empty(2 * n, np.bool_)
     camera = np.stack([pose.position, pose.right, pose.up, pose.forward]).astype(np.float64)
     _birds(np.ascontiguousarray(positions, np.float64),
@@ -75,15 +76,10 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
            float(look.min_width_px), float(shutter_s), out, seen)
     # Birds far to near (a bird's two streaks share its depth), then each bird's streaks
     # the frame shows, body first.
-    birds = np.flatnonzero(seen.reshape(n, 2).any(axis=1))
-    birds = birds[far_to_near(out[6, 2 * birds])]
-    cols = (2 * birds[:, None] + np.array([0, 1])).ravel()
-    cols = cols[seen[cols]]
-    x0, y0, x1, y1, width, alpha, depth, distance = out[:, cols]
-    ids = cols // 2
-    contrast = HAZE_BASE ** (distance / look.visibility)
-    return Streaks(x0, y0, x1, y1, width, alpha, contrast, depth,
-                   np.asarray(accent, bool)[ids], ids.astype(np.int64))
+    birds = np.flatnonzero(seen[0::2] | seen[1::2])
+    birds = birds[far_to_near(out[2 * birds, 6])]
+    return Streaks(*_gathered(out, seen, birds, float(look.visibility),
+                              np.ascontiguousarray(accent, np.bool_)))
 
 
 def far_to_near(depth: np.ndarray) -> np.ndarray:
@@ -97,14 +93,39 @@ def far_to_near(depth: np.ndarray) -> np.ndarray:
     return order
 
 
-N_OUT = 8  # _birds' rows: x0, y0, x1, y1, width, alpha, depth, distance
+N_OUT = 8  # _birds' columns: x0, y0, x1, y1, width, alpha, depth, distance
+
+
+@serial
+def _gathered(out, seen, birds, visibility, accent):
+    """The `Streaks` fields, in order, of the streaks `seen` shows of `birds` (in the
+    order given, each bird's body then its wings) from `_birds`' rows `out`, each
+    hazed to contrast 0.05^(d/V) (V = `visibility`, inf: none; a bird's streaks share
+    its distance d)."""
+    m = 0
+    for b in birds:
+        m += seen[2 * b] + seen[2 * b + 1]
+    x0, y0, x1, y1 = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    width, alpha, contrast, depth = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    shown, ids = np.empty(m, np.bool_), np.empty(m, np.int64)
+    j = 0
+    for b in birds:
+        hazed = math.exp(LN_HAZE_BASE * out[2 * b, 7] / visibility)
+        for col in range(2 * b, 2 * b + 2):
+            if not seen[col]:
+                continue
+            x0[j], y0[j], x1[j], y1[j] = out[col, 0], out[col, 1], out[col, 2], out[col, 3]
+            width[j], alpha[j], depth[j] = out[col, 4], out[col, 5], out[col, 6]
+            contrast[j], shown[j], ids[j] = hazed, accent[b], b
+            j += 1
+    return x0, y0, x1, y1, width, alpha, contrast, depth, shown, ids
 
 
 @serial
 def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near, body,
            min_width, shutter, out, seen):
-    """Each bird's two streaks into columns 2i (its body) and 2i + 1 (its wings) of
-    `out` (N_OUT rows), and whether the frame shows each into seen[2i], seen[2i + 1].
+    """Each bird's two streaks into rows 2i (its body) and 2i + 1 (its wings) of `out`
+    (N_OUT columns), and whether the frame shows each into seen[2i], seen[2i + 1].
     camera: (4, 3) the pinhole's position, right, up and forward; body: wingspan, body
     length, wing and body areas.
 
@@ -185,7 +206,7 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
 @inline
 def _put(out, seen, col, front, x0, y0, x1, y1, across, ink, min_width, width_px,
          height_px, depth, distance):
-    """One streak from (x0, y0) to (x1, y1) px into column `col` of out and seen: at
+    """One streak from (x0, y0) to (x1, y1) px into row `col` of out and seen: at
     least `across` and min_width wide, widened until `ink` px² fits at full opacity,
     alpha making alpha × area the ink; cut to the frame (see `_clip_to_frame`)."""
     length = math.hypot(x1 - x0, y1 - y0)
@@ -197,9 +218,9 @@ def _put(out, seen, col, front, x0, y0, x1, y1, across, ink, min_width, width_px
     seen[col] = front and meets and max(x0, x1) + r >= 0.0 and \
         min(x0, x1) - r <= width_px and max(y0, y1) + r >= 0.0 and \
         min(y0, y1) - r <= height_px
-    out[0, col], out[1, col], out[2, col], out[3, col] = x0, y0, x1, y1
-    out[4, col], out[5, col] = width, min(ink / area, 1.0)  # ≤ 1 by construction
-    out[6, col], out[7, col] = depth, distance
+    out[col, 0], out[col, 1], out[col, 2], out[col, 3] = x0, y0, x1, y1
+    out[col, 4], out[col, 5] = width, min(ink / area, 1.0)  # ≤ 1 by construction
+    out[col, 6], out[col, 7] = depth, distance
 
 
 @inline
