@@ -7,7 +7,7 @@ import numpy as np
 
 from .errors import UsageError
 from .scene import Scene
-from .sim.jit import parallel, prange
+from .sim.jit import serial
 from .sim.loop import cruise_speed, flock_motion
 
 
@@ -73,63 +73,88 @@ def coherence(ink: np.ndarray, tile: int) -> float:
     return float(np.sqrt((jxx - jyy) ** 2 + 4 * jxy * jxy).sum()) / trace if trace else 0.0
 
 
-# The frame's measures in three passes over its pixels, each row (or row of tiles) summed
-# by one thread in integers: exact, so any thread count gives the same figures. At
-# 1280x720 the numpy they replace took 48 ms a frame, half as long as drawing it.
-@parallel
+# The frame's measures in three passes over its pixels, summed in integers (exact), each
+# a plain loop over contiguous rows that the compiler vectorises, on one thread: they run
+# beside the simulation and the drawing, and a parallel region there waited on a core
+# those held (in a 3D loop at 1280x720 the three took 15 ms a frame on two threads and
+# 8 on one; these take 6 there, 3 on an idle machine). The numpy they first replaced
+# took 48 ms a frame.
+@serial
 def step_rows(a, b, rows):
-    """rows[y] = Σ over row y and the first three channels of |a − b| ((h, w, ≥3) uint8
-    each)."""
-    for y in prange(a.shape[0]):
-        total = 0
-        for x in range(a.shape[1]):
-            for c in range(3):
-                total += abs(np.int64(a[y, x, c]) - np.int64(b[y, x, c]))
+    """rows[y] = Σ over row y and the first three channels of |a − b| ((h, w, 4) uint8
+    each, C-contiguous)."""
+    w = a.shape[1]
+    for y in range(a.shape[0]):
+        ra, rb = a[y].reshape(4 * w), b[y].reshape(4 * w)
+        total = np.int32(0)  # at most 3 · 255 · w
+        for j in range(4 * w):
+            d = abs(np.int32(ra[j]) - np.int32(rb[j]))
+            total += d if (j & 3) != 3 else 0  # not alpha
         rows[y] = total
 
 
-@parallel
+@serial
 def ink_rows(pixels, ground, ink, sums, over):
-    """ink[y, x] = max over the first three channels of |pixels − ground| ((h, w, ≥3)
-    uint8; ground (h, w, ≥3), or (1, 1, ≥3): one colour everywhere); per row y, the sum
+    """ink[y, x] = max over the first three channels of |pixels − ground| ((h, w, 4)
+    uint8; ground (h, w, 4), or (1, 1, 4): one colour everywhere; both C-contiguous);
+    per row y, the sum
     of its ink into sums[y] and how many of its pixels are inked past INK_LEVEL into
     over[y]."""
+    w = pixels.shape[1]
     sy, sx = min(ground.shape[0] - 1, 1), min(ground.shape[1] - 1, 1)
-    for y in prange(pixels.shape[0]):
-        total = inked = 0
+    for y in range(pixels.shape[0]):
+        row = pixels[y].reshape(4 * w)
+        under = ground[y * sy].reshape(4 * ground.shape[1])
+        out = ink[y]
+        for x in range(w):
+            p, g = 4 * x, 4 * x * sx
+            d0 = abs(np.int32(row[p]) - np.int32(under[g]))
+            d1 = abs(np.int32(row[p + 1]) - np.int32(under[g + 1]))
+            d2 = abs(np.int32(row[p + 2]) - np.int32(under[g + 2]))
+            out[x] = max(d0, max(d1, d2))
+        total = inked = np.int32(0)
         for x in range(pixels.shape[1]):
-            most = 0
-            for c in range(3):
-                most = max(most, abs(np.int64(pixels[y, x, c]) -
-                                     np.int64(ground[y * sy, x * sx, c])))
-            ink[y, x] = most
+            most = np.int32(out[x])
             total += most
-            if most > INK_LEVEL:
-                inked += 1
+            inked += np.int32(most > INK_LEVEL)
         sums[y] = total
         over[y] = inked
 
 
-@parallel
+@serial
 def tensor_tiles(ink, tile, sums):
     """The structure tensor of the (h, w) uint8 image `ink` summed over each `tile` px
     square into sums[ty, tx] = (Jxx, Jyy, Jxy) (sums (h // tile, w // tile, 3) int64),
     from twice numpy.gradient's differences (central inside, one-sided at the edges;
     doubled so every one is an integer)."""
     h, w = ink.shape
-    for ty in prange(sums.shape[0]):
-        for tx in range(sums.shape[1]):
-            sums[ty, tx, 0] = sums[ty, tx, 1] = sums[ty, tx, 2] = 0
-        for y in range(ty * tile, (ty + 1) * tile):
-            up, down = max(y - 1, 0), min(y + 1, h - 1)
-            for x in range(sums.shape[1] * tile):
-                left, right = max(x - 1, 0), min(x + 1, w - 1)
-                gx = (np.int64(ink[y, right]) - np.int64(ink[y, left])) * (3 - right + left)
-                gy = (np.int64(ink[down, x]) - np.int64(ink[up, x])) * (3 - down + up)
-                t = x // tile
-                sums[ty, t, 0] += gx * gx
-                sums[ty, t, 1] += gy * gy
-                sums[ty, t, 2] += gx * gy
+    width = sums.shape[1] * tile
+    gx, gy = np.empty(width, np.int32), np.empty(width, np.int32)
+    sums[:] = 0
+    if width == 0:
+        return
+    for y in range(sums.shape[0] * tile):
+        up, down = max(y - 1, 0), min(y + 1, h - 1)
+        for x in range(1, min(width, w - 1)):
+            gx[x] = np.int32(ink[y, x + 1]) - np.int32(ink[y, x - 1])
+        # The first and the last column: where that is the image's edge, a one-sided
+        # difference, counted twice (the last is inside when the tiles stop short of it).
+        for x in (0, width - 1):
+            left, right = max(x - 1, 0), min(x + 1, w - 1)
+            gx[x] = (np.int32(ink[y, right]) - np.int32(ink[y, left])) * (3 - right + left)
+        rows = 3 - down + up
+        for x in range(width):
+            gy[x] = (np.int32(ink[down, x]) - np.int32(ink[up, x])) * rows
+        for t in range(sums.shape[1]):
+            xx = yy = xy = np.int64(0)
+            for x in range(t * tile, (t + 1) * tile):
+                a, b = np.int64(gx[x]), np.int64(gy[x])
+                xx += a * a
+                yy += b * b
+                xy += a * b
+            sums[y // tile, t, 0] += xx
+            sums[y // tile, t, 1] += yy
+            sums[y // tile, t, 2] += xy
 
 
 def tile_px(scene: Scene | None, size: tuple[int, int]) -> int:
@@ -188,7 +213,7 @@ class SeamMeter:
             ink_rows(pixels, self._sky(len(self.coverage), (h, w)), ink, sums, over)
             self.coverage.append(float(sums.sum()) / (h * w) / 255)
         else:
-            ink_rows(pixels, self.first[:1, :1], ink, sums, over)
+            ink_rows(pixels, np.ascontiguousarray(self.first[:1, :1]), ink, sums, over)
             self.coverage.append(float(over.sum()) / (h * w))
         self.coherence.append(coherence(ink, tile_px(self.scene, (w, h))))
 
@@ -333,5 +358,5 @@ class SeamMeter:
 def _mean_step(a: np.ndarray, b: np.ndarray) -> float:
     """The mean absolute difference of two frames' (h, w, 4) uint8 colour channels."""
     rows = np.empty(a.shape[0], np.int64)
-    step_rows(a, b, rows)
+    step_rows(np.ascontiguousarray(a), np.ascontiguousarray(b), rows)
     return float(rows.sum()) / (a.shape[0] * a.shape[1] * 3)
