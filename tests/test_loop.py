@@ -263,6 +263,8 @@ def test_coherence_from_hand_worked_images():
     cross = np.maximum(stripes, stripes.T)
     assert coherence(cross, 16) < 0.01
     assert coherence(np.zeros((16, 16), np.uint8), 8) == 0.0
+    # An image narrower or shorter than a tile has no whole tile: nothing to weigh.
+    assert coherence(stripes[:, :5].copy(), 8) == coherence(stripes[:5].copy(), 8) == 0.0
 
 
 @pytest.mark.parametrize("threads", [1, 2])
