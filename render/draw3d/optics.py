@@ -124,10 +124,11 @@ def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out):
                 out[oy, ox, 3] = 255
 
 
-def _box(streaks: Streaks, radius: np.ndarray, window) -> tuple[int, int, int, int] | None:
-    """The part of the window (window px, x0, y0, x1, y1 exclusive) any streak reaches."""
+def _box(x0, y0, x1, y1, radius, window) -> tuple[int, int, int, int] | None:
+    """The part of the window (window px, x0, y0, x1, y1 exclusive) any streak (ends
+    (x0, y0), (x1, y1), radius px; (m,) float64 each) reaches."""
     x, y, w, h = window
-    lo_x, lo_y, hi_x, hi_y = _reach(streaks.x0, streaks.y0, streaks.x1, streaks.y1, radius)
+    lo_x, lo_y, hi_x, hi_y = _reach(x0, y0, x1, y1, radius)
     box = (max(math.floor(lo_x) - x, 0), max(math.floor(lo_y) - y, 0),
            min(math.ceil(hi_x) - x, w), min(math.ceil(hi_y) - y, h))
     return box if box[0] < box[2] and box[1] < box[3] else None
@@ -164,14 +165,14 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
     if len(streaks.x0) == 0:
         return out
     radius = 0.5 * np.asarray(streaks.width, np.float64)
-    box = _box(streaks, radius, (x, y, w, h))
+    x0, y0 = np.asarray(streaks.x0, np.float64), np.asarray(streaks.y0, np.float64)
+    x1, y1 = np.asarray(streaks.x1, np.float64), np.asarray(streaks.y1, np.float64)
+    box = _box(x0, y0, x1, y1, radius, (x, y, w, h))
     if box is None:
         return out
     lo_x, lo_y, hi_x, hi_y = box
     planes = np.zeros((3, hi_y - lo_y, hi_x - lo_x), np.float32)
     planes[0] = 1.0
-    x0, y0 = np.asarray(streaks.x0, np.float64), np.asarray(streaks.y0, np.float64)
-    x1, y1 = np.asarray(streaks.x1, np.float64), np.asarray(streaks.y1, np.float64)
     contrast = np.asarray(streaks.contrast, np.float64)
     alpha = np.asarray(streaks.alpha, np.float64)
     if transparent:  # haze thins the bird; nothing behind it to tint toward
