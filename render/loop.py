@@ -97,9 +97,8 @@ def step_rows(a, b, rows):
 def ink_rows(pixels, ground, ink, sums, over):
     """ink[y, x] = max over the first three channels of |pixels − ground| ((h, w, 4)
     uint8; ground (h, w, 4), or (1, 1, 4): one colour everywhere; both C-contiguous);
-    per row y, the sum
-    of its ink into sums[y] and how many of its pixels are inked past INK_LEVEL into
-    over[y]."""
+    per row y, the sum of its ink into sums[y] and how many of its pixels are inked past
+    INK_LEVEL into over[y]."""
     w = pixels.shape[1]
     sy, sx = min(ground.shape[0] - 1, 1), min(ground.shape[1] - 1, 1)
     for y in range(pixels.shape[0]):
@@ -113,7 +112,7 @@ def ink_rows(pixels, ground, ink, sums, over):
             d2 = abs(np.int32(row[p + 2]) - np.int32(under[g + 2]))
             out[x] = max(d0, max(d1, d2))
         total = inked = np.int32(0)
-        for x in range(pixels.shape[1]):
+        for x in range(w):
             most = np.int32(out[x])
             total += most
             inked += np.int32(most > INK_LEVEL)

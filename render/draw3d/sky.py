@@ -22,7 +22,9 @@ from .colour import DITHER, ENCODE_STEPS, LEVELS, hex_linear, to_srgb
 from .types import Pose
 
 SKY_LUT = 1024  # gradient samples over sin(elevation) ∈ [0, 1]
-LN_005 = math.log(0.05)  # contrast 0.05^(d/V) = exp(LN_005·d/V)
+# Haze leaves 5% of the contrast at the visibility distance (the meteorological 5%):
+# 0.05^(d/V) = exp(LN_005·d/V).
+LN_005 = math.log(0.05)
 
 # Each theme's 3D look: sky stops [(elevation °, colour)], ground, birds, accent, sun
 # [(azimuth °, elevation °)] and its glow (colour, radius °), treeline. The birds of dusk
@@ -218,7 +220,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
     for k in range(dither.shape[0]):
         for x in range(w):
             noises[k, x] = dither[k, (ox + x) & mask_x]
-    skip = ox - gx0 * GRID_PX  # the band's column of out's column 0
+    skip = ox - gx0 * GRID_PX  # top's column of out's column 0
     top = np.empty((3, (gw - 1) * GRID_PX), np.float32)
     step = np.empty_like(top)
     filled = -1  # the band of rows top and step hold

@@ -21,10 +21,9 @@ import numpy as np
 
 from ..scene import Scene
 from ..sim.jit import inline, serial
+from .sky import LN_005
 from .types import Pose, Streaks
 
-HAZE_BASE = 0.05  # contrast left at the visibility distance (the meteorological 5%)
-LN_HAZE_BASE = math.log(HAZE_BASE)
 
 
 class Look(NamedTuple):
@@ -110,7 +109,7 @@ def _gathered(out, seen, birds, visibility, accent):
     shown, ids = np.empty(m, np.bool_), np.empty(m, np.int64)
     j = 0
     for b in birds:
-        hazed = math.exp(LN_HAZE_BASE * out[2 * b, 7] / visibility)
+        hazed = math.exp(LN_005 * out[2 * b, 7] / visibility)
         for col in range(2 * b, 2 * b + 2):
             if not seen[col]:
                 continue
