@@ -330,10 +330,10 @@ PROFILE_SAMPLES = 8192  # around the full horizon: 0.46 m apart at 600 m
 @lru_cache(maxsize=8)
 def horizon_profile(kind: str, seed: int) -> np.ndarray:
     """(PROFILE_SAMPLES,) heights, as a share of the treeline's height, at azimuths
-    2π·i/PROFILE_SAMPLES: a treeline (`tree_crowns`) or a reed bed (`reed_blades`), the
+    2π·i/PROFILE_SAMPLES: a treeline (`tree_crowns`) or a reed bed (`reed_bed`), the
     tallest 1. Seeded: the same scene draws the same horizon."""
     rng = np.random.default_rng([seed, 0x7EE5])
-    heights = reed_blades(rng, PROFILE_SAMPLES) if kind == "reeds" else \
+    heights = reed_bed(rng, PROFILE_SAMPLES) if kind == "reeds" else \
         tree_crowns(rng, PROFILE_SAMPLES)
     return heights / heights.max()
 
@@ -387,19 +387,22 @@ def tree_crowns(rng, n: int) -> np.ndarray:
     return np.maximum(heights + leaves, 0.0)
 
 
-def reed_blades(rng, n: int) -> np.ndarray:
-    """A reed bed's heights over n samples: a dense low mass of leaves, thin blades above
-    it (a sample wide: they taper to a point), and tall stems each carrying a plume that
-    droops to one side."""
-    heights = 0.3 + 0.06 * smooth_noise(rng, n, 60) + 0.03 * rng.uniform(-1, 1, n)
-    blades = rng.uniform(size=n) < 0.5
-    heights[blades] += 0.5 * rng.uniform(0.0, 1.0, blades.sum()) ** 2
-    for stem in np.flatnonzero(rng.uniform(size=n) < 0.03):
-        top = rng.uniform(0.75, 1.0)
-        side = 1 if rng.uniform() < 0.7 else -1  # most lean with the wind
-        length = int(rng.integers(2, 5))
-        i = stem + side * np.arange(length + 1)
-        np.maximum.at(heights, i % n, top - 0.18 * np.arange(length + 1) / length)
+def reed_bed(rng, n: int) -> np.ndarray:
+    """A reed bed's heights over n samples: a dense mass of stems and leaves whose top
+    rises and falls in clumps tens of metres long, leaves a sample wide poking out of it,
+    and flowering stems standing a little above it, each plume nodding to one side (most
+    with the wind), tapering to its tip. A bed, not a row of spikes: seen from far off its
+    top is a ragged, feathery edge."""
+    top = 0.78 + 0.06 * smooth_noise(rng, n, 220) + 0.04 * smooth_noise(rng, n, 35)
+    heights = top - 0.05 * np.sqrt(rng.uniform(0.0, 1.0, n))
+    leaves = rng.uniform(size=n) < 0.4
+    heights[leaves] += 0.16 * rng.uniform(0.0, 1.0, leaves.sum()) ** 2
+    for stem in np.flatnonzero(rng.uniform(size=n) < 0.06):
+        rise = top[stem] + rng.uniform(0.08, 0.22)
+        side = 1 if rng.uniform() < 0.75 else -1
+        length = int(rng.integers(1, 4))
+        droop = 0.1 * (np.arange(length + 1) / length) ** 1.5
+        np.maximum.at(heights, (stem + side * np.arange(length + 1)) % n, rise - droop)
     return heights
 
 
