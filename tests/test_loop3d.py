@@ -156,6 +156,23 @@ def test_a_tracking_camera_closes_the_loop(meters, tracked):
         "alignment": True, "ink": True, "speed": True, "camera": True}, plain.report()
 
 
+def test_a_loop_that_cannot_close_says_so_before_it_is_drawn(capsys):
+    # Under a fixed camera the flock is tens of metres on round the roost by the clip's
+    # end: nearly every pair switches, and the line says so (and what to do) as soon as
+    # the start is searched, not only in the seam report after the clip is drawn.
+    from render.sim.loop import dissolving, search
+
+    fixed = film("camera.follow=none", *LOOP)
+    found = search(fixed, FRAMES, CROSSFADE, progress=True)
+    said = capsys.readouterr().err
+    assert found.scores[found.start] > 0.5
+    assert dissolving(fixed, found) in said and "camera.follow=track" in said
+    # the tracking camera's loop closes: nothing to say
+    tracking = film("camera.follow=track", *LOOP)
+    found = search(tracking, FRAMES, CROSSFADE)
+    assert found.scores[found.start] < 0.5 and dissolving(tracking, found) == ""
+
+
 def _pose(forward):
     from render.draw3d.camera import pose
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import sys
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import NamedTuple
@@ -98,10 +99,35 @@ def search(scene, count: int, crossfade: int, *, progress: bool = False) -> Sear
         while len(_SEARCHES) >= 4:
             del _SEARCHES[next(iter(_SEARCHES))]
         _SEARCHES[key] = _searched(scene, count, crossfade, progress)
+        if progress and (advice := dissolving(scene, _SEARCHES[key])):
+            print(f"boids-render: {advice}", file=sys.stderr, flush=True)
     return _SEARCHES[key]
 
 
 _SEARCHES: dict[tuple, Search] = {}
+
+# Past this share of pairs switching, a loop's morph reads as a dissolve (said up front,
+# before the clip is drawn; the seam report measures it after).
+DISSOLVE = 0.5
+
+
+def dissolving(scene, found: Search) -> str:
+    """Advice, when the best start still leaves more than DISSOLVE of the pairs too far
+    apart to glide (they fade out and in: the morph reads as a dissolve), else ""."""
+    share = found.scores[found.start]
+    if share <= DISSOLVE:
+        return ""
+    if scene.dimensions == 3 and not centred(scene):
+        why = ("under a fixed camera a 3D flock is elsewhere on its circle round the roost "
+               "by the clip's end: loop it under a tracking camera (--set "
+               "camera.follow=track), or make the clip about one circle long")
+    else:
+        why = ("the flock at the clip's end is laid out unlike its start: a longer clip "
+               "or --crossfade gives the pairs longer to meet")
+    return (f"this loop cannot close as flight: at its best start (t₀ = "
+            f"{found.start / float(scene.output.fps):g} s) {share:.0%} of the birds are "
+            f"too far from a partner to glide, and fade out and in; {why} "
+            f"(docs/loops.md)")
 
 
 def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
