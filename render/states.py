@@ -28,7 +28,7 @@ from .loop import crossfade_frames
 from .scene import Scene
 from . import sim as sim_package
 from .sim import diagnostics
-from .sim.loop import loop_start, looped
+from .sim.loop import kept_frames, looped, search
 from .sim.simulate import Simulation, frames
 
 
@@ -118,15 +118,20 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
               quiet: bool = True) -> Iterator[FrameState]:
     """The states of frames first .. first+count−1, simulated from the start (a loop's:
     frames t₀ … of the simulation, t₀ = `loop.loop_start`, its head morphing from its
-    tail, re-indexed from 0); each frame's diagnostics are appended to `rows` when
+    tail, re-indexed from 0; those its start's search flew through, where it kept them);
+    each frame's diagnostics are appended to `rows` when
     given. The flock is seeded and settled by this call, not by the first `next`, so a
     first run compiles the kernels here (announced unless `quiet`, see `simulation`)
     rather than inside whatever times the frames."""
     crossfade = crossfade_frames(scene, first)
-    start = loop_start(scene, count, crossfade, progress=not quiet) if crossfade else 0
+    start, kept = 0, None
+    if crossfade:  # the search flies through the clip: its frames serve, if it kept them
+        start = search(scene, count, crossfade, progress=not quiet, keep=True).start
+        kept = kept_frames(scene, count, crossfade)
     sim = simulation(scene, quiet=quiet)
-    stream = frames(sim, scene.output.fps, count, first=first + start, **exposure(scene),
-                    progress=not quiet)
+    stream = kept if kept is not None else \
+        frames(sim, scene.output.fps, count, first=first + start, **exposure(scene),
+               progress=not quiet)
     if crossfade:
         stream = looped(scene, stream, start, count, crossfade, np.asarray(sim.accent, bool))
     return detached(scene, stream, sim.accent, rows)

@@ -173,6 +173,28 @@ def test_a_loop_that_cannot_close_says_so_before_it_is_drawn(capsys):
     assert found.scores[found.start] < 0.5 and dissolving(tracking, found) == ""
 
 
+def test_the_clip_is_the_search_s_own_frames_to_the_bit(monkeypatch):
+    # The search flies through the clip it picks and keeps those frames for it, rather
+    # than the clip being flown again from the start: the same states either way.
+    import render.states as states
+    from render.sim import loop as sim_loop
+
+    scene = film("camera.follow=track", "scene.seed=5", *LOOP)  # a search of its own
+    handed, real = [], states.kept_frames
+    monkeypatch.setattr(states, "kept_frames", lambda *a: handed.append(real(*a)) or handed[-1])
+    kept = [(s.positions, s.velocities, s.bank) for s in states.simulated(scene, 0, FRAMES)]
+    # searched before: its frames were handed over once, so now the clip is flown again
+    flown = [(s.positions, s.velocities, s.bank) for s in states.simulated(scene, 0, FRAMES)]
+    assert handed[0] is not None and handed[1] is None and not sim_loop._KEPT
+    assert len(kept) == len(flown) == FRAMES
+    assert all((a == b).all() for x, y in zip(kept, flown) for a, b in zip(x, y))
+    # over the budget, nothing is kept
+    monkeypatch.setattr(sim_loop, "KEEP_MOST", 0)
+    again = film("camera.follow=track", "scene.seed=6", *LOOP)
+    sim_loop.search(again, FRAMES, CROSSFADE, keep=True)
+    assert real(again, FRAMES, CROSSFADE) is None
+
+
 def _pose(forward):
     from render.draw3d.camera import pose
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 import sys
 from collections.abc import Iterator
 from fractions import Fraction
@@ -91,20 +92,90 @@ class Search(NamedTuple):
     tail: object | None
 
 
-def search(scene, count: int, crossfade: int, *, progress: bool = False) -> Search:
+def search(scene, count: int, crossfade: int, *, progress: bool = False,
+           keep: bool = False) -> Search:
     """The loop's start, searched in one run of the simulation (see `loop_start`), once
-    per scene, clip and morph (the last few kept)."""
+    per scene, clip and morph (the last few kept). `keep`: the clip's frames the search
+    flies through are kept for `kept_frames`, within KEEP_BYTES."""
     key = (scene, count, crossfade)
     if key not in _SEARCHES:
         while len(_SEARCHES) >= 4:
             del _SEARCHES[next(iter(_SEARCHES))]
-        _SEARCHES[key] = _searched(scene, count, crossfade, progress)
+        held = Held(keep_bytes()) if keep else None
+        _SEARCHES[key] = _searched(scene, count, crossfade, progress, held)
+        _KEPT.clear()  # one clip's frames at a time
+        if held is not None and held.frames is not None and len(held.frames) >= count \
+                and held.frames[0].index == _SEARCHES[key].start:
+            _KEPT[key] = held.frames[:count]
         if progress and (advice := dissolving(scene, _SEARCHES[key])):
             print(f"boids-render: {advice}", file=sys.stderr, flush=True)
     return _SEARCHES[key]
 
 
 _SEARCHES: dict[tuple, Search] = {}
+_KEPT: dict[tuple, list[Frame]] = {}
+
+# The search flies through the clip it chooses: its frames are kept for the clip itself
+# (rather than flown again from the start, a third of a 3D loop's simulation) while they
+# take at most this share of the memory available, and never more than KEEP_MOST.
+KEEP_SHARE, KEEP_MOST = 0.25, 1 << 30
+
+
+def keep_bytes() -> int:
+    """The bytes the search may keep frames in (see KEEP_SHARE)."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
+        free = KEEP_MOST
+    return int(min(KEEP_MOST, KEEP_SHARE * free))
+
+
+def kept_frames(scene, count: int, crossfade: int) -> Iterator[Frame] | None:
+    """The frames start … start + count − 1 of the simulation that `search(…, keep=True)`
+    flew through for this loop (start its t₀), handed over once, each let go once it is
+    yielded; None when they were not kept (over the budget, or searched before without
+    `keep`)."""
+    held = _KEPT.pop((scene, count, crossfade), None)
+    return None if held is None else _handed(held[::-1])
+
+
+def _handed(reversed_frames: list[Frame]) -> Iterator[Frame]:
+    while reversed_frames:
+        yield reversed_frames.pop()
+
+
+class Held:
+    """The frames a search keeps: from the earliest it may still need (`need`) on, until
+    they pass `budget` bytes (then none: `frames` None)."""
+
+    def __init__(self, budget: int):
+        self.budget, self.bytes = budget, 0
+        self.frames: list[Frame] | None = []
+
+    def add(self, frame: Frame) -> None:
+        if self.frames is None:
+            return
+        self.frames.append(frame)
+        self.bytes += frame_bytes(frame)
+        if self.bytes > self.budget:
+            self.frames = None
+
+    def need(self, first: int) -> None:
+        """Drop the frames before frame `first`."""
+        if self.frames is None:
+            return
+        drop = 0
+        while drop < len(self.frames) and self.frames[drop].index < first:
+            self.bytes -= frame_bytes(self.frames[drop])
+            drop += 1
+        del self.frames[:drop]
+
+
+def frame_bytes(frame: Frame) -> int:
+    """The bytes of a frame's arrays (its own and its snapshot's)."""
+    arrays = [v for v in (*vars(frame).values(), *vars(frame.snapshot).values())
+              if isinstance(v, np.ndarray)]
+    return sum(a.nbytes for a in {id(a): a for a in arrays}.values())
 
 # Past this share of pairs switching, a loop's morph reads as a dissolve (said up front,
 # before the clip is drawn; the seam report measures it after).
@@ -130,11 +201,13 @@ def dissolving(scene, found: Search) -> str:
             f"(docs/loops.md)")
 
 
-def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
+def _searched(scene, count: int, crossfade: int, progress: bool,
+              held: Held | None = None) -> Search:
     """The search itself. The best candidate's pairs and tail are kept as the run goes, so
     the morph need not simulate the clip again to reach them: a candidate is decided once
     its window has passed (its attacks known), and only the best decided one and those
-    still open are kept."""
+    still open are kept; so are the frames from the earliest of them on, into `held`
+    (when given), so the clip need not be flown again either."""
     fps, middle = scene.output.fps, crossfade // 2
     stride = max(1, crossfade // STRIDE)
     window = count + crossfade
@@ -152,6 +225,8 @@ def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
                       leave=False, disable=not progress) as bar:
         for frame in frames(sim, fps, flown):
             bar.update()
+            if held is not None:
+                held.add(frame)
             attacks.append(bool(getattr(frame.snapshot, "attack", False)))
             f = frame.index
             k = f - middle
@@ -175,8 +250,13 @@ def _searched(scene, count: int, crossfade: int, progress: bool) -> Search:
                 better = best is None or scores[k] < scores[best[0]]
                 if better and calm(scene, k, window, attacks):
                     best = (k, mine)
+            if held is not None:  # the best decided start, or one still open
+                held.need(min([*([best[0]] if best else []),
+                               *(c for c in candidates if c > f + 1 - window)], default=0))
     calm_list = calm_starts(scene, sorted(candidates), window, np.array(attacks))
     start, mine = best
+    if held is not None:
+        held.need(start)
     assert start == min(calm_list, key=lambda k: (scores[k], k))
     return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine["glide"],
                   mine.get("tail"))
