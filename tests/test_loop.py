@@ -154,27 +154,36 @@ def test_the_measures_pass_on_the_classic_clip_without_a_loop():
 
 @pytest.mark.parametrize("fps", [30, 150])
 def test_the_morph_flies_on_from_the_search_as_from_the_start(fps):
-    # The search keeps a copy of the simulation from before the best start's tail, so the
-    # morph does not simulate the clip again: the tail flown on from it is the tail flown
-    # from the start, to the bit. Where frames come faster than two steps (150 fps over
-    # steps of 1/60 s) there is no copy, and the tail is flown from the start.
+    # The search keeps a copy of the simulation from before the best start's tail, and
+    # one from before the start itself for the head beside it, so the morph does not
+    # simulate the clip again: the tail flown on from them is the tail flown from the
+    # start, to the bit. Where frames come faster than two steps (150 fps over steps of
+    # 1/60 s) there are no copies, and both are flown from the start.
+    from render.sim import loop as sim_loop
     from render.sim.loop import Guided, search
     from render.sim.simulate import frames
 
     count, crossfade = 45 * fps // 30, 15 * fps // 30
     scene = scene_of("plate", "output.loop=true", "output.crossfade=0.5", f"output.fps={fps}",
                      f"output.frames={count}")
-    found = search(scene, count, crossfade)
-    assert (found.tail is None) == (fps == 150)
+    sim_loop._SEARCHES.clear()  # searched here, keeping what a render keeps
+    found = search(scene, count, crossfade, keep=True)
+    assert (found.tail is None) == (found.head is None) == (fps == 150)
     if found.tail is None:
         return
-    kept = found.tail.step_index
-    flown = [frames(Guided(scene, found.partner, found.start, count, crossfade, tail), fps,
-                    crossfade, first=found.start + count) for tail in (found.tail, None)]
+    kept = found.tail.step_index, found.head.step_index
+    assert found.head.step_index < found.tail.step_index
+    flown = [frames(Guided(scene, found.partner, found.start, count, crossfade, tail,
+                           head=head), fps, crossfade, first=found.start + count)
+             for tail, head in ((found.tail, found.head), (None, None))]
     for a, b in zip(*flown):
         assert np.array_equal(a.positions, b.positions)
         assert np.array_equal(a.velocities, b.velocities)
-    assert found.tail.step_index == kept  # each morph flies a copy of the kept one
+    # each morph flies copies of the kept ones, the head too from its copy's step on
+    assert (found.tail.step_index, found.head.step_index) == kept
+    guided = Guided(scene, found.partner, found.start, count, crossfade, found.tail,
+                    head=found.head)
+    assert guided.head.step_index == kept[1] > 0 and guided.head is not found.head
 
 
 def test_pairs_too_far_apart_to_meet_are_not_pulled():

@@ -83,13 +83,15 @@ class Search(NamedTuple):
     its morph's pairs that would switch; the best start, its pairs (`partners`), which of
     them can meet (`gliding`) and a copy of the simulation from before its tail's first
     frame, which the morph flies on from (None where the frames come faster than two
-    steps: the morph simulates the tail from the start)."""
+    steps: the morph simulates the tail from the start) and one from before the start
+    itself, for the head beside it (None: not kept, the head flies from the start)."""
 
     scores: dict[int, float]
     start: int
     partner: np.ndarray
     glide: np.ndarray
     tail: object | None
+    head: object | None = None
 
 
 def search(scene, count: int, crossfade: int, *, progress: bool = False,
@@ -119,6 +121,9 @@ _KEPT: dict[tuple, list[Frame]] = {}
 # (rather than flown again from the start, a third of a 3D loop's simulation) while they
 # take at most this share of the memory available, and never more than KEEP_MOST.
 KEEP_SHARE, KEEP_MOST = 0.25, 1 << 30
+# What a copy of a simulation takes, bytes a bird (measured on a 3D flock: 384), and the
+# share of the same budget the head's copies may take.
+HEAD_BYTES, HEAD_SHARE = 400, 0.25
 
 
 def keep_bytes() -> int:
@@ -213,6 +218,10 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     window = count + crossfade
     candidates = set(range(0, int(count * SEARCH) + 1, stride))
     sim = Simulation(scene, **({"progress": progress} if scene.dimensions == 3 else {}))
+    # A head's copy is taken at its start and held until the start is decided, a clip
+    # later: one for every candidate open at once, so only where they all fit.
+    heads = held is not None and \
+        len(candidates) * HEAD_BYTES * len(sim.positions) <= held.budget * HEAD_SHARE
     accent = np.asarray(sim.accent, bool)
     dt = step_fraction(sim.dt)
     starts: dict[int, tuple] = {}
@@ -232,10 +241,13 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
             k = f - middle
             if k in candidates:
                 starts[k] = (frame.positions.copy(), frame.velocities.copy())
-            for ahead in (1, 2):  # a copy not yet past the step the tail's first frame reads
-                k = f + ahead - count
-                if k in candidates and sim.step_index <= (Fraction(k + count) / fps) // dt:
-                    kept.setdefault(k, {})["tail"] = copy.deepcopy(sim, {id(scene): scene})
+            # Copies not yet past the step the tail's first frame reads (k + count), and,
+            # where they fit, the head's (k).
+            for ahead in (1, 2):
+                for name, k in (("tail", f + ahead - count), ("head", f + ahead)):
+                    if k in candidates and (name == "tail" or heads) and \
+                            sim.step_index <= (Fraction(k + (name == "tail") * count) / fps) // dt:
+                        kept.setdefault(k, {})[name] = copy.deepcopy(sim, {id(scene): scene})
             k = f - middle - count
             if k in candidates:
                 head = starts.pop(k)
@@ -259,7 +271,7 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
         held.need(start)
     assert start == min(calm_list, key=lambda k: (scores[k], k))
     return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine["glide"],
-                  mine.get("tail"))
+                  mine.get("tail"), mine.get("head"))
 
 
 def calm(scene, start: int, window: int, attacks) -> bool:
@@ -411,7 +423,8 @@ def morph(scene, head: list[Frame], start: int, count: int,
     if found.start != start:
         raise ValueError(f"a loop starts at frame {found.start} (loop_start), not {start}")
     partner = found.partner
-    guided = list(frames(Guided(scene, partner, start, count, c, found.tail, found.glide),
+    guided = list(frames(Guided(scene, partner, start, count, c, found.tail, found.glide,
+                                found.head),
                          fps, c, first=start + count))
     paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
              for i, (frame, t) in enumerate(zip(head, guided))]
@@ -493,13 +506,14 @@ class Guided:
     `frames` samples: scene, dt, world, step_index, advance()."""
 
     def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int,
-                 tail=None, glide=None):
+                 tail=None, glide=None, head=None):
         fps = float(scene.output.fps)
         self.scene, self.partner = scene, partner
         # The tail flies on from `tail` (a simulation not yet past the morph's first
-        # frame, copied: a search's is kept for the next render), else from the start.
+        # frame, copied: a search's is kept for the next render), else from the start;
+        # the head from `head` (not yet past the loop's start), else from the start.
         self.tail = Simulation(scene) if tail is None else copy.deepcopy(tail, {id(scene): scene})
-        self.head = Simulation(scene)
+        self.head = Simulation(scene) if head is None else copy.deepcopy(head, {id(scene): scene})
         # Only the pairs that can meet are pulled (None: all); the others fly on free until
         # they switch, rather than drift across the sky toward a partner out of reach.
         self.glide = (np.ones(len(partner)) if glide is None else glide.astype(float))[:, None]
