@@ -186,22 +186,39 @@ def test_treeline_is_seeded_and_stands_on_the_horizon():
     assert seen[:, 1].max() <= 90 + (foot - 90) / edge + 0.5
 
 
+def test_the_sky_shows_under_the_trees_crowns():
+    # Crowns on trunks, not columns standing on the ground: seen close enough to resolve
+    # them (10° field of view, the trees 70 px tall), many columns of pixels cross the
+    # treeline, then sky again under a crown's side, then the hedge. A height profile
+    # filled down to the ground can never do that.
+    size = (480, 270)
+    pose = looking(size, 0.0, fov_deg=10.0)
+    palette = {"theme": "dusk", "treeline": "trees", "sun_glow": 0.0}
+    trees = sky_pixels(sky_for(scene3d(palette, seed=1), pose), (0, 0, *size))
+    bare = sky_pixels(sky_for(scene3d(dict(palette, treeline="none"), seed=1), pose),
+                      (0, 0, *size))
+    dark = (np.abs(trees.astype(int) - bare).max(axis=2) > 40).T  # columns, top down
+    runs = [np.count_nonzero(np.diff(column.astype(int)) == 1) for column in dark]
+    assert np.mean(np.array(runs) >= 2) > 0.3
+
+
 def test_trees_have_crowns_of_varied_height_and_width_and_reeds_are_a_bed():
     from scipy.ndimage import median_filter
 
-    from render.draw3d.sky import horizon_profile
+    from render.draw3d.sky import horizon_profile, tree_row
 
     trees, reeds = horizon_profile("trees", 3), horizon_profile("reeds", 3)
     assert trees.max() == reeds.max() == 1.0 and (horizon_profile("trees", 3) == trees).all()
-    # crowns: where the treeline stands above its hedge, runs of varied width and height
-    above = np.concatenate([[False], trees > 0.3, [False]])
-    starts, ends = np.flatnonzero(np.diff(above.astype(int)) == 1), \
-        np.flatnonzero(np.diff(above.astype(int)) == -1)
-    tops = np.array([trees[a:b].max() for a, b in zip(starts, ends)])
-    assert len(tops) > 20 and np.ptp(ends - starts) > 30 and np.ptp(tops) > 0.4
-    # a crown is lobed, not one dome: it has several local tops
-    peaks = (trees[1:-1] > trees[:-2]) & (trees[1:-1] >= trees[2:]) & (trees[1:-1] > 0.3)
-    assert peaks.sum() > 3 * len(tops)
+    # trees round the ring, crowns of varied height and width on trunks
+    hedge, _, trunks, outlines = tree_row(3)
+    tops, bottoms = outlines[:, :, 1].max(axis=1), outlines[:, :, 1].min(axis=1)
+    widths = np.ptp(outlines[:, :, 0], axis=1)
+    assert len(trunks) > 300 and np.ptp(tops) > 0.4 and widths.max() > 2 * widths.min()
+    assert (trunks[:, 1] > bottoms).all()  # each trunk reaches into its crown
+    # a crown is lobed, not one dome: its outline's reach from its middle has several tops
+    reach = np.hypot(outlines[:, :, 0], outlines[:, :, 1] - trunks[:, 1:2])
+    tops_each = ((reach > np.roll(reach, 1, axis=1)) & (reach >= np.roll(reach, -1, axis=1)))
+    assert np.median(tops_each.sum(axis=1)) >= 3
     # reeds: a bed standing most of the way up, leaves a sample wide poking out of it
     spikes = (reeds[1:-1] > reeds[:-2] + 0.05) & (reeds[1:-1] > reeds[2:] + 0.05)
     assert spikes.sum() > 500 and np.median(reeds) > 0.6

@@ -330,11 +330,16 @@ PROFILE_SAMPLES = 8192  # around the full horizon: 0.46 m apart at 600 m
 @lru_cache(maxsize=8)
 def horizon_profile(kind: str, seed: int) -> np.ndarray:
     """(PROFILE_SAMPLES,) heights, as a share of the treeline's height, at azimuths
-    2π·i/PROFILE_SAMPLES: a treeline (`tree_crowns`) or a reed bed (`reed_bed`), the
-    tallest 1. Seeded: the same scene draws the same horizon."""
-    rng = np.random.default_rng([seed, 0x7EE5])
-    heights = reed_bed(rng, PROFILE_SAMPLES) if kind == "reeds" else \
-        tree_crowns(rng, PROFILE_SAMPLES)
+    2π·i/PROFILE_SAMPLES: a treeline's outline from above (`tree_row`: its hedge, crowns
+    and trunks) or a reed bed (`reed_bed`), the tallest 1. Seeded: the same scene draws
+    the same horizon."""
+    if kind == "trees":
+        hedge, discs, _, _ = tree_row(seed)
+        heights = hedge.copy()
+        for centre, height, radius in discs:
+            _disc(heights, centre, height, radius)
+    else:
+        heights = reed_bed(np.random.default_rng([seed, 0x7EE5]), PROFILE_SAMPLES)
     return heights / heights.max()
 
 
@@ -359,32 +364,71 @@ def _disc(heights: np.ndarray, centre: float, base: float, radius: float) -> Non
     np.maximum.at(heights, i % len(heights), base + radius * np.sqrt(1.0 - x * x))
 
 
-def tree_crowns(rng, n: int) -> np.ndarray:
-    """A treeline's heights over n samples: trees side by side, crowns touching, over a
-    low hedge; each crown a body and a few lobes of its own size on top (irregular, not
-    a dome), now and then a tall narrow poplar, here and there a gap in the row."""
-    heights = 0.12 + 0.05 * smooth_noise(rng, n, 40)  # the hedge and scrub beneath
+@lru_cache(maxsize=8)
+def tree_row(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A treeline round the horizon, its tallest top 1 (shares of its height; positions
+    in samples round the ring, PROFILE_SAMPLES of them): the hedge and scrub beneath
+    ((PROFILE_SAMPLES,) heights), the crowns' discs ((m, 3): centre, centre height,
+    radius; round at ASPECT), each tree's trunk ((t, 3): centre, top, half-width) and
+    its crown's outline ((t, SIDES, 2): across from the trunk, height; `outline`). Trees
+    side by side, crowns touching or overlapping, each a body with lobes along its top
+    and smaller lobes on those (clumps of leaves, not a dome), on a trunk: the sky shows
+    under a crown's sides where no neighbour fills it. Now and then a tall narrow poplar,
+    here and there a gap in the row."""
+    rng = np.random.default_rng([seed, 0x7EE5])
+    n = PROFILE_SAMPLES
+    hedge = 0.14 + 0.05 * smooth_noise(rng, n, 40)
+    discs, trunks, outlines = [], [], []
     start = 0.0
     while start < n:
         tall = rng.uniform() < 0.08
-        top = rng.uniform(0.8, 1.0) if tall else rng.uniform(0.4, 0.8)
-        radius = top * (rng.uniform(0.12, 0.18) if tall else rng.uniform(0.22, 0.42))
+        top = rng.uniform(0.8, 1.0) if tall else rng.uniform(0.4, 0.85)
+        radius = top * (rng.uniform(0.1, 0.15) if tall else rng.uniform(0.24, 0.38))
         centre = start + radius * ASPECT
-        body = top - radius * rng.uniform(1.0, 1.3)
-        _disc(heights, centre, body - radius, radius)  # the crown's lower mass
+        middle = top - radius * rng.uniform(1.0, 1.25)
+        crown = [(centre, middle, radius)]
         if tall:  # a poplar: a stack of discs narrowing to its top
-            for k in range(4):
-                _disc(heights, centre, body - radius + k * radius * 0.8,
-                      radius * (0.95 - 0.18 * k))
-        for _ in range(int(rng.integers(2, 6))):  # lobes along its top
+            crown += [(centre, middle - radius * (1.6 - 0.8 * k), radius * (0.75 + 0.05 * k))
+                      for k in range(3)]
+        for _ in range(int(rng.integers(3, 7))):  # lobes along its top and sides
             lobe = radius * rng.uniform(0.3, 0.55)
-            offset = rng.uniform(-0.8, 0.8) * radius
-            base = body + math.sqrt(max(radius ** 2 - offset ** 2, 0.0)) * 0.6 - lobe
-            _disc(heights, centre + offset * ASPECT, base, lobe)
-        start = centre + radius * ASPECT * rng.uniform(0.7, 1.1) + \
-            (rng.integers(10, 40) if rng.uniform() < 0.03 else 0)
-    leaves = 0.015 * rng.uniform(-1.0, 1.0, n)  # a ragged edge of leaves
-    return np.maximum(heights + leaves, 0.0)
+            angle = rng.uniform(-2.2, 2.2)  # from straight up, either side
+            reach = radius - lobe * rng.uniform(0.2, 0.6)
+            x, y = centre + math.sin(angle) * reach * ASPECT, middle + math.cos(angle) * reach
+            crown.append((x, y, lobe))
+            for _ in range(int(rng.integers(0, 3))):  # and clumps on the lobe
+                twig = lobe * rng.uniform(0.25, 0.45)
+                turn = angle + rng.uniform(-1.2, 1.2)
+                crown.append((x + math.sin(turn) * (lobe - 0.3 * twig) * ASPECT,
+                              y + math.cos(turn) * (lobe - 0.3 * twig), twig))
+        discs += crown
+        trunks.append((centre, middle, radius * rng.uniform(0.07, 0.11)))
+        outlines.append(outline(np.array(crown), centre, middle))
+        start = centre + radius * ASPECT * rng.uniform(0.3, 0.9) + \
+            (rng.integers(10, 40) if rng.uniform() < 0.04 else 0)
+    discs, trunks, outlines = np.array(discs), np.array(trunks), np.array(outlines)
+    tallest = float((discs[:, 1] + discs[:, 2]).max())
+    for a in (discs[:, 1:], trunks[:, 1:], outlines, hedge):
+        a /= tallest
+    for a in (hedge, discs, trunks, outlines):
+        a.setflags(write=False)  # shared by every frame
+    return hedge, discs, trunks, outlines
+
+
+def outline(crown: np.ndarray, centre: float, middle: float) -> np.ndarray:
+    """The outline of a crown's discs (k, 3: centre, centre height, radius; round at
+    ASPECT) as (SIDES, 2) points, across from `centre` and height, in height units: the
+    farthest point of the union along SIDES rays from (centre, middle), clockwise on
+    screen (see `_tree_shapes`). A crown's lobes sit round its body, so every ray from
+    its middle leaves the union once: one polygon draws what its discs drew, with a
+    fraction of the edges."""
+    x, y, r = (crown[:, 0] - centre) / ASPECT, crown[:, 1] - middle, crown[:, 2]
+    turn = -2 * np.pi * np.arange(SIDES) / SIDES
+    cos, sin = np.cos(turn)[:, None], np.sin(turn)[:, None]
+    along = cos * x + sin * y
+    room = along ** 2 - (x * x + y * y - r * r)
+    reach = np.where(room >= 0.0, along + np.sqrt(np.maximum(room, 0.0)), 0.0).max(axis=1)
+    return np.column_stack([reach * cos[:, 0], middle + reach * sin[:, 0]])
 
 
 def reed_bed(rng, n: int) -> np.ndarray:
@@ -406,10 +450,82 @@ def reed_bed(rng, n: int) -> np.ndarray:
     return heights
 
 
+# A crown's outline (or a trunk) as a polygon of this many points.
+SIDES = 32
+
+
+def treeline_path(ctx: cairo.Context, sky: Sky, window) -> bool:
+    """Append the silhouette (`treeline_polygon`, and a treeline's `tree_polygons`) to
+    ctx's path, in `window`'s pixels; returns whether any of it is in view. Filled with
+    the nonzero rule, the overlapping crowns are one shape."""
+    polygon = treeline_polygon(sky, window)
+    shapes = tree_polygons(sky, window) if sky.treeline == "trees" else None
+    if polygon is not None:
+        records, points = polygon_records(1, len(polygon))
+        points[0] = polygon
+        append_polygons(ctx, records)
+    if shapes is not None:
+        records, points = polygon_records(len(shapes), SIDES)
+        points[:] = shapes
+        append_polygons(ctx, records)
+    return polygon is not None or shapes is not None
+
+
+def tree_polygons(sky: Sky, window) -> np.ndarray | None:
+    """A treeline's crowns and trunks (`tree_row`) as (m, SIDES, 2) pixel points of
+    `window`: each crown's outline upright across the ring treeline_distance m off,
+    round in metres, each trunk from the ground up into its crown; None when none lies
+    ahead of the camera and in the window. Only the shapes within the view's
+    half-diagonal of its heading are projected (a few hundred of the ring's)."""
+    p = sky.pose
+    azimuth, shapes = _tree_shapes(sky.seed, sky.treeline_distance, sky.treeline_height)
+    heading = math.atan2(p.forward[1], p.forward[0])
+    reach = math.atan(0.5 * math.hypot(p.width, p.height) / p.focal) + 0.05
+    near = np.abs((azimuth - heading + np.pi) % (2 * np.pi) - np.pi) <= reach
+    if math.hypot(p.forward[0], p.forward[1]) < 0.5:  # looking steeply up or down
+        near[:] = True
+    rel = shapes[near] - (0.0, 0.0, p.position[2])
+    depth = rel @ p.forward
+    ahead = (depth > 0.1 * sky.treeline_distance).all(axis=1)
+    rel, depth = rel[ahead], depth[ahead]
+    u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
+    v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
+    seen = (u.max(axis=1) >= 0) & (u.min(axis=1) <= window[2]) & \
+        (v.max(axis=1) >= 0) & (v.min(axis=1) <= window[3])
+    if not seen.any():
+        return None
+    return np.stack([u[seen], v[seen]], axis=-1)
+
+
+@lru_cache(maxsize=8)
+def _tree_shapes(seed: int, distance: float, height: float):
+    """A treeline's shapes round the camera, each tree's crown then each trunk: their
+    azimuths (2t,) and SIDES points each (2t, SIDES, 3), m, from the camera's foot on the
+    ground. Across the ring (along it, the way the azimuth grows: leftward on screen) and
+    up, clockwise on screen as the ring's outline runs (opposite windings would cut holes
+    where they overlap): crowns by their outlines, trunks by their four corners (the
+    last repeated)."""
+    _, _, trunks, outlines = tree_row(seed)
+    corner = np.r_[0:4, [3] * (SIDES - 4)]
+    across = np.concatenate([outlines[:, :, 0] * height,
+                             np.outer(trunks[:, 2] * height, [-1.0, -1.0, 1.0, 1.0])[:, corner]])
+    up = np.concatenate([outlines[:, :, 1] * height,
+                         np.outer(trunks[:, 1] * height, [0.0, 1.0, 1.0, 0.0])[:, corner]])
+    azimuth = np.tile(2 * np.pi * trunks[:, 0] / PROFILE_SAMPLES, 2)
+    cos, sin = np.cos(azimuth)[:, None], np.sin(azimuth)[:, None]
+    shapes = np.stack([distance * cos - across * sin, distance * sin + across * cos, up],
+                      axis=-1)
+    azimuth = np.arctan2(np.sin(azimuth), np.cos(azimuth))
+    for a in (azimuth, shapes):
+        a.setflags(write=False)  # shared by every frame
+    return azimuth, shapes
+
+
 def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
-    """The silhouette as (k, 2) pixel points of `window`: its top along the horizon,
-    treeline_distance m from the camera, then back along its foot on the ground; None when
-    none of it lies ahead of the camera or in the window."""
+    """The silhouette's outline as (k, 2) pixel points of `window`: its top along the
+    horizon (a treeline's: its hedge), treeline_distance m from the camera, then back
+    along its foot on the ground; None when none of it lies ahead of the camera or in
+    the window."""
     p = sky.pose
     azimuth, ring, profile = _ring(sky.treeline, sky.seed, sky.treeline_distance,
                                    sky.treeline_height)
@@ -441,11 +557,13 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
 @lru_cache(maxsize=8)
 def _ring(kind: str, seed: int, distance: float, height: float):
     """The treeline's samples around the camera: their azimuths (PROFILE_SAMPLES,)
-    ascending from 0, their (x, y) offsets from it (PROFILE_SAMPLES, 2) m, and their
-    heights above the ground, m."""
+    ascending from 0, their (x, y) offsets from it (PROFILE_SAMPLES, 2) m, and the
+    heights above the ground, m, of its outline (a treeline's: its hedge)."""
     azimuth = 2 * np.pi * np.arange(PROFILE_SAMPLES) / PROFILE_SAMPLES
     ring = np.column_stack([np.cos(azimuth), np.sin(azimuth)]) * distance
-    arrays = azimuth, ring, horizon_profile(kind, seed) * height
+    # Trees: the hedge beneath them (their crowns and trunks are `tree_polygons`)
+    profile = tree_row(seed)[0] if kind == "trees" else horizon_profile(kind, seed)
+    arrays = azimuth, ring, profile * height
     for a in arrays:
         a.setflags(write=False)  # shared by every frame
     return arrays
@@ -473,16 +591,11 @@ def hazed_treeline(sky: Sky) -> np.ndarray:
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
     """The treeline over `out` (the window's sky, BGRA) as one filled vector path in its
     colour hazed by its distance toward the horizon's."""
-    polygon = treeline_polygon(sky, window)
-    if polygon is None:
-        return
     h, w = out.shape[:2]
     surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
                                                  4 * w)
     ctx = cairo.Context(surface)
-    records, points = polygon_records(1, len(polygon))
-    points[0] = polygon
-    append_polygons(ctx, records)
-    ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
-    ctx.fill()
+    if treeline_path(ctx, sky, window):
+        ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
+        ctx.fill()
     surface.flush()

@@ -22,7 +22,7 @@ import numpy as np
 from ..draw.paths import append_polygons, polygon_records
 from ..draw.streaks import FINE_CAP_TOLERANCE_PX, cap_sides, outline_polygons
 from .colour import to_srgb
-from .sky import Sky, elevation_table, hazed_treeline, treeline_polygon
+from .sky import Sky, elevation_table, hazed_treeline, treeline_path
 from .types import Streaks
 
 LAYERS = 8
@@ -180,12 +180,7 @@ def paint_vector(ctx: cairo.Context, streaks: Streaks, sky: Sky, transparent: bo
             ctx.set_source(glow)
             ctx.paint()
             ctx.restore()
-        polygon = treeline_polygon(sky, (0, 0, p.width, p.height)) \
-            if sky.treeline != "none" else None
-        if polygon is not None:
-            records, points = polygon_records(1, len(polygon))
-            points[0] = polygon
-            append_polygons(ctx, records)
+        if sky.treeline != "none" and treeline_path(ctx, sky, (0, 0, p.width, p.height)):
             ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
             ctx.fill()
     paint_birds(ctx, streaks, sky, transparent)
