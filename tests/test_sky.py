@@ -202,6 +202,24 @@ def test_the_sky_shows_under_the_trees_crowns():
     assert np.mean(np.array(runs) >= 2) > 0.3
 
 
+def test_crowns_stay_round_on_a_poster():
+    # A frame's crowns are polygons of 32 points; one as wide as a poster's (a field of
+    # view of half a degree: crowns some 1,000 px across) takes every point of the outline.
+    from render.draw3d.sky import FINE, tree_polygons
+
+    size = (1280, 720)
+    palette = {"theme": "dusk", "treeline": "trees"}
+    frame = tree_polygons(sky_for(scene3d(palette), looking(size, 2.0)), (0, 0, *size))
+    poster = tree_polygons(sky_for(scene3d(palette), looking(size, 0.5, fov_deg=0.5)),
+                           (0, 0, *size))
+    assert frame.shape[1] == FINE // 4 and poster.shape[1] == FINE
+    # the crowns' sides stay short against their size (the trunks: four corners)
+    steps = np.hypot(*np.diff(poster, axis=1).transpose(2, 0, 1))
+    crowns = (steps > 0).all(axis=1)
+    widths = np.ptp(poster[crowns, :, 0], axis=1)
+    assert widths.max() > 800 and (steps[crowns].max(axis=1) < widths / 10).all()
+
+
 def test_trees_have_crowns_of_varied_height_and_width_and_reeds_are_a_bed():
     from scipy.ndimage import median_filter
 

@@ -370,7 +370,7 @@ def tree_row(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     in samples round the ring, PROFILE_SAMPLES of them): the hedge and scrub beneath
     ((PROFILE_SAMPLES,) heights), the crowns' discs ((m, 3): centre, centre height,
     radius; round at ASPECT), each tree's trunk ((t, 3): centre, top, half-width) and
-    its crown's outline ((t, SIDES, 2): across from the trunk, height; `outline`). Trees
+    its crown's outline ((t, FINE, 2): across from the trunk, height; `outline`). Trees
     side by side, crowns touching or overlapping, each a body with lobes along its top
     and smaller lobes on those (clumps of leaves, not a dome), on a trunk: the sky shows
     under a crown's sides where no neighbour fills it. Now and then a tall narrow poplar,
@@ -417,13 +417,13 @@ def tree_row(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def outline(crown: np.ndarray, centre: float, middle: float) -> np.ndarray:
     """The outline of a crown's discs (k, 3: centre, centre height, radius; round at
-    ASPECT) as (SIDES, 2) points, across from `centre` and height, in height units: the
-    farthest point of the union along SIDES rays from (centre, middle), clockwise on
+    ASPECT) as (FINE, 2) points, across from `centre` and height, in height units: the
+    farthest point of the union along FINE rays from (centre, middle), clockwise on
     screen (see `_tree_shapes`). A crown's lobes sit round its body, so every ray from
     its middle leaves the union once: one polygon draws what its discs drew, with a
     fraction of the edges."""
     x, y, r = (crown[:, 0] - centre) / ASPECT, crown[:, 1] - middle, crown[:, 2]
-    turn = -2 * np.pi * np.arange(SIDES) / SIDES
+    turn = -2 * np.pi * np.arange(FINE) / FINE
     cos, sin = np.cos(turn)[:, None], np.sin(turn)[:, None]
     along = cos * x + sin * y
     room = along ** 2 - (x * x + y * y - r * r)
@@ -450,8 +450,11 @@ def reed_bed(rng, n: int) -> np.ndarray:
     return heights
 
 
-# A crown's outline (or a trunk) as a polygon of this many points.
-SIDES = 32
+# A crown's outline (or a trunk) as a polygon of FINE points: every 4th of them while
+# the largest crown in view is under COARSE px across (a side of a few px), every 2nd
+# under 4 × COARSE, all of them beyond, so a poster's trees keep their outline's detail
+# and a frame does not pay for it. The points a frame takes are a poster's, each 4th.
+FINE, COARSE = 128, 200
 
 
 def treeline_path(ctx: cairo.Context, sky: Sky, window) -> bool:
@@ -465,26 +468,29 @@ def treeline_path(ctx: cairo.Context, sky: Sky, window) -> bool:
         points[0] = polygon
         append_polygons(ctx, records)
     if shapes is not None:
-        records, points = polygon_records(len(shapes), SIDES)
+        records, points = polygon_records(*shapes.shape[:2])
         points[:] = shapes
         append_polygons(ctx, records)
     return polygon is not None or shapes is not None
 
 
 def tree_polygons(sky: Sky, window) -> np.ndarray | None:
-    """A treeline's crowns and trunks (`tree_row`) as (m, SIDES, 2) pixel points of
-    `window`: each crown's outline upright across the ring treeline_distance m off,
+    """A treeline's crowns and trunks (`tree_row`) as (m, k, 2) pixel points of
+    `window` (k: FINE or a half or a quarter of it, by the crowns' size on screen): each crown's outline upright across the ring treeline_distance m off,
     round in metres, each trunk from the ground up into its crown; None when none lies
     ahead of the camera and in the window. Only the shapes within the view's
     half-diagonal of its heading are projected (a few hundred of the ring's)."""
     p = sky.pose
-    azimuth, shapes = _tree_shapes(sky.seed, sky.treeline_distance, sky.treeline_height)
+    azimuth, widths, shapes = _tree_shapes(sky.seed, sky.treeline_distance,
+                                           sky.treeline_height)
     heading = math.atan2(p.forward[1], p.forward[0])
     reach = math.atan(0.5 * math.hypot(p.width, p.height) / p.focal) + 0.05
     near = np.abs((azimuth - heading + np.pi) % (2 * np.pi) - np.pi) <= reach
     if math.hypot(p.forward[0], p.forward[1]) < 0.5:  # looking steeply up or down
         near[:] = True
-    rel = shapes[near] - (0.0, 0.0, p.position[2])
+    across = p.focal * widths[near].max(initial=0.0) / sky.treeline_distance
+    step = 4 if across < COARSE else (2 if across < 4 * COARSE else 1)
+    rel = shapes[:, ::step][near] - (0.0, 0.0, p.position[2])
     depth = rel @ p.forward
     ahead = (depth > 0.1 * sky.treeline_distance).all(axis=1)
     rel, depth = rel[ahead], depth[ahead]
@@ -500,13 +506,13 @@ def tree_polygons(sky: Sky, window) -> np.ndarray | None:
 @lru_cache(maxsize=8)
 def _tree_shapes(seed: int, distance: float, height: float):
     """A treeline's shapes round the camera, each tree's crown then each trunk: their
-    azimuths (2t,) and SIDES points each (2t, SIDES, 3), m, from the camera's foot on the
-    ground. Across the ring (along it, the way the azimuth grows: leftward on screen) and
+    azimuths (2t,), widths (2t,, m) and FINE points each (2t, FINE, 3), m, from the
+    camera's foot on the ground. Across the ring (along it, the way the azimuth grows: leftward on screen) and
     up, clockwise on screen as the ring's outline runs (opposite windings would cut holes
-    where they overlap): crowns by their outlines, trunks by their four corners (the
-    last repeated)."""
+    where they overlap): crowns by their outlines, trunks by their four corners (each
+    repeated)."""
     _, _, trunks, outlines = tree_row(seed)
-    corner = np.r_[0:4, [3] * (SIDES - 4)]
+    corner = 4 * np.arange(FINE) // FINE  # each kept by every 2nd and 4th point
     across = np.concatenate([outlines[:, :, 0] * height,
                              np.outer(trunks[:, 2] * height, [-1.0, -1.0, 1.0, 1.0])[:, corner]])
     up = np.concatenate([outlines[:, :, 1] * height,
@@ -516,9 +522,10 @@ def _tree_shapes(seed: int, distance: float, height: float):
     shapes = np.stack([distance * cos - across * sin, distance * sin + across * cos, up],
                       axis=-1)
     azimuth = np.arctan2(np.sin(azimuth), np.cos(azimuth))
-    for a in (azimuth, shapes):
+    widths = np.ptp(across, axis=1)
+    for a in (azimuth, widths, shapes):
         a.setflags(write=False)  # shared by every frame
-    return azimuth, shapes
+    return azimuth, widths, shapes
 
 
 def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
