@@ -119,10 +119,10 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
     """The states of frames first .. first+count−1, simulated from the start (a loop's:
     frames t₀ … of the simulation, t₀ = `loop.loop_start`, its head morphing from its
     tail, re-indexed from 0; those its start's search flew through, where it kept them);
-    each frame's diagnostics are appended to `rows` when
-    given. The flock is seeded and settled by this call, not by the first `next`, so a
-    first run compiles the kernels here (announced unless `quiet`, see `simulation`)
-    rather than inside whatever times the frames."""
+    each frame's diagnostics are appended to `rows` when given. The flock is seeded and
+    settled by this call, not by the first `next`, so a first run compiles the kernels
+    here (announced unless `quiet`, see `simulation`) rather than inside whatever times
+    the frames."""
     crossfade = crossfade_frames(scene, first)
     start, kept = 0, None
     if crossfade:  # the search flies through the clip: its frames serve, if it kept them

@@ -98,7 +98,9 @@ def search(scene, count: int, crossfade: int, *, progress: bool = False,
            keep: bool = False) -> Search:
     """The loop's start, searched in one run of the simulation (see `loop_start`), once
     per scene, clip and morph (the last few kept). `keep`: the clip's frames the search
-    flies through are kept for `kept_frames`, within KEEP_BYTES."""
+    flies through are kept for `kept_frames`, within `keep_bytes()`, and, where they
+    fit, copies of the simulation for the morph's head; the search also says here
+    (with `progress`) when the loop will read as a dissolve (`dissolving`)."""
     key = (scene, count, crossfade)
     if key not in _SEARCHES:
         while len(_SEARCHES) >= 4:
@@ -181,6 +183,7 @@ def frame_bytes(frame: Frame) -> int:
     arrays = [v for v in (*vars(frame).values(), *vars(frame.snapshot).values())
               if isinstance(v, np.ndarray)]
     return sum(a.nbytes for a in {id(a): a for a in arrays}.values())
+
 
 # Past this share of pairs switching, a loop's morph reads as a dissolve (said up front,
 # before the clip is drawn; the seam report measures it after).
