@@ -476,10 +476,11 @@ def treeline_path(ctx: cairo.Context, sky: Sky, window) -> bool:
 
 def tree_polygons(sky: Sky, window) -> np.ndarray | None:
     """A treeline's crowns and trunks (`tree_row`) as (m, k, 2) pixel points of
-    `window` (k: FINE or a half or a quarter of it, by the crowns' size on screen): each crown's outline upright across the ring treeline_distance m off,
-    round in metres, each trunk from the ground up into its crown; None when none lies
-    ahead of the camera and in the window. Only the shapes within the view's
-    half-diagonal of its heading are projected (a few hundred of the ring's)."""
+    `window` (k: FINE, or a half or a quarter of it, by the crowns' size on screen):
+    each crown's outline upright across the ring treeline_distance m off, round in
+    metres, each trunk from the ground up into its crown; None when none lies ahead of
+    the camera and in the window. Only the shapes within the view's half-diagonal of
+    its heading are projected (a few hundred of the ring's)."""
     p = sky.pose
     azimuth, widths, shapes = _tree_shapes(sky.seed, sky.treeline_distance,
                                            sky.treeline_height)
@@ -507,10 +508,10 @@ def tree_polygons(sky: Sky, window) -> np.ndarray | None:
 def _tree_shapes(seed: int, distance: float, height: float):
     """A treeline's shapes round the camera, each tree's crown then each trunk: their
     azimuths (2t,), widths (2t,, m) and FINE points each (2t, FINE, 3), m, from the
-    camera's foot on the ground. Across the ring (along it, the way the azimuth grows: leftward on screen) and
-    up, clockwise on screen as the ring's outline runs (opposite windings would cut holes
-    where they overlap): crowns by their outlines, trunks by their four corners (each
-    repeated)."""
+    camera's foot on the ground. Across the ring (along it, the way the azimuth grows:
+    leftward on screen) and up, clockwise on screen as the ring's outline runs
+    (opposite windings would cut holes where they overlap): crowns by their outlines,
+    trunks by their four corners (each repeated)."""
     _, _, trunks, outlines = tree_row(seed)
     corner = 4 * np.arange(FINE) // FINE  # each kept by every 2nd and 4th point
     across = np.concatenate([outlines[:, :, 0] * height,

@@ -244,12 +244,12 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
             k = f - middle
             if k in candidates:
                 starts[k] = (frame.positions.copy(), frame.velocities.copy())
-            # Copies not yet past the step the tail's first frame reads (k + count), and,
-            # where they fit, the head's (k).
-            for ahead in (1, 2):
-                for name, k in (("tail", f + ahead - count), ("head", f + ahead)):
+            # Copies not yet past the step the tail's first frame (k + count) reads, and,
+            # where they fit, the head's (k): `first` is that frame.
+            for first in (f + 1, f + 2):
+                for name, k in (("tail", first - count), ("head", first)):
                     if k in candidates and (name == "tail" or heads) and \
-                            sim.step_index <= (Fraction(k + (name == "tail") * count) / fps) // dt:
+                            sim.step_index <= (Fraction(first) / fps) // dt:
                         kept.setdefault(k, {})[name] = copy.deepcopy(sim, {id(scene): scene})
             k = f - middle - count
             if k in candidates:
