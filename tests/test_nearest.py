@@ -124,8 +124,7 @@ def _lists(anchor, fwd, radius, side):
     n = len(anchor)
     cand, reach = np.full((n, LISTED), -1, np.int32), np.zeros(n)
     then = build_grid(anchor, side, cells=False, fwd=fwd)
-    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64),
-               np.zeros(3))
+    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
     for q in range(n):
         relist(q, radius[then.order[q]], then.start, *then.folds, then.side, then.order,
                then.pos, then.fwd, cand, reach, *scratch)
@@ -170,19 +169,20 @@ def _read(pos, anchor, fwd, lists, k, blind=0.0, drifts=True):
     (nearest.search_listed, with the drifts, or none when not `drifts`), the birds kept
     in the slots of the grid the lists were drawn from: a list of (count, the neighbours'
     bird indices, their squared distances) per bird, count −1 where its list cannot tell."""
-    from render.sim.nearest import cos_half_blind, drift, search_listed
+    from render.sim.nearest import cos_half_blind, drift, search_listed, shrink
 
     n = len(pos)
     cand, reach, then = lists
-    moved = np.zeros(n)
-    most = drift(pos, anchor, np.zeros(0, bool), moved, np.zeros(3)) if drifts else 0.0
+    moved, motion = np.zeros(n), np.zeros((4, 3))
+    most = drift(pos, anchor, np.zeros(0, bool), moved, motion) if drifts else 0.0
     if not drifts:
-        moved[:] = 0.0
+        moved[:], motion[:] = 0.0, 0.0
     best_s, best_d2 = np.empty(k, np.int64), np.empty(k)
     out = [None] * n
     for q in range(n):
         i = then.order[q]
-        found, _ = search_listed(q, reach[q] - moved[i] - most, cand, then.order,
+        found, _ = search_listed(q, shrink(motion) * reach[q] - moved[i] - most, cand,
+                                 then.order,
                                  pos[then.order], fwd[then.order], cos_half_blind(blind),
                                  math.inf, best_s, best_d2)
         out[i] = (found, list(then.order[best_s[:max(found, 0)]]),
@@ -222,6 +222,21 @@ def test_a_bird_that_came_from_beyond_the_reach_sends_the_bird_back_to_the_searc
     assert _listed(pos, fwd, anchor, k=1, drifts=False) == (1, [1])
 
 
+def test_a_flock_that_closes_up_sends_the_bird_back_to_the_search():
+    """Worked by hand: bird 0 at the origin, bird 1 at 1.4 m along x (off bird 0's list:
+    first radius 1 m, reach 1.35 m), bird 2 at 1.25 m along y (on it), three more birds
+    far off. The whole flock closes up 20% along x and flies on: the fitted motion
+    explains every place (no bird drifts), and bird 1 is now 1.12 m from bird 0, nearer
+    than bird 2. The closing keeps at least 0.8 of any distance, so the list's limit is
+    0.8 × 1.35 = 1.08 m, under bird 2's 1.25 m: the list refuses to answer bird 2."""
+    anchor = np.array([[0.0, 0, 0], [1.4, 0, 0], [0.0, 1.25, 0], [0.0, 0, 5.0],
+                       [5.0, 5.0, 0], [-5.0, 3.0, 2.0]])
+    fwd = np.tile([0.0, 1.0, 0.0], (6, 1))
+    pos = anchor * [0.8, 1.0, 1.0] + [0.3, 2.0, -0.1]
+    assert list(naive(pos, fwd, 1)[0][0]) == [1]
+    assert _listed(pos, fwd, anchor, k=1) == (-1, None)
+
+
 @pytest.mark.parametrize("blind", [0.0, 90.0])
 def test_lists_drawn_then_read_after_the_flock_moves_equal_the_reference(blind):
     """1,500 birds listed, then moved by a common drift plus a little each: wherever a
@@ -248,22 +263,23 @@ def _limits(pos, anchor, lists, empty_boxes=False):
     boxes of nearest.drift_boxes; `empty_boxes`: every box left empty, as if no bird
     around had drifted) and the flock-wide one (reach less the bird's drift and the
     largest): two (n,) arrays by slot."""
-    from render.sim.nearest import blocks, drift, drift_boxes, local_limit
+    from render.sim.nearest import blocks, drift, drift_boxes, local_limit, shrink
 
     _, reach, then = lists
     n = len(pos)
-    moved, shift = np.zeros(n), np.zeros(3)
-    most = drift(pos, anchor, np.zeros(0, bool), moved, shift)
+    moved, motion = np.zeros(n), np.zeros((4, 3))
+    most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
+    keep = shrink(motion)
     fx, fy, fz = then.folds
     boxes = np.empty((math.prod(blocks(fx, fy, fz)), 6))
     g_pos = np.ascontiguousarray(pos[then.order])
-    drift_boxes(g_pos, anchor, then.order, shift, then.start, fx, fy, fz, boxes)
+    drift_boxes(g_pos, anchor, then.order, motion, then.start, fx, fy, fz, boxes)
     if empty_boxes:
         boxes[:, :3], boxes[:, 3:] = math.inf, -math.inf
-    local = np.array([local_limit(q, then.order[q], reach[q], g_pos, anchor, shift,
+    local = np.array([local_limit(q, then.order[q], reach[q], g_pos, anchor, motion, keep,
                                   then.side, fx, fy, fz, boxes, moved[then.order[q]], most)
                       for q in range(n)])
-    return local, reach - moved[then.order] - most
+    return local, keep * reach - moved[then.order] - most
 
 
 def _answers(pos, fwd, lists, limits, k, blind):
@@ -310,11 +326,11 @@ def test_a_bird_whose_neighbours_kept_together_keeps_its_list_while_the_flock_st
 @pytest.mark.parametrize("blind", [0.0, 90.0])
 def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind):
     """1,500 birds in a flock 8 times longer than wide, listed, then turned 0.3° about
-    its middle (its ends move half a metre apart, a bird and its neighbours together),
-    with ten birds at one end darting about 3 m: the flock-wide bound refuses nearly
-    every list; bounded by the drifts around each bird, most answer (not those near the
-    darters), each as the all-pairs reference does. With the boxes of drifts left empty,
-    lists near the darters answer wrongly: the boxes are what keeps it exact."""
+    its middle (a bird and its neighbours together), with ten birds at one end darting
+    about 3 m: the darters' drifts make the flock-wide bound refuse nearly every list;
+    bounded by the drifts around each bird, most answer (not those near the darters),
+    each as the all-pairs reference does. With the boxes of drifts left empty, lists near
+    the darters answer wrongly: the boxes are what keeps it exact."""
     rng = np.random.default_rng(8)
     anchor, fwd = flock(1500, 3, seed=11)
     anchor[:, 0] *= 8.0
@@ -347,18 +363,82 @@ def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind)
     assert wrong(_answers(pos, fwd, lists, blind_to_darts, k, blind)) > 0
 
 
+@pytest.mark.parametrize("blind", [0.0, 90.0])
+def test_lists_of_a_flock_that_turns_and_stretches_answer_from_its_fitted_motion(blind):
+    """1,500 birds in a flock 8 times longer than wide, listed, then turned 0.5° about
+    its middle and stretched 1% along its length while it flies on, each bird moving a
+    centimetre or so besides: its ends move more than a metre from where its mean motion
+    puts them, so bounded by that motion no list would answer. nearest.drift fits the turn
+    and the stretch: each bird's drift is its centimetre, and nearly every list answers,
+    each as the all-pairs reference does."""
+    from render.sim.nearest import drift
+
+    rng = np.random.default_rng(12)
+    anchor, fwd = flock(1500, 3, seed=13)
+    anchor[:, 0] *= 8.0
+    c, s = math.cos(math.radians(0.5)), math.sin(math.radians(0.5))
+    mid = anchor.mean(axis=0)
+    rel = (anchor - mid) * [1.01, 1.0, 1.0]
+    pos = mid + np.column_stack([c * rel[:, 0] - s * rel[:, 1], s * rel[:, 0] + c * rel[:, 1],
+                                 rel[:, 2]]) + [2.0, -1.0, 0.3]
+    pos += rng.normal(0.0, 0.01, pos.shape)
+    k = 7
+    expected = naive(pos, fwd, k, blind_angle=blind)
+    radius = np.sqrt(naive(anchor, fwd, k)[1][:, -1]) * 1.05
+    lists = _lists(anchor, fwd, radius, 1.5 * float(np.median(radius)))
+    moved, motion = np.zeros(len(pos)), np.zeros((4, 3))
+    most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
+    assert most < 0.06
+    # The mean motion alone: every bird's displacement less the flock's mean.
+    alone = np.linalg.norm(pos - anchor - (pos - anchor).mean(axis=0), axis=1)
+    assert alone.max() > 1.0
+    _, flockwide = _limits(pos, anchor, lists)
+    answers = _answers(pos, fwd, lists, flockwide, k, blind)
+    assert sum(found >= 0 for found, _, _ in answers) > 0.95 * len(pos)
+    for i, (found, got, d2) in enumerate(answers):
+        if found >= 0:
+            np.testing.assert_array_equal(got, expected[0][i][:found])
+            np.testing.assert_array_equal(d2, expected[1][i][:found])
+
+
+def test_the_fitted_motion_is_the_turn_and_the_stretch():
+    """nearest.drift against numpy's least squares (an independent fit of d ≈ t + L·a
+    over the birds flying), on a turned, stretched and translated flock with noise; birds
+    not flying are left out of the fit and of the largest drift."""
+    from render.sim.nearest import drift
+
+    rng = np.random.default_rng(3)
+    anchor, _ = flock(3000, 3, seed=14)
+    turn = np.array([[0.99, -0.05, 0.01], [0.05, 1.02, 0.0], [0.0, 0.01, 0.98]])
+    pos = anchor @ turn.T + [5.0, -2.0, 1.0] + rng.normal(0.0, 0.02, anchor.shape)
+    flying = np.ones(len(pos), bool)
+    flying[:40] = False
+    pos[:40] += 50.0  # far off: fitted, they would skew the fit and be the largest drift
+    moved, motion = np.zeros(len(pos)), np.zeros((4, 3))
+    most = drift(pos, anchor, flying, moved, motion)
+    a1 = np.column_stack([np.ones(flying.sum()), anchor[flying]])
+    fit = np.linalg.lstsq(a1, (pos - anchor)[flying], rcond=None)[0]  # rows: t, then Lᵀ
+    np.testing.assert_allclose(motion[0], fit[0], atol=1e-9)
+    np.testing.assert_allclose(motion[1:], fit[1:].T, atol=1e-9)
+    want = np.linalg.norm(pos - anchor - fit[0] - anchor @ fit[1:], axis=1)
+    np.testing.assert_allclose(moved, want, atol=1e-9)
+    assert most == pytest.approx(want[flying].max(), abs=1e-9)
+    assert moved[:40].min() > most
+
+
 def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
     """Each bird's k nearest visible birds of pos, searched (nearest.search) in the grid
     filed at anchor, its cells grown by the drifts (or, not `grown`, read as if filed at
     pos): (indices (n, k), squared distances (n, k), counts (n,)) as k_nearest_visible."""
-    from render.sim.nearest import NEAR, build_grid, cos_half_blind, drift, search
+    from render.sim.nearest import NEAR, build_grid, cos_half_blind, drift, search, shrink
 
     n = len(pos)
     then = build_grid(anchor, side, cells=False)
-    shift = np.zeros(3)
-    most = drift(pos, anchor, np.zeros(0, bool), np.zeros(n), shift)
+    moved, motion = np.zeros(n), np.zeros((4, 3))
+    most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
+    stretch = 1.0 / shrink(motion)
     if not grown:
-        shift[:], most = 0.0, 0.0
+        moved[:], most, stretch = 0.0, 0.0, 1.0
     g_pos, g_fwd = pos[then.order], fwd[then.order]
     best_s, best_d2, near = np.empty(k, np.int64), np.empty(k), np.empty(NEAR, np.int64)
     out = (np.full((n, k), -1, np.int64), np.full((n, k), np.inf), np.zeros(n, np.int64))
@@ -366,7 +446,8 @@ def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
         i = then.order[q]
         found, _ = search(q, 0.5 * side, then.start, *then.folds, then.side, 3, then.order,
                           g_pos, g_fwd, cos_half_blind(blind), math.inf, best_s, best_d2,
-                          near, shift, most)
+                          near, tuple(anchor[i] if grown else pos[i]), moved[i] + most,
+                          stretch)
         out[0][i, :found] = then.order[best_s[:found]]
         out[1][i, :found] = best_d2[:found]
         out[2][i] = found
@@ -389,11 +470,12 @@ def test_a_grid_filed_steps_ago_searched_with_its_cells_grown_finds_the_exact_ne
 
 def test_a_bird_that_left_its_old_cell_is_still_found():
     """Worked by hand: bird 0 at the origin, bird 1 at 0.4 m and bird 2 at 1.5 m along x,
-    cells of 1 m. Bird 2 flies to 0.3 m of bird 0, out of its old cell; the flock's mean
-    motion is −0.4 m along x, bird 2's drift 0.8 m. The search in the old grid, its first
-    ball (0.5 m) around 0.4 m (the origin less the mean motion) and grown by 0.8 m, visits
-    cells −1 to 1 and finds bird 2 as bird 0's nearest. Read as if no bird had moved, the
-    ball visits cells −1 and 0 and answers bird 1."""
+    cells of 1 m. Bird 2 flies to 0.3 m of bird 0, out of its old cell; the flock's motion
+    (the birds in a line: no turn or stretch can be fitted, the translation alone) is
+    −0.4 m along x, bird 0's drift 0.4 m, bird 2's 0.8 m. The search in the old grid, its
+    first ball (0.5 m) around the origin (where bird 0 was filed) grown by 1.2 m (its
+    drift and the largest), visits cells −2 to 1 and finds bird 2 as bird 0's nearest.
+    Read as if no bird had moved, the ball visits cells −1 and 0 and answers bird 1."""
     anchor = np.array([[0.0, 0.0, 0.0], [0.4, 0.0, 0.0], [1.5, 0.0, 0.0]])
     fwd = np.tile([0.0, 1.0, 0.0], (3, 1))
     pos = anchor.copy()

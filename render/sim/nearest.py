@@ -260,20 +260,24 @@ def _gap(p, c, side):
 # arrays, cost as much as the search itself (measured: half the kernel's time).
 @inline
 def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind, best_s,
-          best_d2, near, shift, grow):
+          best_d2, near, at, grow, stretch):
     """Offer bird q every bird within r of it, through the cells the ball of radius r
     touches (rows clipped to the ball); returns (how many it keeps, the candidates whose
     distance it computed), or (−1, 0) when the ball spans more cells along an axis than
     the grid folds (the caller scans every bird).
 
-    A grid filed at an earlier step (its birds' cells those of their places then) serves
-    with `shift` (3,), the flock's mean displacement since, and `grow`, the largest
-    distance any bird has moved besides: every bird now within r of q was filed within
-    r + grow of q's place less the shift. A grid of this step: zeros."""
+    The cells are those around `at` (3 floats), q's place where the grid filed it, out
+    to (r + grow)·stretch: a grid of this step serves with q's position, 0 and 1. A grid
+    filed at an earlier step (its birds' cells those of their places then) serves with
+    q's place then, the drifts q and any other bird can have made since (`drift`) and
+    1 / `shrink`: every bird now within r of q was filed within that of q's place."""
     best_s[:] = -1
     best_d2[:] = math.inf
-    x, y, z = g_pos[q, 0] - shift[0], g_pos[q, 1] - shift[1], g_pos[q, 2] - shift[2]
-    cover = (r + grow) * (1.0 + _SLACK) + _SLACK * side  # cells touched: never too few
+    x, y, z = at
+    cover = (r + grow) * stretch * (1.0 + _SLACK) + _SLACK * side  # never too few cells
+    # Wider than the folds along y (or infinite, which no cell index holds): scanned.
+    if not cover <= side * (fy + 1):
+        return -1, 0
     r2 = r * r
     cz0 = int(math.floor((z - cover) / side)) if dims == 3 else 0
     cz1 = int(math.floor((z + cover) / side)) if dims == 3 else 0
@@ -312,13 +316,13 @@ def _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near):
 
 @inline
 def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
-           max_d2, best_s, best_d2, near, shift, grow):
+           max_d2, best_s, best_d2, near, at, grow, stretch):
     """The k nearest visible birds of the bird in slot q into best_s (their slots) and
     best_d2 (k = their length), nearest first, −1 / inf past the last found; returns (how
     many, the candidates whose distance was computed, over every ball tried). Balls of
     radius `radius`, then 1.5 times larger each time, until one holds k birds (every bird
-    outside it is farther than all of them) or reaches max range. shift, grow: where the
-    grid was filed (see `_ball`)."""
+    outside it is farther than all of them) or reaches max range. at, grow, stretch:
+    where the grid was filed (see `_ball`)."""
     k = best_s.shape[0]
     r = radius
     tested = 0
@@ -327,7 +331,7 @@ def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_
         if final:
             r = math.sqrt(max_d2)
         found, more = _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd,
-                            cos_blind, best_s, best_d2, near, shift, grow)
+                            cos_blind, best_s, best_d2, near, at, grow, stretch)
         tested += more
         if found < 0:
             found = _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2,
@@ -354,7 +358,6 @@ def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd
     near in time; each writes only its own rows."""
     n = g_order.shape[0]
     k = out_j.shape[1]
-    here = np.zeros(3)
     for c in prange((n + CHUNK - 1) // CHUNK):
         best_s = np.empty(k, np.int64)
         best_d2 = np.empty(k)
@@ -363,7 +366,7 @@ def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd
             i = g_order[q]
             found, tested = search(q, radius[i], start, fx, fy, fz, side, dims, g_order,
                                    g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near,
-                                   here, 0.0)
+                                   (g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]), 0.0, 1.0)
             for m in range(k):
                 out_j[i, m] = g_order[best_s[m]] if m < found else -1
                 out_d2[i, m] = best_d2[m]
@@ -422,15 +425,16 @@ LISTED = 32
 
 @inline
 def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach, list_s,
-           list_d2, near, here):
+           list_d2, near):
     """The bird in slot q lists every bird within radius·(1 + SKIN) of it, nearest first,
     into row q of cand (their slots, −1 past the last) and the list's reach into reach[q]
     (every bird off the list is at least that far; 0: no list, the bird so isolated its
-    ball spans the fold), from a grid of this step (`here`: (3,) zeros, see `_ball`).
-    Returns the candidates whose distance it computed."""
+    ball spans the fold), from a grid of this step. Returns the candidates whose distance
+    it computed."""
     r = radius * (1.0 + SKIN)
     found, tested = _ball(q, r, start, fx, fy, fz, side, 3, g_order, g_pos, g_fwd, 1.0,
-                          list_s, list_d2, near, here, 0.0)
+                          list_s, list_d2, near, (g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]),
+                          0.0, 1.0)
     m = cand.shape[1]
     for t in range(m):
         cand[q, t] = list_s[t] if t < found else -1
@@ -443,8 +447,8 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
                   best_d2):
     """The k nearest visible birds of the bird in slot q among its listed candidates (row
     q of the lists cand, drawn at an earlier step whose grid order the slots still
-    follow), as `search`; exact when every bird off the list is at least `limit` away (its
-    reach less the largest distance any two birds can have closed since it was listed).
+    follow), as `search`; exact when every bird off the list is at least `limit` away
+    (see `local_limit`).
     Returns (how many, the candidates tested), or (−1, tested) when the list cannot tell
     (the caller searches)."""
     k = best_s.shape[0]
@@ -474,10 +478,107 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
     return -1, tested
 
 
+# Since the lists were drawn the flock has flown on, turned and stretched: `drift` fits
+# that motion (a bird listed at a carried to a + t + L·a, least squares over the birds
+# flying) and leaves each bird its drift, what the fit does not explain. Two birds listed
+# a apart are now at least shrink·|a| less their two drifts apart (shrink = 1 − ‖L‖): a
+# turning flock's far ends move metres from where its mean motion would put them within a
+# few steps, but each bird drifts little from where the fit puts it.
+@inline
+def residual(motion, p0, p1, p2, a0, a1, a2):
+    """The drift (3 floats) of a bird now at p, listed at a: its displacement less the
+    flock's motion there. motion (4, 3): the translation t, then L row by row."""
+    e0 = p0 - a0 - (motion[0, 0] + motion[1, 0] * a0 + motion[1, 1] * a1 + motion[1, 2] * a2)
+    e1 = p1 - a1 - (motion[0, 1] + motion[2, 0] * a0 + motion[2, 1] * a1 + motion[2, 2] * a2)
+    e2 = p2 - a2 - (motion[0, 2] + motion[3, 0] * a0 + motion[3, 1] * a1 + motion[3, 2] * a2)
+    return e0, e1, e2
+
+
+# A fitted L larger than this (Frobenius) is not a flock's motion over a few steps (a flock
+# of a handful of birds, or all in one plane): the translation alone is used.
+MOST_LINEAR = 0.25
+
+
+def shrink(motion: np.ndarray) -> float:
+    """The least share of any distance between two listed birds that the flock's motion
+    keeps: 1 − ‖L‖ (Frobenius, never below the largest singular value)."""
+    return 1.0 - math.sqrt(float((motion[1:] ** 2).sum()))
+
+
+@parallel
+def _moments(pos, anchor, flying, ref, parts):
+    """Per chunk of CHUNK birds, of those flying (flying (n,) bool, or empty: all), into
+    row c of parts: how many, Σ a (3), Σ d (3), Σ a aᵀ (9, by rows), Σ d aᵀ (9); a the
+    anchors less `ref` (3,), a point among them (the sums stay small), d the
+    displacements."""
+    every = flying.shape[0] == 0
+    for c in prange(parts.shape[0]):
+        row = parts[c]
+        row[:] = 0.0
+        for i in range(c * CHUNK, min(pos.shape[0], (c + 1) * CHUNK)):
+            if every or flying[i]:
+                row[0] += 1.0
+                for r in range(3):
+                    ar = anchor[i, r] - ref[r]
+                    dr = pos[i, r] - anchor[i, r]
+                    row[1 + r] += ar
+                    row[4 + r] += dr
+                    for col in range(3):
+                        ac = anchor[i, col] - ref[col]
+                        row[7 + 3 * r + col] += ar * ac
+                        row[16 + 3 * r + col] += dr * ac
+
+
+@parallel
+def _drifts(pos, anchor, flying, motion, out, most):
+    """Each bird's drift's length into out (n,), and per chunk the largest of the birds
+    flying into most (chunks,)."""
+    every = flying.shape[0] == 0
+    for c in prange(most.shape[0]):
+        top = 0.0
+        for i in range(c * CHUNK, min(pos.shape[0], (c + 1) * CHUNK)):
+            e0, e1, e2 = residual(motion, pos[i, 0], pos[i, 1], pos[i, 2], anchor[i, 0],
+                                  anchor[i, 1], anchor[i, 2])
+            out[i] = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+            if (every or flying[i]) and out[i] > top:
+                top = out[i]
+        most[c] = top
+
+
+def drift(pos: np.ndarray, anchor: np.ndarray, flying: np.ndarray, out: np.ndarray,
+          motion: np.ndarray) -> float:
+    """The flock's motion since the lists were drawn at anchor (n, 3) into motion (4, 3)
+    (see `residual`), fitted to the birds flying (flying (n,) bool, or empty: all), each
+    bird's drift's length into out (n,); returns the largest over the birds flying. Sums
+    go by fixed chunks of birds, so nothing depends on the thread count."""
+    chunks = max(1, -(-len(pos) // CHUNK))
+    parts = np.empty((chunks, 25))
+    ref = anchor[0].copy() if len(anchor) else np.zeros(3)
+    _moments(pos, anchor, flying, ref, parts)
+    total = parts.sum(axis=0)
+    m = total[0]
+    motion[:] = 0.0
+    if m > 0:
+        sum_a, sum_d = total[1:4], total[4:7]
+        spread = total[7:16].reshape(3, 3) - np.outer(sum_a, sum_a) / m
+        carried = total[16:25].reshape(3, 3) - np.outer(sum_d, sum_a) / m
+        try:
+            linear = np.linalg.solve(spread, carried.T).T
+        except np.linalg.LinAlgError:
+            linear = np.zeros((3, 3))
+        if not (np.isfinite(linear).all() and np.sqrt((linear ** 2).sum()) <= MOST_LINEAR):
+            linear = np.zeros((3, 3))
+        motion[0] = sum_d / m - linear @ (ref + sum_a / m)
+        motion[1:] = linear
+    most = np.empty(chunks)
+    _drifts(pos, anchor, flying, motion, out, most)
+    return float(most.max())
+
+
 # A bird's list is exact while no bird off it can have come nearer than its k-th. The
-# largest drift of the whole flock bounds that, but a turning flock's far ends drift
-# metres apart within a few steps while a bird's neighbours drift with it: so the drifts
-# are also bounded locally, per block of 2 × 2 × 2 cells of the lists' grid.
+# largest drift of the whole flock bounds that, but a flock whose birds change places
+# (a wave, a bird darting) has some drift far more than the rest: so the drifts are also
+# bounded locally, per block of 2 × 2 × 2 cells of the lists' grid.
 @inline
 def blocks(fx, fy, fz):
     """The blocks' folds for a grid folded (fx, fy, fz): half as many along each axis,
@@ -486,14 +587,13 @@ def blocks(fx, fy, fz):
 
 
 @parallel
-def drift_boxes(g_pos, anchor, g_order, shift, start, fx, fy, fz, boxes):
-    """Each block's box of its birds' drifts (their displacement since the lists were
-    drawn at anchor (n, 3), by bird, less the flock's motion `shift` (3,)) into row b of
-    boxes (blocks, 6): lows then highs, lows above highs for a block with no bird. The
-    blocks fold as the cells do (X/2 · Y/2 · Z/2 of them, an axis folded once stays
-    one block): block (bx, by, bz) holds the birds of buckets (2bx + 0|1, 2by + 0|1,
-    2bz + 0|1). g_pos: this step's positions in the grid's slots (a bird landed since:
-    infinite, left out)."""
+def drift_boxes(g_pos, anchor, g_order, motion, start, fx, fy, fz, boxes):
+    """Each block's box of its birds' drifts (see `residual`; listed at anchor (n, 3), by
+    bird, the flock's motion since `motion`) into row b of boxes (blocks, 6): lows then
+    highs, lows above highs for a block with no bird. The blocks fold as the cells do
+    (X/2 · Y/2 · Z/2 of them, an axis folded once stays one block): block (bx, by, bz)
+    holds the birds of buckets (2bx + 0|1, 2by + 0|1, 2bz + 0|1). g_pos: this step's
+    positions in the grid's slots (a bird landed since: infinite, left out)."""
     nx, ny, nz = blocks(fx, fy, fz)
     for b in prange(nx * ny * nz):
         x0, y0, z0 = 2 * (b % nx), 2 * ((b // nx) % ny), 2 * (b // (nx * ny))
@@ -504,9 +604,8 @@ def drift_boxes(g_pos, anchor, g_order, shift, start, fx, fy, fz, boxes):
                 row = (cz * fy + cy) * fx
                 for q in range(start[row + x0], start[row + x0 + min(fx, 2)]):
                     i = g_order[q]
-                    e0 = g_pos[q, 0] - anchor[i, 0] - shift[0]
-                    e1 = g_pos[q, 1] - anchor[i, 1] - shift[1]
-                    e2 = g_pos[q, 2] - anchor[i, 2] - shift[2]
+                    e0, e1, e2 = residual(motion, g_pos[q, 0], g_pos[q, 1], g_pos[q, 2],
+                                          anchor[i, 0], anchor[i, 1], anchor[i, 2])
                     if not (abs(e0) < math.inf):
                         continue
                     lo0, hi0 = min(lo0, e0), max(hi0, e0)
@@ -517,21 +616,21 @@ def drift_boxes(g_pos, anchor, g_order, shift, start, fx, fy, fz, boxes):
 
 
 @inline
-def local_limit(q, i, reach, g_pos, anchor, shift, side, fx, fy, fz, boxes, moved, most):
+def local_limit(q, i, reach, g_pos, anchor, motion, keep, side, fx, fy, fz, boxes, moved,
+                most):
     """How near a bird off the list of the bird in slot q (bird i) can have come since
     the lists were drawn, at least: `search_listed`'s limit. A bird off the list was
-    `reach` or farther from q then, and two birds have closed by at most the distance
-    between their drifts. Birds filed in the 27 blocks around q's then (see
-    `drift_boxes`) drifted within those blocks' boxes; every other bird was filed at
-    least a block's side plus q's distance to its own block's nearest face away (or the
-    reach, if farther), and drifted at most `most` (the flock's largest drift; q's own:
-    `moved`). Never below the flock-wide limit, reach − moved − most."""
+    `reach` or farther from q then, and two birds listed a apart are now at least
+    keep·|a| (keep: `shrink` of the flock's motion) less the distance between their
+    drifts apart. Birds filed in the 27 blocks around q's then (see `drift_boxes`) drifted
+    within those blocks' boxes; every other bird was filed at least a block's side plus
+    q's distance to its own block's nearest face away (or the reach, if farther), and
+    drifted at most `most` (the flock's largest drift; q's own: `moved`). Never below the
+    flock-wide limit, keep·reach − moved − most."""
     nx, ny, nz = blocks(fx, fy, fz)
     block = 2.0 * side
     a0, a1, a2 = anchor[i, 0], anchor[i, 1], anchor[i, 2]
-    e0 = g_pos[q, 0] - a0 - shift[0]
-    e1 = g_pos[q, 1] - a1 - shift[1]
-    e2 = g_pos[q, 2] - a2 - shift[2]
+    e0, e1, e2 = residual(motion, g_pos[q, 0], g_pos[q, 1], g_pos[q, 2], a0, a1, a2)
     # q's block from its cell, as it was filed (a cell's block is its index halved).
     bx = np.int64(math.floor(a0 / side)) >> 1
     by = np.int64(math.floor(a1 / side)) >> 1
@@ -552,34 +651,4 @@ def local_limit(q, i, reach, g_pos, anchor, shift, side, fx, fy, fz, boxes, move
     face = min(a0 - bx * block, (bx + 1) * block - a0, a1 - by * block,
                (by + 1) * block - a1, a2 - bz * block, (bz + 1) * block - a2)
     far = max(reach, block + max(face, 0.0) - _SLACK * side)
-    return min(reach - worst, far - moved - most)
-
-
-@serial
-def drift(pos, anchor, flying, out, shift):
-    """Each bird's distance from where it was listed (anchor (n, 3)) once the flock's
-    common motion (the mean displacement of the birds flying; flying (n,) bool, or empty:
-    all) is taken out, into out (n,), and that motion into shift (3,); returns the largest
-    over the birds flying. Two birds have closed by at most the sum of their drifts,
-    whatever motion is taken out."""
-    every = flying.shape[0] == 0
-    s0 = s1 = s2 = 0.0
-    m = 0
-    for i in range(pos.shape[0]):
-        if every or flying[i]:
-            s0 += pos[i, 0] - anchor[i, 0]
-            s1 += pos[i, 1] - anchor[i, 1]
-            s2 += pos[i, 2] - anchor[i, 2]
-            m += 1
-    if m > 0:
-        s0, s1, s2 = s0 / m, s1 / m, s2 / m
-    shift[0], shift[1], shift[2] = s0, s1, s2
-    most = 0.0
-    for i in range(pos.shape[0]):
-        dx = pos[i, 0] - anchor[i, 0] - s0
-        dy = pos[i, 1] - anchor[i, 1] - s1
-        dz = pos[i, 2] - anchor[i, 2] - s2
-        out[i] = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if (every or flying[i]) and out[i] > most:
-            most = out[i]
-    return most
+    return min(keep * reach - worst, keep * far - moved - most)

@@ -26,7 +26,7 @@ from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial
 from .nearest import (CHUNK, LISTED, NEAR, blocks, build_grid, cell_side, drift,
-                      drift_boxes, local_limit, relist, search, search_listed)
+                      drift_boxes, local_limit, relist, search, search_listed, shrink)
 
 
 class Neighbours3(NamedTuple):
@@ -210,8 +210,8 @@ def by_bird(slot, states, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_
 
 @parallel
 def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
-                     cand, reach, anchor, boxes, moved, most, shift, relisting, vel, bank,
-                     rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
+                     cand, reach, anchor, boxes, moved, most, motion, keep, relisting, vel,
+                     bank, rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
                      new_pos, new_vel, new_bank, count, tested_out, nearest, radius, lapsed):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
     from its candidate list (nearest.search_listed) where the list can tell, else searched
@@ -219,10 +219,10 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     lists cand, reach were drawn at an earlier step (or this one: `relisting`, every bird
     lists its candidates first, nearest.relist), and every array is in that grid's order —
     row q is the bird in slot q — at this step's positions g_pos and forward vectors g_fwd;
-    since then the flock has moved by `shift` (3,) and each bird has drifted `moved`
-    (the largest: most) besides, from where it was then (anchor, by bird): where that
-    bound refuses a list, the drifts around the bird (boxes, nearest.drift_boxes; empty:
-    not measured) may still let it answer. In: s_radius (its first search radius), vel,
+    since then the flock has moved by `motion` (nearest.drift; keep its `shrink`) and
+    each bird has drifted `moved` (the largest: most) besides, from where it was then
+    (anchor, by bird): where that bound refuses a list, the drifts around the bird (boxes,
+    nearest.drift_boxes; empty: not measured) may still let it answer. In: s_radius (its first search radius), vel,
     bank and a Finale3's extra, states (maybe empty). Out, all by slot (`by_bird`
     puts them in bird order): lapsed, whether the bird's list could not answer; the
     arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
@@ -246,14 +246,14 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
             tested = 0
             if relisting:
                 tested = relist(q, s_radius[q], start, fx, fy, fz, side, g_order, g_pos,
-                                g_fwd, cand, reach, list_s, list_d2, near, shift)
-            limit = reach[q] - moved[q] - most
+                                g_fwd, cand, reach, list_s, list_d2, near)
+            limit = keep * reach[q] - moved[q] - most
             found, more = search_listed(q, limit, cand, g_order, g_pos, g_fwd,
                                         rules.cos_blind, max_d2, best_s, best_d2)
             tested += more
             if found < 0 and boxes.shape[0] > 0:  # the drifts bounded locally instead
-                wider = local_limit(q, i, reach[q], g_pos, anchor, shift, side, fx, fy, fz,
-                                    boxes, moved[q], most)
+                wider = local_limit(q, i, reach[q], g_pos, anchor, motion, keep, side, fx,
+                                    fy, fz, boxes, moved[q], most)
                 if wider > limit:
                     found, more = search_listed(q, wider, cand, g_order, g_pos, g_fwd,
                                                 rules.cos_blind, max_d2, best_s, best_d2)
@@ -262,7 +262,8 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
             if found < 0:
                 found, more = search(q, s_radius[q], start, fx, fy, fz, side, 3, g_order,
                                      g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
-                                     near, shift, most)
+                                     near, (anchor[i, 0], anchor[i, 1], anchor[i, 2]),
+                                     moved[q] + most, 1.0 / keep)
                 tested += more
             kth = best_d2[k - 1]
             radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
@@ -343,7 +344,7 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     """The rows of `out` (and fin.idx, fin.kth) of the birds in the lists' grid flying,
     the grid drawn anew first when `_drift` says; landed: (n,) bool or None, flying: the
     indices of the birds not landed (None: all)."""
-    moved, most, shift, relisting = _drift(pos, work, landed, flying, step)
+    moved, most, motion, relisting = _drift(pos, work, landed, flying, step)
     if relisting:
         work.grid[0] = _grid(pos, work, flying)
         slot = np.full(len(pos), -1, np.int64)
@@ -368,7 +369,7 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     # nearly every list: the boxes would cost more than they save.
     boxes = work.boxes[0]
     if most > LOCAL_DRIFT * nearest.SKIN * grid.side / nearest.SIDE_PER_RADIUS:
-        drift_boxes(s_pos, work.anchor, order, shift, grid.start, fx, fy, fz, boxes)
+        drift_boxes(s_pos, work.anchor, order, motion, grid.start, fx, fy, fz, boxes)
     else:
         boxes = boxes[:0]
     lapsed = work.lapsed[:m]
@@ -380,7 +381,8 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
              np.empty((m if lists else 0, k), np.int64), np.empty(m if lists else 0))
     topological_step(s_radius, grid.start, fx, fy, fz, grid.side, order, s_pos, s_fwd,
                      max_d2, k, work.cand, work.reach, work.anchor, boxes, s_moved, most,
-                     shift, relisting, s_vel, s_bank, rules, home, fl, noise_sd, seed, step,
+                     motion, shrink(motion), relisting, s_vel, s_bank, rules, home, fl,
+                     noise_sd, seed, step,
                      s_extra, s_states, s_out[7], s_out[8], *s_out[:7], lapsed)
     by_bird(work.slot[0], s_states, *s_out, *out, work.radius, fin.idx, fin.kth)
     lapses = int(np.count_nonzero(lapsed))
@@ -400,9 +402,10 @@ def _grid(pos, work: Workspace3, flying) -> nearest.Grid:
     return grid._replace(pos=np.empty((0, 3)))
 
 
-# The lists are drawn anew once any bird has drifted this share of a cell's side (birds
-# from beyond the blocks around a bird may then reach it: see nearest.local_limit), or
-# once more lists cannot answer than when they were drawn by this share of the birds.
+# The lists are drawn anew once any bird has drifted this share of a cell's side, the
+# flock's stretch counted in (birds from beyond the blocks around a bird may then reach
+# it: see nearest.local_limit), or once more lists cannot answer than when they were drawn
+# by this share of the birds.
 RELIST_DRIFT = 0.25
 RELIST_LAPSED = 1 / 32
 # The blocks' drifts are measured once the largest drift passes this share of the skin.
@@ -411,15 +414,16 @@ LOCAL_DRIFT = 0.5
 
 def _drift(pos, work: Workspace3, landed, flying, step: int):
     """(each bird's drift since the lists were drawn (n,), the largest, the flock's
-    motion since (3,), whether the lists and their grid are drawn anew this step — then
-    at pos, and the drifts and the motion zero). Anew: at step 0 (the first step after
-    settling, whether the settled state was settled or read back: the lists are not kept,
-    and the candidates counted from then on are the same either way); when a bird flying
-    is not in the grid; when the largest drift passes RELIST_DRIFT of a cell's side; when
-    the lists that could not answer at the last step outnumber those at the drawing by
-    RELIST_LAPSED of the grid's birds."""
+    motion since (nearest.drift's (4, 3)), whether the lists and their grid are drawn
+    anew this step — then at pos, and the drifts and the motion zero). Anew: at step 0
+    (the first step after settling, whether the settled state was settled or read back:
+    the lists are not kept, and the candidates counted from then on are the same either
+    way); when a bird flying is not in the grid; when the largest drift, with what the
+    flock's stretch takes from a cell's side (1 − shrink of it), passes RELIST_DRIFT of
+    that side; when the lists that could not answer at the last step outnumber those at
+    the drawing by RELIST_LAPSED of the grid's birds."""
     moved = np.zeros(len(pos))
-    shift = np.zeros(3)
+    motion = np.zeros((4, 3))
     grid = work.grid[0]
     relisting = grid is None or step == 0
     if not relisting:
@@ -429,12 +433,13 @@ def _drift(pos, work: Workspace3, landed, flying, step: int):
         relisting = held != (len(pos) if flying is None else len(flying))
     if not relisting:
         most = drift(pos, work.anchor, ~landed if landed is not None else np.zeros(0, bool),
-                     moved, shift)
+                     moved, motion)
         lapsed = work.lapses[1] - work.lapses[0]
-        relisting = most > RELIST_DRIFT * grid.side or \
+        stretch = (1.0 - shrink(motion)) * grid.side
+        relisting = most + stretch > RELIST_DRIFT * grid.side or \
             lapsed > RELIST_LAPSED * len(grid.order)
     if relisting:
         np.copyto(work.anchor, pos)
-        moved[:], shift[:] = 0.0, 0.0
-        return moved, 0.0, shift, True
-    return moved, most, shift, False
+        moved[:], motion[:] = 0.0, 0.0
+        return moved, 0.0, motion, True
+    return moved, most, motion, False
