@@ -448,9 +448,8 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
     """The k nearest visible birds of the bird in slot q among its listed candidates (row
     q of the lists cand, drawn at an earlier step whose grid order the slots still
     follow), as `search`; exact when every bird off the list is at least `limit` away
-    (see `local_limit`).
-    Returns (how many, the candidates tested), or (−1, tested) when the list cannot tell
-    (the caller searches)."""
+    (see `local_limit`). Returns (how many, the candidates tested), or (−1, tested) when
+    the list cannot tell (the caller searches)."""
     k = best_s.shape[0]
     best_s[:] = -1
     best_d2[:] = math.inf
