@@ -173,7 +173,7 @@ def _read(pos, anchor, fwd, lists, k, blind=0.0, drifts=True):
 
     n = len(pos)
     cand, reach, then = lists
-    moved, motion = np.zeros(n), np.zeros((4, 3))
+    moved, motion = np.zeros(n), np.zeros((5, 3))
     most = drift(pos, anchor, np.zeros(0, bool), moved, motion) if drifts else 0.0
     if not drifts:
         moved[:], motion[:] = 0.0, 0.0
@@ -267,7 +267,7 @@ def _limits(pos, anchor, lists, empty_boxes=False):
 
     _, reach, then = lists
     n = len(pos)
-    moved, motion = np.zeros(n), np.zeros((4, 3))
+    moved, motion = np.zeros(n), np.zeros((5, 3))
     most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
     keep = shrink(motion)
     fx, fy, fz = then.folds
@@ -386,7 +386,7 @@ def test_lists_of_a_flock_that_turns_and_stretches_answer_from_its_fitted_motion
     expected = naive(pos, fwd, k, blind_angle=blind)
     radius = np.sqrt(naive(anchor, fwd, k)[1][:, -1]) * 1.05
     lists = _lists(anchor, fwd, radius, 1.5 * float(np.median(radius)))
-    moved, motion = np.zeros(len(pos)), np.zeros((4, 3))
+    moved, motion = np.zeros(len(pos)), np.zeros((5, 3))
     most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
     assert most < 0.06
     # The mean motion alone: every bird's displacement less the flock's mean.
@@ -414,12 +414,13 @@ def test_the_fitted_motion_is_the_turn_and_the_stretch():
     flying = np.ones(len(pos), bool)
     flying[:40] = False
     pos[:40] += 50.0  # far off: fitted, they would skew the fit and be the largest drift
-    moved, motion = np.zeros(len(pos)), np.zeros((4, 3))
+    moved, motion = np.zeros(len(pos)), np.zeros((5, 3))
     most = drift(pos, anchor, flying, moved, motion)
     a1 = np.column_stack([np.ones(flying.sum()), anchor[flying]])
     fit = np.linalg.lstsq(a1, (pos - anchor)[flying], rcond=None)[0]  # rows: t, then Lᵀ
-    np.testing.assert_allclose(motion[0], fit[0], atol=1e-9)
-    np.testing.assert_allclose(motion[1:], fit[1:].T, atol=1e-9)
+    # motion: the displacement at its point c (row 4), L; lstsq's t is at the origin.
+    np.testing.assert_allclose(motion[0] - motion[1:4] @ motion[4], fit[0], atol=1e-9)
+    np.testing.assert_allclose(motion[1:4], fit[1:].T, atol=1e-9)
     want = np.linalg.norm(pos - anchor - fit[0] - anchor @ fit[1:], axis=1)
     np.testing.assert_allclose(moved, want, atol=1e-9)
     assert most == pytest.approx(want[flying].max(), abs=1e-9)
@@ -434,7 +435,7 @@ def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
 
     n = len(pos)
     then = build_grid(anchor, side, cells=False)
-    moved, motion = np.zeros(n), np.zeros((4, 3))
+    moved, motion = np.zeros(n), np.zeros((5, 3))
     most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
     stretch = 1.0 / shrink(motion)
     if not grown:

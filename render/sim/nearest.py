@@ -269,8 +269,9 @@ def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
     The cells are those around `at` (3 floats), q's place where the grid filed it, out
     to (r + grow)·stretch: a grid of this step serves with q's position, 0 and 1. A grid
     filed at an earlier step (its birds' cells those of their places then) serves with
-    q's place then, the drifts q and any other bird can have made since (`drift`) and
-    1 / `shrink`: every bird now within r of q was filed within that of q's place."""
+    q's place then, grow the drift of q and the largest of any bird since (`drift`) and
+    stretch 1 / `shrink` of the flock's motion: every bird now within r of q was filed
+    within that of q's place."""
     best_s[:] = -1
     best_d2[:] = math.inf
     x, y, z = at
@@ -486,10 +487,13 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
 @inline
 def residual(motion, p0, p1, p2, a0, a1, a2):
     """The drift (3 floats) of a bird now at p, listed at a: its displacement less the
-    flock's motion there. motion (4, 3): the translation t, then L row by row."""
-    e0 = p0 - a0 - (motion[0, 0] + motion[1, 0] * a0 + motion[1, 1] * a1 + motion[1, 2] * a2)
-    e1 = p1 - a1 - (motion[0, 1] + motion[2, 0] * a0 + motion[2, 1] * a1 + motion[2, 2] * a2)
-    e2 = p2 - a2 - (motion[0, 2] + motion[3, 0] * a0 + motion[3, 1] * a1 + motion[3, 2] * a2)
+    flock's motion there. motion (5, 3): the displacement t at a point c of the flock, L
+    row by row, then c; the motion at a is t + L·(a − c) (taken from c, not the origin, so
+    its rounding stays that of distances within the flock, wherever the flock is)."""
+    c0, c1, c2 = a0 - motion[4, 0], a1 - motion[4, 1], a2 - motion[4, 2]
+    e0 = p0 - a0 - (motion[0, 0] + motion[1, 0] * c0 + motion[1, 1] * c1 + motion[1, 2] * c2)
+    e1 = p1 - a1 - (motion[0, 1] + motion[2, 0] * c0 + motion[2, 1] * c1 + motion[2, 2] * c2)
+    e2 = p2 - a2 - (motion[0, 2] + motion[3, 0] * c0 + motion[3, 1] * c1 + motion[3, 2] * c2)
     return e0, e1, e2
 
 
@@ -501,7 +505,7 @@ MOST_LINEAR = 0.25
 def shrink(motion: np.ndarray) -> float:
     """The least share of any distance between two listed birds that the flock's motion
     keeps: 1 − ‖L‖ (Frobenius, never below the largest singular value)."""
-    return 1.0 - math.sqrt(float((motion[1:] ** 2).sum()))
+    return 1.0 - math.sqrt(float((motion[1:4] ** 2).sum()))
 
 
 @parallel
@@ -546,7 +550,7 @@ def _drifts(pos, anchor, flying, motion, out, most):
 
 def drift(pos: np.ndarray, anchor: np.ndarray, flying: np.ndarray, out: np.ndarray,
           motion: np.ndarray) -> float:
-    """The flock's motion since the lists were drawn at anchor (n, 3) into motion (4, 3)
+    """The flock's motion since the lists were drawn at anchor (n, 3) into motion (5, 3)
     (see `residual`), fitted to the birds flying (flying (n,) bool, or empty: all), each
     bird's drift's length into out (n,); returns the largest over the birds flying. Sums
     go by fixed chunks of birds, so nothing depends on the thread count."""
@@ -567,8 +571,9 @@ def drift(pos: np.ndarray, anchor: np.ndarray, flying: np.ndarray, out: np.ndarr
             linear = np.zeros((3, 3))
         if not (np.isfinite(linear).all() and np.sqrt((linear ** 2).sum()) <= MOST_LINEAR):
             linear = np.zeros((3, 3))
-        motion[0] = sum_d / m - linear @ (ref + sum_a / m)
-        motion[1:] = linear
+        motion[0] = sum_d / m - linear @ (sum_a / m)
+        motion[1:4] = linear
+        motion[4] = ref
     most = np.empty(chunks)
     _drifts(pos, anchor, flying, motion, out, most)
     return float(most.max())

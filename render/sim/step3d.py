@@ -222,13 +222,13 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     since then the flock has moved by `motion` (nearest.drift; keep its `shrink`) and
     each bird has drifted `moved` (the largest: most) besides, from where it was then
     (anchor, by bird): where that bound refuses a list, the drifts around the bird (boxes,
-    nearest.drift_boxes; empty: not measured) may still let it answer. In: s_radius (its first search radius), vel,
-    bank and a Finale3's extra, states (maybe empty). Out, all by slot (`by_bird`
-    puts them in bird order): lapsed, whether the bird's list could not answer; the
-    arrays of a Step3 (new_pos … nearest), its next first radius into radius (a little
-    beyond its k-th distance; short of k, a growing guess no larger than the max range)
-    and, when idx is not empty, its neighbours (bird indices) and k-th squared distance
-    into idx, kth2."""
+    nearest.drift_boxes; empty: not measured) may still let it answer. In: s_radius (its
+    first search radius), vel, bank and a Finale3's extra, states (maybe empty). Out, all
+    by slot (`by_bird` puts them in bird order): lapsed, whether the bird's list could
+    not answer; the arrays of a Step3 (new_pos … nearest), its next first radius into
+    radius (a little beyond its k-th distance; short of k, a growing guess no larger than
+    the max range) and, when idx is not empty, its neighbours (bird indices) and k-th
+    squared distance into idx, kth2."""
     lists = idx.shape[0] > 0
     n = g_order.shape[0]
     max_r = math.sqrt(max_d2)
@@ -414,7 +414,7 @@ LOCAL_DRIFT = 0.5
 
 def _drift(pos, work: Workspace3, landed, flying, step: int):
     """(each bird's drift since the lists were drawn (n,), the largest, the flock's
-    motion since (nearest.drift's (4, 3)), whether the lists and their grid are drawn
+    motion since (nearest.drift's (5, 3)), whether the lists and their grid are drawn
     anew this step — then at pos, and the drifts and the motion zero). Anew: at step 0
     (the first step after settling, whether the settled state was settled or read back:
     the lists are not kept, and the candidates counted from then on are the same either
@@ -423,7 +423,7 @@ def _drift(pos, work: Workspace3, landed, flying, step: int):
     that side; when the lists that could not answer at the last step outnumber those at
     the drawing by RELIST_LAPSED of the grid's birds."""
     moved = np.zeros(len(pos))
-    motion = np.zeros((4, 3))
+    motion = np.zeros((5, 3))
     grid = work.grid[0]
     relisting = grid is None or step == 0
     if not relisting:
