@@ -128,13 +128,16 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
     if crossfade:  # the search flies through the clip: its frames serve, if it kept them
         start = search(scene, count, crossfade, progress=not quiet, keep=True).start
         kept = kept_frames(scene, count, crossfade)
-    sim = simulation(scene, quiet=quiet)
-    stream = kept if kept is not None else \
-        frames(sim, scene.output.fps, count, first=first + start, **exposure(scene),
-               progress=not quiet)
+    if kept is not None:  # no flock of its own to seed and settle
+        stream, accent = kept
+    else:
+        sim = simulation(scene, quiet=quiet)
+        stream = frames(sim, scene.output.fps, count, first=first + start, **exposure(scene),
+                        progress=not quiet)
+        accent = np.asarray(sim.accent, bool)
     if crossfade:
-        stream = looped(scene, stream, start, count, crossfade, np.asarray(sim.accent, bool))
-    return detached(scene, stream, sim.accent, rows)
+        stream = looped(scene, stream, start, count, crossfade, accent)
+    return detached(scene, stream, accent, rows)
 
 
 COMPILING = "compiling the simulation kernels: first run only"

@@ -110,14 +110,14 @@ def search(scene, count: int, crossfade: int, *, progress: bool = False,
         _KEPT.clear()  # one clip's frames at a time
         if held is not None and held.frames is not None and len(held.frames) >= count \
                 and held.frames[0].index == _SEARCHES[key].start:
-            _KEPT[key] = held.frames[:count]
+            _KEPT[key] = (held.frames[:count], held.accent)
         if progress and (advice := dissolving(scene, _SEARCHES[key])):
             print(f"boids-render: {advice}", file=sys.stderr, flush=True)
     return _SEARCHES[key]
 
 
 _SEARCHES: dict[tuple, Search] = {}
-_KEPT: dict[tuple, list[Frame]] = {}
+_KEPT: dict[tuple, tuple[list[Frame], np.ndarray]] = {}
 
 # The search flies through the clip it chooses: its frames are kept for the clip itself
 # (rather than flown again from the start, a third of a 3D loop's simulation) while they
@@ -137,13 +137,13 @@ def keep_bytes() -> int:
     return int(min(KEEP_MOST, KEEP_SHARE * free))
 
 
-def kept_frames(scene, count: int, crossfade: int) -> Iterator[Frame] | None:
+def kept_frames(scene, count: int, crossfade: int) -> tuple[Iterator[Frame], np.ndarray] | None:
     """The frames start … start + count − 1 of the simulation that `search(…, keep=True)`
     flew through for this loop (start its t₀), handed over once, each let go once it is
-    yielded; None when they were not kept (over the budget, or searched before without
-    `keep`)."""
+    yielded, with the flock's accent mask (n,) bool; None when they were not kept (over
+    the budget, or searched before without `keep`)."""
     held = _KEPT.pop((scene, count, crossfade), None)
-    return None if held is None else _handed(held[::-1])
+    return None if held is None else (_handed(held[0][::-1]), held[1])
 
 
 def _handed(reversed_frames: list[Frame]) -> Iterator[Frame]:
@@ -153,11 +153,13 @@ def _handed(reversed_frames: list[Frame]) -> Iterator[Frame]:
 
 class Held:
     """The frames a search keeps: from the earliest it may still need (`need`) on, until
-    they pass `budget` bytes (then none: `frames` None)."""
+    they pass `budget` bytes (then none: `frames` None); and the flock's `accent` mask,
+    which the frames are drawn with."""
 
     def __init__(self, budget: int):
         self.budget, self.bytes = budget, 0
         self.frames: list[Frame] | None = []
+        self.accent: np.ndarray | None = None
 
     def add(self, frame: Frame) -> None:
         if self.frames is None:
@@ -226,6 +228,8 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     heads = held is not None and \
         len(candidates) * HEAD_BYTES * len(sim.positions) <= held.budget * HEAD_SHARE
     accent = np.asarray(sim.accent, bool)
+    if held is not None:
+        held.accent = accent
     dt = step_fraction(sim.dt)
     starts: dict[int, tuple] = {}
     scores: dict[int, float] = {}
