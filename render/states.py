@@ -126,6 +126,7 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
     crossfade = crossfade_frames(scene, first)
     start, kept = 0, None
     if crossfade:  # the search flies through the clip: its frames serve, if it kept them
+        announce_compiling(quiet)  # the search's flock compiles the kernels, if anything
         start = search(scene, count, crossfade, progress=not quiet, keep=True).start
         kept = kept_frames(scene, count, crossfade)
     if kept is not None:  # no flock of its own to seed and settle
@@ -147,11 +148,16 @@ def simulation(scene: Scene, *, quiet: bool = True) -> Simulation:
     """The scene's flock, seeded and settled. On a cold kernel cache (`kernels_cached`)
     settling compiles the kernels first, for tens of seconds: unless `quiet`, one line on
     stderr says so."""
-    if not quiet and not kernels_cached():
-        print(f"boids-render: {COMPILING}", file=sys.stderr, flush=True)
+    announce_compiling(quiet)
     # A 3D flock settles for tens of seconds of flight: a bar meanwhile, unless quiet.
     options = {"progress": not quiet} if scene.dimensions == 3 else {}
     return Simulation(scene, **options)
+
+
+def announce_compiling(quiet: bool) -> None:
+    """Unless `quiet`, one line on stderr when the kernels are not compiled yet."""
+    if not quiet and not kernels_cached():
+        print(f"boids-render: {COMPILING}", file=sys.stderr, flush=True)
 
 
 def kernels_cached() -> bool:

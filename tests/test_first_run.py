@@ -87,3 +87,18 @@ def test_quiet_compiles_without_a_word(small_scene, tmp_path):
     err, _ = run_cold(cache, small_scene, tmp_path / "a.npz", "--quiet")
     assert err == ""
     assert any(cache.rglob("*.nbi"))  # it was cold, and compiled
+
+
+@pytest.mark.slow
+def test_a_loop_on_a_cold_cache_is_announced_before_its_search(small_scene, tmp_path):
+    """A --loop render compiles the kernels in the search for its start, before any
+    frame: the note comes first, once."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "render", str(small_scene), "-o",
+                           str(tmp_path / "a.mp4"), "--loop", "--duration", "1",
+                           "--crossfade", "0.3"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    assert err.count(COMPILING) == 1, err
+    assert err.index(f"boids-render: {COMPILING}\n") < err.index("searching the loop's start")

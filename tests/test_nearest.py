@@ -164,12 +164,23 @@ def test_each_list_holds_the_nearest_birds_within_its_reach_nearest_first():
     assert full > 500 and full < n - 100
 
 
+def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s,
+                  best_d2):
+    """The step's use of a list: nearest.read_list, then (how many, tested) where
+    nearest.list_answers says it answers under `limit`, else (−1, tested)."""
+    from render.sim.nearest import list_answers, read_list
+
+    found, tested = read_list(q, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s,
+                              best_d2)
+    return (found if list_answers(limit, found, best_d2, max_d2) else -1), tested
+
+
 def _read(pos, anchor, fwd, lists, k, blind=0.0, drifts=True):
     """Each bird's k nearest visible birds of pos from the `lists` drawn at anchor
-    (nearest.search_listed, with the drifts, or none when not `drifts`), the birds kept
+    (`search_listed`, with the drifts, or none when not `drifts`), the birds kept
     in the slots of the grid the lists were drawn from: a list of (count, the neighbours'
     bird indices, their squared distances) per bird, count −1 where its list cannot tell."""
-    from render.sim.nearest import cos_half_blind, drift, search_listed, shrink
+    from render.sim.nearest import cos_half_blind, drift, shrink
 
     n = len(pos)
     cand, reach, then = lists
@@ -258,11 +269,12 @@ def test_lists_drawn_then_read_after_the_flock_moves_equal_the_reference(blind):
     assert answered > 0.8 * len(pos)
 
 
-def _limits(pos, anchor, lists, empty_boxes=False):
+def _limits(pos, anchor, lists, empty_boxes=False, grows=False):
     """Each slot's limit from the drifts bounded around it (nearest.local_limit over the
     boxes of nearest.drift_boxes; `empty_boxes`: every box left empty, as if no bird
     around had drifted) and the flock-wide one (reach less the bird's drift and the
-    largest): two (n,) arrays by slot."""
+    largest): two (n,) arrays by slot; `grows`: local_limit's other two as well (the
+    drifts' bound around the bird, the distance within which it holds)."""
     from render.sim.nearest import blocks, drift, drift_boxes, local_limit, shrink
 
     _, reach, then = lists
@@ -279,12 +291,15 @@ def _limits(pos, anchor, lists, empty_boxes=False):
     local = np.array([local_limit(q, then.order[q], reach[q], g_pos, anchor, motion, keep,
                                   then.side, fx, fy, fz, boxes, moved[then.order[q]], most)
                       for q in range(n)])
-    return local, keep * reach - moved[then.order] - most
+    flockwide = keep * reach - moved[then.order] - most
+    if grows:
+        return local[:, 0], flockwide, local[:, 1], local[:, 2]
+    return local[:, 0], flockwide
 
 
 def _answers(pos, fwd, lists, limits, k, blind):
     """Each bird's answer from its list under `limits` (by slot), as `_read`."""
-    from render.sim.nearest import cos_half_blind, search_listed
+    from render.sim.nearest import cos_half_blind
 
     cand, _, then = lists
     g_pos, g_fwd = pos[then.order], fwd[then.order]
@@ -323,14 +338,10 @@ def test_a_bird_whose_neighbours_kept_together_keeps_its_list_while_the_flock_st
     assert _answers(pos, fwd, lists, local, 1, 0.0)[0][:2] == (1, [1])
 
 
-@pytest.mark.parametrize("blind", [0.0, 90.0])
-def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind):
-    """1,500 birds in a flock 8 times longer than wide, listed, then turned 0.3° about
-    its middle (a bird and its neighbours together), with ten birds at one end darting
-    about 3 m: the darters' drifts make the flock-wide bound refuse nearly every list;
-    bounded by the drifts around each bird, most answer (not those near the darters),
-    each as the all-pairs reference does. With the boxes of drifts left empty, lists near
-    the darters answer wrongly: the boxes are what keeps it exact."""
+def _turned_with_darters():
+    """1,500 birds in a flock 8 times longer than wide (anchor, fwd), then (pos) turned
+    0.3° about its middle (a bird and its neighbours together) and flown on, each bird
+    moving a centimetre besides, ten birds at one end darting about 3 m."""
     rng = np.random.default_rng(8)
     anchor, fwd = flock(1500, 3, seed=11)
     anchor[:, 0] *= 8.0
@@ -342,6 +353,18 @@ def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind)
     pos += rng.normal(0.0, 0.01, pos.shape)
     dart = np.flatnonzero(anchor[:, 0] > 100.0)[:10]
     pos[dart] += rng.normal(0.0, 3.0, (len(dart), 3))
+    return anchor, fwd, pos
+
+
+@pytest.mark.parametrize("blind", [0.0, 90.0])
+def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind):
+    """1,500 birds in a flock 8 times longer than wide, listed, then turned 0.3° about
+    its middle (a bird and its neighbours together), with ten birds at one end darting
+    about 3 m: the darters' drifts make the flock-wide bound refuse nearly every list;
+    bounded by the drifts around each bird, most answer (not those near the darters),
+    each as the all-pairs reference does. With the boxes of drifts left empty, lists near
+    the darters answer wrongly: the boxes are what keeps it exact."""
+    anchor, fwd, pos = _turned_with_darters()
     k = 7
     expected = naive(pos, fwd, k, blind_angle=blind)
     radius = np.sqrt(naive(anchor, fwd, k)[1][:, -1]) * 1.05
@@ -361,6 +384,27 @@ def test_lists_of_a_turning_flock_answer_from_the_drifts_around_each_bird(blind)
     assert answered > 0.7 * len(pos) and wrong(answers) == 0
     blind_to_darts = _limits(pos, anchor, lists, empty_boxes=True)[0]
     assert wrong(_answers(pos, fwd, lists, blind_to_darts, k, blind)) > 0
+
+
+def test_a_search_grown_by_the_drifts_around_the_bird_finds_the_exact_neighbours():
+    """The turning flock with its ten darters (above): every bird searched in the grid
+    filed before, its balls grown by the drifts of the blocks around it while they stay
+    nearer than any bird from beyond can have come (nearest.local_limit), answers what
+    the all-pairs reference does, and tests fewer candidates than balls grown by the
+    largest drift in the flock (the darters'). Grown by nothing near the darters (their
+    blocks' boxes left empty), some birds miss a darter that came near."""
+    anchor, fwd, pos = _turned_with_darters()
+    expected = naive(pos, fwd, 7, blind_angle=90.0)
+    radius = np.sqrt(naive(anchor, fwd, 7)[1][:, -1]) * 1.05
+    side = 1.5 * float(np.median(radius))
+    lists = _lists(anchor, fwd, radius, side)
+    _, _, near_grow, clear = _limits(pos, anchor, lists, grows=True)
+    found, tested = _stale(pos, anchor, fwd, 7, side, local=(near_grow, clear))
+    assert_same(found, expected)
+    assert tested < 0.8 * _stale(pos, anchor, fwd, 7, side)[1]
+    _, _, blind_grow, clear = _limits(pos, anchor, lists, empty_boxes=True, grows=True)
+    wrong = _stale(pos, anchor, fwd, 7, side, local=(blind_grow, clear))[0]
+    assert not np.array_equal(wrong[0], expected[0])
 
 
 @pytest.mark.parametrize("blind", [0.0, 90.0])
@@ -427,13 +471,16 @@ def test_the_fitted_motion_is_the_turn_and_the_stretch():
     assert moved[:40].min() > most
 
 
-def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
+def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True, local=None):
     """Each bird's k nearest visible birds of pos, searched (nearest.search) in the grid
     filed at anchor, its cells grown by the drifts (or, not `grown`, read as if filed at
-    pos): (indices (n, k), squared distances (n, k), counts (n,)) as k_nearest_visible."""
+    pos; `local`, two (n,) arrays by slot: grown by the first while the ball is smaller
+    than the second, see nearest.local_limit): (indices (n, k), squared distances (n, k),
+    counts (n,)) as k_nearest_visible, and the candidates tested in all."""
     from render.sim.nearest import NEAR, build_grid, cos_half_blind, drift, search, shrink
 
     n = len(pos)
+    near_grow, clear = local if local is not None else (np.zeros(n), np.zeros(n))
     then = build_grid(anchor, side, cells=False)
     moved, motion = np.zeros(n), np.zeros((5, 3))
     most = drift(pos, anchor, np.zeros(0, bool), moved, motion)
@@ -443,16 +490,18 @@ def _stale(pos, anchor, fwd, k, side, blind=90.0, grown=True):
     g_pos, g_fwd = pos[then.order], fwd[then.order]
     best_s, best_d2, near = np.empty(k, np.int64), np.empty(k), np.empty(NEAR, np.int64)
     out = (np.full((n, k), -1, np.int64), np.full((n, k), np.inf), np.zeros(n, np.int64))
+    tested = 0
     for q in range(n):
         i = then.order[q]
-        found, _ = search(q, 0.5 * side, then.start, *then.folds, then.side, 3, then.order,
-                          g_pos, g_fwd, cos_half_blind(blind), math.inf, best_s, best_d2,
-                          near, tuple(anchor[i] if grown else pos[i]), moved[i] + most,
-                          stretch)
+        found, more = search(q, 0.5 * side, then.start, *then.folds, then.side, 3,
+                             then.order, g_pos, g_fwd, cos_half_blind(blind), math.inf,
+                             best_s, best_d2, near, tuple(anchor[i] if grown else pos[i]),
+                             moved[i] + most, stretch, near_grow[q], clear[q])
         out[0][i, :found] = then.order[best_s[:found]]
         out[1][i, :found] = best_d2[:found]
         out[2][i] = found
-    return out
+        tested += more
+    return out, tested
 
 
 def test_a_grid_filed_steps_ago_searched_with_its_cells_grown_finds_the_exact_neighbours():
@@ -464,8 +513,8 @@ def test_a_grid_filed_steps_ago_searched_with_its_cells_grown_finds_the_exact_ne
     anchor, fwd = flock(1500, 3, seed=10)
     pos = anchor + [4.0, -3.0, 1.0] + rng.normal(0.0, 0.1, anchor.shape)
     expected = naive(pos, fwd, 7, blind_angle=90.0)
-    assert_same(_stale(pos, anchor, fwd, 7, side=1.5), expected)
-    wrong = _stale(pos, anchor, fwd, 7, side=1.5, grown=False)
+    assert_same(_stale(pos, anchor, fwd, 7, side=1.5)[0], expected)
+    wrong = _stale(pos, anchor, fwd, 7, side=1.5, grown=False)[0]
     assert not np.array_equal(wrong[0], expected[0])
 
 
@@ -481,5 +530,5 @@ def test_a_bird_that_left_its_old_cell_is_still_found():
     fwd = np.tile([0.0, 1.0, 0.0], (3, 1))
     pos = anchor.copy()
     pos[2] = [0.3, 0.0, 0.0]
-    assert _stale(pos, anchor, fwd, 1, side=1.0)[0][0].tolist() == [2]
-    assert _stale(pos, anchor, fwd, 1, side=1.0, grown=False)[0][0].tolist() == [1]
+    assert _stale(pos, anchor, fwd, 1, side=1.0)[0][0][0].tolist() == [2]
+    assert _stale(pos, anchor, fwd, 1, side=1.0, grown=False)[0][0][0].tolist() == [1]

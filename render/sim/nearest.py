@@ -18,7 +18,7 @@ buckets scans every bird instead (still exact; O(n) for that bird alone).
 2D positions (n, 2) use the same kernels with a single layer of cells (Z = 1).
 
 The 3D step (render.sim.step3d) keeps each bird's candidates from one search for the
-steps after it (`relist`, `search_listed`), and the grid they were drawn from, searching
+steps after it (`relist`, `read_list`), and the grid they were drawn from, searching
 it again (its cells grown by how far the birds have moved since) only where they cannot
 tell.
 """
@@ -317,13 +317,15 @@ def _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near):
 
 @inline
 def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
-           max_d2, best_s, best_d2, near, at, grow, stretch):
+           max_d2, best_s, best_d2, near, at, grow, stretch, near_grow, clear):
     """The k nearest visible birds of the bird in slot q into best_s (their slots) and
     best_d2 (k = their length), nearest first, −1 / inf past the last found; returns (how
     many, the candidates whose distance was computed, over every ball tried). Balls of
     radius `radius`, then 1.5 times larger each time, until one holds k birds (every bird
     outside it is farther than all of them) or reaches max range. at, grow, stretch:
-    where the grid was filed (see `_ball`)."""
+    where the grid was filed (see `_ball`); a ball smaller than `clear` grows by
+    near_grow instead (`local_limit`: within it, only birds that drifted that little
+    against q can be)."""
     k = best_s.shape[0]
     r = radius
     tested = 0
@@ -332,7 +334,8 @@ def search(q, radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_
         if final:
             r = math.sqrt(max_d2)
         found, more = _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd,
-                            cos_blind, best_s, best_d2, near, at, grow, stretch)
+                            cos_blind, best_s, best_d2, near, at,
+                            near_grow if r < clear else grow, stretch)
         tested += more
         if found < 0:
             found = _scan(q, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2,
@@ -367,7 +370,8 @@ def nearest_visible(radius, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd
             i = g_order[q]
             found, tested = search(q, radius[i], start, fx, fy, fz, side, dims, g_order,
                                    g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2, near,
-                                   (g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]), 0.0, 1.0)
+                                   (g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]), 0.0, 1.0,
+                                   0.0, 0.0)
             for m in range(k):
                 out_j[i, m] = g_order[best_s[m]] if m < found else -1
                 out_d2[i, m] = best_d2[m]
@@ -444,13 +448,11 @@ def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reac
 
 
 @inline
-def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s,
-                  best_d2):
+def read_list(q, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s, best_d2):
     """The k nearest visible birds of the bird in slot q among its listed candidates (row
     q of the lists cand, drawn at an earlier step whose grid order the slots still
-    follow), as `search`; exact when every bird off the list is at least `limit` away
-    (see `local_limit`). Returns (how many, the candidates tested), or (−1, tested) when
-    the list cannot tell (the caller searches)."""
+    follow) into best_s, best_d2, as `search`; returns (how many, the candidates tested).
+    Whether they are the k nearest of the whole flock is `list_answers`'s to say."""
     k = best_s.shape[0]
     best_s[:] = -1
     best_d2[:] = math.inf
@@ -469,13 +471,21 @@ def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best
         oz = g_pos[s, 2] - z
         found, bound = _take(q, s, ox, oy, oz, ox * ox + oy * oy + oz * oz, bound, f0, f1,
                              f2, cos_blind, g_order, best_s, best_d2, found)
-    # Exact when the answer lies strictly inside the limit: every bird off the list is
-    # farther than the k-th (or, short of k, than the max range). The limit gives up a
-    # little for the rounding in the distances it was drawn from.
+    return found, tested
+
+
+@inline
+def list_answers(limit, found, best_d2, max_d2):
+    """Whether `read_list`'s answer (found, best_d2) is exact when every bird off the list
+    is at least `limit` away (see `local_limit`): when the answer lies strictly inside the
+    limit, every bird off the list being farther than the k-th (or, short of k, than the
+    max range). The limit gives up a little for the rounding in the distances it was
+    drawn from."""
+    k = best_d2.shape[0]
     limit = limit * (1.0 - 1e-12) - 1e-9
-    if limit > 0.0 and (bound < limit * limit if found == k else max_d2 < limit * limit):
-        return found, tested
-    return -1, tested
+    if not limit > 0.0:
+        return False
+    return (best_d2[k - 1] if found == k else max_d2) < limit * limit
 
 
 # Since the lists were drawn the flock has flown on, turned and stretched: `drift` fits
@@ -623,14 +633,17 @@ def drift_boxes(g_pos, anchor, g_order, motion, start, fx, fy, fz, boxes):
 def local_limit(q, i, reach, g_pos, anchor, motion, keep, side, fx, fy, fz, boxes, moved,
                 most):
     """How near a bird off the list of the bird in slot q (bird i) can have come since
-    the lists were drawn, at least: `search_listed`'s limit. A bird off the list was
+    the lists were drawn, at least: `list_answers`'s limit. A bird off the list was
     `reach` or farther from q then, and two birds listed a apart are now at least
     keep·|a| (keep: `shrink` of the flock's motion) less the distance between their
     drifts apart. Birds filed in the 27 blocks around q's then (see `drift_boxes`) drifted
     within those blocks' boxes; every other bird was filed at least a block's side plus
     q's distance to its own block's nearest face away (or the reach, if farther), and
     drifted at most `most` (the flock's largest drift; q's own: `moved`). Never below the
-    flock-wide limit, keep·reach − moved − most."""
+    flock-wide limit, keep·reach − moved − most. Returns (that limit, the bound on a
+    drift against q's of a bird filed in those blocks, how near any other bird can have
+    come): a search (`search`'s near_grow, clear) needs grow its balls by the drifts
+    around q alone while they stay inside the last."""
     nx, ny, nz = blocks(fx, fy, fz)
     block = 2.0 * side
     a0, a1, a2 = anchor[i, 0], anchor[i, 1], anchor[i, 2]
@@ -655,4 +668,5 @@ def local_limit(q, i, reach, g_pos, anchor, motion, keep, side, fx, fy, fz, boxe
     face = min(a0 - bx * block, (bx + 1) * block - a0, a1 - by * block,
                (by + 1) * block - a1, a2 - bz * block, (bz + 1) * block - a2)
     far = max(reach, block + max(face, 0.0) - _SLACK * side)
-    return min(keep * reach - worst, keep * far - moved - most)
+    clear = keep * far - moved - most
+    return min(keep * reach - worst, clear), worst, clear

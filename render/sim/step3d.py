@@ -26,7 +26,8 @@ from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial
 from .nearest import (CHUNK, LISTED, NEAR, blocks, build_grid, cell_side, drift,
-                      drift_boxes, local_limit, relist, search, search_listed, shrink)
+                      drift_boxes, list_answers, local_limit, read_list, relist, search,
+                      shrink)
 
 
 class Neighbours3(NamedTuple):
@@ -214,7 +215,7 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
                      bank, rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
                      new_pos, new_vel, new_bank, count, tested_out, nearest, radius, lapsed):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
-    from its candidate list (nearest.search_listed) where the list can tell, else searched
+    from its candidate list (nearest.read_list) where the list can tell, else searched
     (nearest.search). The grid (start, folds, side, g_order its bird indices) and the
     lists cand, reach were drawn at an earlier step (or this one: `relisting`, every bird
     lists its candidates first, nearest.relist), and every array is in that grid's order —
@@ -247,23 +248,24 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
             if relisting:
                 tested = relist(q, s_radius[q], start, fx, fy, fz, side, g_order, g_pos,
                                 g_fwd, cand, reach, list_s, list_d2, near)
-            limit = keep * reach[q] - moved[q] - most
-            found, more = search_listed(q, limit, cand, g_order, g_pos, g_fwd,
-                                        rules.cos_blind, max_d2, best_s, best_d2)
+            found, more = read_list(q, cand, g_order, g_pos, g_fwd, rules.cos_blind, max_d2,
+                                    best_s, best_d2)
             tested += more
-            if found < 0 and boxes.shape[0] > 0:  # the drifts bounded locally instead
-                wider = local_limit(q, i, reach[q], g_pos, anchor, motion, keep, side, fx,
-                                    fy, fz, boxes, moved[q], most)
-                if wider > limit:
-                    found, more = search_listed(q, wider, cand, g_order, g_pos, g_fwd,
-                                                rules.cos_blind, max_d2, best_s, best_d2)
-                    tested += more
-            lapsed[q] = found < 0
+            answers = list_answers(keep * reach[q] - moved[q] - most, found, best_d2, max_d2)
+            near_grow, clear = 0.0, 0.0
+            if not answers and boxes.shape[0] > 0:  # the drifts bounded locally instead
+                limit, near_grow, clear = local_limit(q, i, reach[q], g_pos, anchor, motion,
+                                                      keep, side, fx, fy, fz, boxes,
+                                                      moved[q], most)
+                answers = list_answers(limit, found, best_d2, max_d2)
+            lapsed[q] = not answers
+            if not answers:
+                found = -1
             if found < 0:
                 found, more = search(q, s_radius[q], start, fx, fy, fz, side, 3, g_order,
                                      g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
                                      near, (anchor[i, 0], anchor[i, 1], anchor[i, 2]),
-                                     moved[q] + most, 1.0 / keep)
+                                     moved[q] + most, 1.0 / keep, near_grow, clear)
                 tested += more
             kth = best_d2[k - 1]
             radius[q] = math.sqrt(kth) * 1.05 if math.isfinite(kth) else \
