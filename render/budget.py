@@ -3,7 +3,10 @@ cannot work (SPEC: refuse a 10⁹-bird flock or a giant frame instead of crashin
 
 The model is deliberately rough: a few per-bird and per-pixel constants measured on a
 2-core machine (numba on both cores, libx264 preset medium, 1080p and 4K, 10⁴–2·10⁶
-birds), rounded up. It only has to tell "fits" from "cannot work", and to say what would.
+birds), rounded up. It has to tell "fits" from "cannot work" and say what would, and its
+time is what `--check` prints: the simulation, the drawing and the encoding added up
+(they overlap, so a render takes up to about half of it less; `benchmarks/run --only
+budget` measures renders against it).
 Like the scene package, this module imports no numpy, numba or cairo.
 """
 
@@ -21,11 +24,12 @@ from .errors import UsageError
 from .scene import Scene
 
 BASE_BYTES = 250e6           # Python, numpy, numba, cairo and their compiled code
+BASE_SECONDS = 1.0           # starting them, the kernels read from numba's cache
 SIM_BYTES_PER_BIRD = 500     # arrays, their grid-sorted copies, neighbourhood sums, snapshots
 DRAW_BYTES_PER_BIRD = 800    # streak end points and the Python lists cairo's path is fed from
 CANVAS_BYTES_PER_PX = 8      # the BGRA canvas, and a PNG being compressed
 VIDEO_BYTES_PER_PX = 140     # ffmpeg: BGRA→YUV, x264's lookahead and reference frames
-SIM_S_PER_BIRD_STEP = 1.5e-6
+SIM_S_PER_BIRD_STEP = 2e-7     # the plate: 0.17 µs at 3,600 birds, 0.09 at 100,000
 # 3D: positions, velocities, forward vectors, bank and their next values; k neighbour
 # indices and squared distances; the rules' 14 sums; the folded grid (two buckets a bird,
 # the birds' cells and sorted copies); the two snapshots frames interpolate between; the
@@ -33,10 +37,11 @@ SIM_S_PER_BIRD_STEP = 1.5e-6
 # its blocks' boxes of drifts, a quarter of a bird's worth each).
 SIM3_BYTES_PER_BIRD = 900
 SIM3_BYTES_PER_NEIGHBOUR = 16
-SIM3_S_PER_BIRD_STEP = 3e-6  # the kNN search (~1 µs a bird), the rules and the flight
-DRAW_S_PER_BIRD = 4e-6
-DRAW_S_PER_PX = 2e-8         # painting and PNG compression, per frame
-VIDEO_S_PER_PX = 5e-8        # painting and H.264 encoding, per frame
+SIM3_S_PER_BIRD_STEP = 4e-7  # k = 7: 0.33 µs at 10,000–100,000 birds, 0.55 at 10⁶
+DRAW_S_PER_BIRD = 4e-6       # a 2D streak stroked by cairo (the plate: 2.7 µs)
+DRAW3_S_PER_BIRD = 3e-7      # a 3D bird splatted (0.2 µs at 1080p, 0.34 at 4K)
+DRAW_S_PER_PX = 2.5e-8       # painting and PNG compression, per frame (1080p: 52 ms)
+VIDEO_S_PER_PX = 2.5e-8      # painting and H.264 encoding, per frame (1080p: 42 ms)
 SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
 EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
 EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
@@ -102,6 +107,13 @@ def simulation_costs(scene: Scene) -> tuple[float, float]:
     return SIM_BYTES_PER_BIRD, SIM_S_PER_BIRD_STEP
 
 
+def draw_seconds(scene: Scene) -> float:
+    """Seconds per bird to draw a frame of this scene: each of its motion blur's
+    sub-frames draws every bird."""
+    per = DRAW3_S_PER_BIRD if scene.dimensions == 3 else DRAW_S_PER_BIRD
+    return per * scene.render.motion_blur
+
+
 def estimate(scene: Scene, output: str | None, first: int = 0) -> Estimate:
     """Cost of rendering frames first .. the last of `scene` to `output` (None: simulate
     only, as for --stats): the flock is simulated from the start, only those frames are
@@ -113,7 +125,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0) -> Estimate:
     frames = max(0, scene.frame_count - first)
     per_bird, per_step = simulation_costs(scene)
     per_pixel = 0.0
-    seconds = steps * birds * per_step
+    seconds = BASE_SECONDS + steps * birds * per_step
     pixels = disk = 0
     if output is not None and is_state_output(output):
         return trajectory_estimate(scene, output, seconds, frames)
@@ -126,7 +138,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0) -> Estimate:
         per_bird += DRAW_BYTES_PER_BIRD
         per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0) + \
             (EXR_BYTES_PER_PX if exr else 0)
-        seconds += frames * (birds * DRAW_S_PER_BIRD
+        seconds += frames * (birds * draw_seconds(scene)
                              + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX)
                              + pixels * (EXR_S_PER_PX if exr else 0))
         disk = frames * pixels * FILE_BYTES_PER_PX.get(suffix, 0)
@@ -178,7 +190,7 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
     else:
         pixels = drawn
     sim_bytes, per_step = simulation_costs(scene)
-    seconds = steps * birds * per_step + birds * DRAW_S_PER_BIRD + \
+    seconds = BASE_SECONDS + steps * birds * per_step + birds * draw_seconds(scene) + \
         (0 if vector else drawn * DRAW_S_PER_PX)
     per_bird = sim_bytes + DRAW_BYTES_PER_BIRD
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,

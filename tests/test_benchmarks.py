@@ -32,7 +32,7 @@ def test_quick_benchmark_measures_every_figure(tmp_path):
                    "3D cost per bird-step", "3D log-log slope", "3D full export, flock3d",
                    "3D ffmpeg alone", "3D settling before frame 0",
                    "3D of the export's own CPU per frame", "loop (WebM, --loop)",
-                   "3D loop of the film"):
+                   "3D loop of the film", "--check's estimate against the render"):
         assert needle in figures, f"no figure for {needle!r}"
     for row in rows:
         value = row.split("|")[2].strip()
