@@ -1,5 +1,5 @@
-"""The estimate `--check` prints against the render it estimates: the film (20 s clip, and
-a still at 20 s), flock3d.toml's clip and the plate's clip and PNG frames, each rendered
+"""The estimate `--check` prints against the render it estimates: the film (20 s clip, a
+still at 20 s, a 6 s loop), flock3d.toml's clip and the plate's clip and PNG frames, each rendered
 by the console script with its flock settled from nothing (a settled-state cache of its
 own, the kernels already compiled), and the estimate read from `--check` with the same
 options. The estimate adds up simulation, drawing and encoding, which overlap, so a
@@ -33,6 +33,8 @@ def cases(quick: bool) -> list[tuple[str, object, list[str], str]]:
     return [("the film, a 20 s clip (20,000 birds, 1280x720)", FILM, ["--duration", "20"],
              "clip.mp4"),
             ("the film, a still at 20 s", FILM, ["--still", "20"], "still.png"),
+            ("the film, a 6 s --loop (tracking camera)", FILM,
+             ["--duration", "6", "--loop", "--set", "camera.follow=track"], "loop.webm"),
             ("flock3d.toml, its 30 s clip (5,000 birds)", SCENE3D, [], "clip.mp4"),
             ("the plate, its 10 s clip (1920x1080, 60 fps)", SCENE, [], "clip.mp4"),
             ("the plate, 2 s as PNG frames", SCENE, ["--duration", "2"], "frames/")]
