@@ -153,6 +153,21 @@ def estimate(scene: Scene, output: str | None, first: int = 0) -> Estimate:
                     pixels, per_pixel, per_bird, disk=disk)
 
 
+def sheet_estimate(scene: Scene, thumbs: int, thumb_pixels: int,
+                   sheet_pixels: int) -> Estimate:
+    """Cost of a contact sheet: the whole clip simulated (its last frame is the last
+    thumbnail), `thumbs` thumbnails of `thumb_pixels` drawn, the sheet of `sheet_pixels`
+    written as a PNG."""
+    sim = estimate(scene, None)
+    per_bird = sim.per_bird + DRAW_BYTES_PER_BIRD
+    pixels = thumb_pixels + sheet_pixels
+    seconds = sim.seconds + thumbs * (scene.count * draw_seconds(scene)
+                                      + thumb_pixels * DRAW_S_PER_PX) \
+        + sheet_pixels * DRAW_S_PER_PX
+    return Estimate(BASE_BYTES + scene.count * per_bird + pixels * CANVAS_BYTES_PER_PX,
+                    seconds, scene.count, pixels, CANVAS_BYTES_PER_PX, per_bird)
+
+
 def _suffix(output: str) -> str:
     """The format an output names: its suffix, or ".png" for a folder ending in "/"."""
     return ".png" if output.endswith(("/", os.sep)) else Path(output).suffix.lower()

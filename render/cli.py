@@ -78,8 +78,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--crf sets x264's quality; --quality web encodes with "
                              "settings of its own (docs/loops.md): drop --crf")
     if args.contact_sheet:
-        from .contact_sheet import render_contact_sheet
+        from .contact_sheet import render_contact_sheet, sheet_cost
+        from .scene import describe
 
+        cost = sheet_cost(scene, args.contact_sheet)
+        if args.check:
+            print(describe(scene))
+            print(f"# estimate to {args.contact_sheet}: {cost}")
+            return 0
         render_contact_sheet(scene, args.contact_sheet, quiet=args.quiet)
         return 0
     if args.check:

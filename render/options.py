@@ -74,8 +74,8 @@ def parser() -> argparse.ArgumentParser:
                         "--plot out/diagnostics.png (needs the [plot] extra)")
     p.add_argument("--check", action="store_true",
                    help="validate the scene, print the resolved settings, where each "
-                        "came from and what -o OUT (or --still) would cost, and exit "
-                        "without rendering")
+                        "came from and what -o OUT (or --still, --contact-sheet) would "
+                        "cost, and exit without rendering")
     p.add_argument("--resume", action="store_true",
                    help="PNG sequences: keep the frames already complete (readable, right "
                         "size) and render only the rest")

@@ -1,5 +1,5 @@
 """The docs: the generated references are current and complete, every relative link
-resolves, and the README stays short."""
+resolves, every command shown checks as shown, and the README stays short."""
 
 from __future__ import annotations
 
@@ -110,3 +110,43 @@ def test_readme_is_short_and_links_the_docs():
                  "troubleshooting", "performance", "api"):
         assert f"(docs/{page}.md" in readme, page
     assert "make render" in readme and "make test" in readme
+
+
+def documented_commands() -> list[tuple[str, str, bool]]:
+    """Every `boids-render` command in the README's and the docs' code blocks, as (page,
+    the command, whether the page shows it failing: its next line is the error); the
+    synopses' placeholders (SCENE.toml, FILE, …) and the commands that read a still
+    another command wrote (--info, --from) left out."""
+    found = []
+    for page in PAGES:
+        for block in re.findall(r"```[a-z]*\n(.*?)```", page.read_text(), re.S):
+            lines = re.sub(r"\\\n\s*", " ", block).splitlines()
+            for at, line in enumerate(lines):
+                line = line.strip().removeprefix("$ ")
+                if not line.startswith("boids-render "):
+                    continue
+                command = re.split(r"\s{3,}", line)[0]  # a synopsis' column of notes
+                if re.search(r"\b[A-Z]{3,}\b|--info|--from", command):
+                    continue
+                fails = at + 1 < len(lines) and lines[at + 1].startswith("boids-render:")
+                found.append((page.name, command, fails))
+    return found
+
+
+@pytest.mark.parametrize("page, command, fails", documented_commands(),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_every_documented_command_is_valid(cli, monkeypatch, page, command, fails):
+    """Each command a reader may copy checks as the page says (`--check`: the scene, the
+    options and the cost, nothing rendered): valid, or refused where the page shows it
+    refused."""
+    import shlex
+
+    monkeypatch.chdir(ROOT)
+    r = cli(*shlex.split(command, comments=True)[1:], "--check")
+    assert (r.code == 2) if fails else (r.code == 0), f"{page}: {command}\n{r.err}"
+
+
+def test_documented_commands_are_found():
+    commands = documented_commands()
+    assert len(commands) > 40
+    assert any(fails for _, _, fails in commands) and not all(f for _, _, f in commands)

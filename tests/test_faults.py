@@ -529,6 +529,24 @@ def test_render_that_would_take_months_is_refused(cli, small_scene, tmp_path, no
     assert "would take" in r.err and "scene.dt" in r.err
 
 
+def test_contact_sheet_too_large_for_memory_is_refused_before_anything_is_drawn(
+        cli, small_scene, tmp_path, monkeypatch, no_allocation):
+    monkeypatch.setattr(budget, "available_memory", lambda: 1e9)
+    r = cli(small_scene, "--contact-sheet", tmp_path / "sheet.png", "--set",
+            "flock.count=4000000", "-q")
+    assert r.code == 2
+    assert "sheet.png: needs about" in r.err and "birds" in r.err
+    assert not (tmp_path / "sheet.png").exists()
+
+
+def test_check_of_a_contact_sheet_prints_its_estimate_and_draws_nothing(
+        cli, small_scene, tmp_path, no_allocation):
+    r = cli(small_scene, "--contact-sheet", tmp_path / "sheet.png", "--check")
+    assert r.code == 0, r.err
+    assert "# estimate to " in r.out and "sheet.png: about" in r.out
+    assert not (tmp_path / "sheet.png").exists()
+
+
 def test_check_prints_the_estimate(cli, small_scene, tmp_path):
     r = cli(small_scene, "--check", "-o", tmp_path / "clip.mp4")
     assert r.code == 0, r.err
