@@ -40,8 +40,8 @@ SIM3_BYTES_PER_NEIGHBOUR = 16
 SIM3_S_PER_BIRD_STEP = 4e-7  # k = 7: 0.33 µs at 10,000–100,000 birds, 0.55 at 10⁶
 DRAW_S_PER_BIRD = 4e-6       # a 2D streak stroked by cairo (the plate: 2.7 µs)
 DRAW3_S_PER_BIRD = 3e-7      # a 3D bird splatted (0.2 µs at 1080p, 0.34 at 4K)
-DRAW_S_PER_PX = 2.5e-8       # painting and PNG compression, per frame (1080p: 52 ms)
-VIDEO_S_PER_PX = 2.5e-8      # painting and H.264 encoding, per frame (1080p: 42 ms)
+DRAW_S_PER_PX = 2.5e-8       # painting and PNG compression, per frame (1080p: ~54 ms)
+VIDEO_S_PER_PX = 2.5e-8      # painting and H.264 encoding, per frame (x264, 1080p: 42 ms)
 # A --loop costs about this many clips' flight (render.sim.loop): its search for the start
 # flies about two clips and the morph and pairs the birds at every candidate, the morph
 # flies its head beside the guided tail, and a clip too large to keep its frames is flown
