@@ -65,6 +65,13 @@ def run(args: argparse.Namespace) -> int:
                                        or args.contact_sheet):
         raise UsageError("--scheduler splits a clip's frames across a cluster; stills and "
                          "contact sheets are drawn on this machine: drop --scheduler")
+    if args.contact_sheet:
+        others = [flag for flag, given in (("-o", args.output), ("--still", args.still),
+                                           ("--stats", args.stats), ("--plot", args.plot),
+                                           ("--loop", args.loop)) if given]
+        if others:
+            raise UsageError(f"--contact-sheet draws a sheet of the clip's frames on its "
+                             f"own: drop {', '.join(others)} (or run it separately)")
     if args.still is not None or (args.from_png and not args.check):
         return _still(args, scene, recorded_time)
     if args.tile_size is not None or args.bit_depth != 8:

@@ -539,6 +539,18 @@ def test_contact_sheet_too_large_for_memory_is_refused_before_anything_is_drawn(
     assert not (tmp_path / "sheet.png").exists()
 
 
+@pytest.mark.parametrize("other", [("-o", "clip.mp4"), ("--still", "0.5"),
+                                   ("--stats", "s.csv"), ("--loop", "--crossfade", "0.3")])
+def test_contact_sheet_with_another_output_is_refused(cli, small_scene, tmp_path, other,
+                                                      no_allocation):
+    r = cli(small_scene, "--contact-sheet", tmp_path / "sheet.png", *other)
+    assert r.code == 2
+    assert len(r.err_lines) == 1, r.err
+    assert f"--contact-sheet draws a sheet of the clip's frames on its own: drop " \
+           f"{other[0]}" in r.err
+    assert frame_names(tmp_path) == ["small.toml"]
+
+
 def test_check_of_a_contact_sheet_prints_its_estimate_and_draws_nothing(
         cli, small_scene, tmp_path, no_allocation):
     r = cli(small_scene, "--contact-sheet", tmp_path / "sheet.png", "--check")
