@@ -93,14 +93,15 @@ def plot3d(rows: list[dict], path: str | Path, title: str = "") -> None:
     ax.plot(time, col("landed_share"), label="landed")
     ax.set_ylabel("ratio, share")
     ax.set_xlabel("time (s)")
-    attack = col("attack")
+    attacks = _runs(time, col("attack"))
     for ax in axes:
-        for a, b in _runs(time, attack):
+        for a, b in attacks:
             ax.axvspan(a, b, color="tab:red", alpha=0.12, lw=0)
-        ax.legend(loc="upper right", ncol=4, fontsize="small")
+        # Where it hides the fewest points: the curves sit at any height.
+        ax.legend(loc="best", ncol=4, fontsize="small")
         ax.grid(alpha=0.3)
     if title:
-        fig.suptitle(f"{title} (attacks shaded)")
+        fig.suptitle(f"{title} (attacks shaded)" if attacks else title)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -531,3 +531,17 @@ def test_plot_draws_the_diagnostics_in_2d_and_3d(cli, small_scene, tmp_path, thr
     with Image.open(target) as image:
         assert image.format == "PNG" and image.size[0] > 500
         assert np.asarray(image.convert("L")).std() > 10  # drawn, not blank
+
+
+@pytest.mark.parametrize("attack", [0.0, 1.0])
+def test_a_3d_plot_says_attacks_are_shaded_only_when_there_are_some(tmp_path, monkeypatch,
+                                                                       attack):
+    from matplotlib.figure import Figure
+
+    from render.plot import plot3d
+
+    titles = []
+    monkeypatch.setattr(Figure, "suptitle", lambda self, text, **kw: titles.append(text))
+    rows = [dict(time_s=t / 10, attack=attack if 3 <= t < 6 else 0.0) for t in range(10)]
+    plot3d(rows, tmp_path / "plot.png", title="flock")
+    assert titles == (["flock (attacks shaded)"] if attack else ["flock"])
