@@ -88,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
         from .contact_sheet import render_contact_sheet, sheet_cost
         from .scene import describe
 
-        cost = sheet_cost(scene, args.contact_sheet)
+        first = frame_range(args.frames)[0]
+        cost = sheet_cost(scene, args.contact_sheet, first)
         if args.check:
             print(describe(scene))
             print(f"# estimate to {args.contact_sheet}: {cost}")
             return 0
-        render_contact_sheet(scene, args.contact_sheet, quiet=args.quiet)
+        render_contact_sheet(scene, args.contact_sheet, first=first, quiet=args.quiet)
         return 0
     if args.check:
         return _check(args, scene)

@@ -19,13 +19,15 @@ GAP_PX, LABEL_PX = 8, 22  # between thumbnails; the label's band under each
 COLUMNS, ROWS, THUMB_WIDTH = 4, 3, 480
 
 
-def layout(scene: Scene, output: str | Path, columns: int = COLUMNS, rows: int = ROWS,
-           thumb_width: int = THUMB_WIDTH):
-    """(the frames shown, a thumbnail's (w, h) px, the sheet's (w, h) px), or UsageError
-    when the sheet would be too large for one cairo surface."""
+def layout(scene: Scene, output: str | Path, first: int = 0, columns: int = COLUMNS,
+           rows: int = ROWS, thumb_width: int = THUMB_WIDTH):
+    """(the frames shown, spread evenly over frames first … the last, a thumbnail's
+    (w, h) px, the sheet's (w, h) px), or UsageError when the sheet would be too large for
+    one cairo surface."""
     count = columns * rows
     total = scene.frame_count
-    picks = sorted({round(i * (total - 1) / max(count - 1, 1)) for i in range(count)})
+    span = total - 1 - first
+    picks = sorted({first + round(i * span / max(count - 1, 1)) for i in range(count)})
     width, height = scene.output.size
     thumb = (thumb_width, max(1, round(thumb_width * height / width)))
     gap, label = GAP_PX, LABEL_PX
@@ -39,22 +41,22 @@ def layout(scene: Scene, output: str | Path, columns: int = COLUMNS, rows: int =
     return picks, thumb, sheet_size
 
 
-def sheet_cost(scene: Scene, output: str | Path) -> budget.Estimate:
-    """What the contact sheet to `output` will cost, or UsageError when it cannot be
-    drawn or does not fit (budget.check)."""
-    picks, thumb, sheet = layout(scene, output)
+def sheet_cost(scene: Scene, output: str | Path, first: int = 0) -> budget.Estimate:
+    """What the contact sheet to `output` (frames first … the last) will cost, or
+    UsageError when it cannot be drawn or does not fit (budget.check)."""
+    picks, thumb, sheet = layout(scene, output, first)
     cost = budget.sheet_estimate(scene, len(picks), thumb[0] * thumb[1], sheet[0] * sheet[1])
     return budget.check(scene, str(output), cost)
 
 
-def render_contact_sheet(scene: Scene, output: str | Path, *, columns: int = COLUMNS,
-                         rows: int = ROWS, thumb_width: int = THUMB_WIDTH,
-                         quiet: bool = True) -> None:
-    """A grid of thumbnails spread evenly across the clip, each labelled with its time:
-    the look of a clip without playing it. Thumbnails are the clip's own frames, drawn
-    smaller (the same picture: widths are in world units). Unless `quiet`, a first run's
-    kernel compilation is announced."""
-    picks, thumb, sheet_size = layout(scene, output, columns, rows, thumb_width)
+def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
+                         columns: int = COLUMNS, rows: int = ROWS,
+                         thumb_width: int = THUMB_WIDTH, quiet: bool = True) -> None:
+    """A grid of thumbnails spread evenly across the clip (from frame `first`: --frames
+    A:B), each labelled with its time: the look of a clip without playing it. Thumbnails
+    are the clip's own frames, drawn smaller (the same picture: widths are in world
+    units). Unless `quiet`, a first run's kernel compilation is announced."""
+    picks, thumb, sheet_size = layout(scene, output, first, columns, rows, thumb_width)
     gap, label = GAP_PX, LABEL_PX
     sheet = Canvas(sheet_size)
     ctx = sheet.context()

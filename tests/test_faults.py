@@ -564,3 +564,14 @@ def test_check_prints_the_estimate(cli, small_scene, tmp_path):
     assert r.code == 0, r.err
     assert any(line.startswith("# estimate to ") and "of memory" in line
                for line in r.out.splitlines())
+
+
+def test_a_contact_sheet_of_a_range_spreads_its_thumbnails_over_that_range(small_scene):
+    """--frames 10:30 --contact-sheet: twelve thumbnails from frame 10 to frame 29, as
+    even as whole frames allow (the clip is flown from its start all the same)."""
+    from render.api import load_scene
+
+    scene = load_scene(small_scene, [("output.frames", "30", "--frames")])
+    picks = contact_sheet.layout(scene, "sheet.png", first=10)[0]
+    assert picks[0] == 10 and picks[-1] == 29 and len(picks) == 12
+    assert contact_sheet.layout(scene, "sheet.png")[0][:2] == [0, 3]
