@@ -85,17 +85,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--crf sets x264's quality; --quality web encodes with "
                              "settings of its own (docs/loops.md): drop --crf")
     if args.contact_sheet:
-        from .contact_sheet import render_contact_sheet, sheet_cost
-        from .scene import describe
-
-        first = frame_range(args.frames)[0]
-        cost = sheet_cost(scene, args.contact_sheet, first)
-        if args.check:
-            print(describe(scene))
-            print(f"# estimate to {args.contact_sheet}: {cost}")
-            return 0
-        render_contact_sheet(scene, args.contact_sheet, first=first, quiet=args.quiet)
-        return 0
+        return _contact_sheet(args, scene)
     if args.check:
         return _check(args, scene)
     return _clip(args, scene)
@@ -114,6 +104,22 @@ def _scene(args: argparse.Namespace):
     if args.scene is None:
         raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
     return load_scene(args.scene, overrides), None
+
+
+def _contact_sheet(args: argparse.Namespace, scene) -> int:
+    """--contact-sheet: the sheet of the clip's frames (from --frames A:B's A), or its
+    cost with --check."""
+    from .contact_sheet import render_contact_sheet, sheet_cost
+    from .scene import describe
+
+    first = frame_range(args.frames)[0]
+    cost = sheet_cost(scene, args.contact_sheet, first)
+    if args.check:
+        print(describe(scene))
+        print(f"# estimate to {args.contact_sheet}: {cost}")
+        return 0
+    render_contact_sheet(scene, args.contact_sheet, first=first, quiet=args.quiet)
+    return 0
 
 
 def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> int:

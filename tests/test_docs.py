@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -139,8 +140,6 @@ def test_every_documented_command_is_valid(cli, monkeypatch, page, command, fail
     """Each command a reader may copy checks as the page says (`--check`: the scene, the
     options and the cost, nothing rendered): valid, or refused where the page shows it
     refused."""
-    import shlex
-
     monkeypatch.chdir(ROOT)
     r = cli(*shlex.split(command, comments=True)[1:], "--check")
     assert (r.code == 2) if fails else (r.code == 0), f"{page}: {command}\n{r.err}"

@@ -642,8 +642,8 @@ def local_limit(q, i, reach, g_pos, anchor, motion, keep, side, fx, fy, fz, boxe
     drifted at most `most` (the flock's largest drift; q's own: `moved`). Never below the
     flock-wide limit, keep·reach − moved − most. Returns (that limit, the bound on a
     drift against q's of a bird filed in those blocks, how near any other bird can have
-    come): a search (`search`'s near_grow, clear) needs grow its balls by the drifts
-    around q alone while they stay inside the last."""
+    come): a search (`search`'s near_grow, clear) need grow its balls only by the drifts
+    around q while they stay inside the last."""
     nx, ny, nz = blocks(fx, fy, fz)
     block = 2.0 * side
     a0, a1, a2 = anchor[i, 0], anchor[i, 1], anchor[i, 2]

@@ -260,8 +260,6 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
                 answers = list_answers(limit, found, best_d2, max_d2)
             lapsed[q] = not answers
             if not answers:
-                found = -1
-            if found < 0:
                 found, more = search(q, s_radius[q], start, fx, fy, fz, side, 3, g_order,
                                      g_pos, g_fwd, rules.cos_blind, max_d2, best_s, best_d2,
                                      near, (anchor[i, 0], anchor[i, 1], anchor[i, 2]),
