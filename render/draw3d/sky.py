@@ -159,28 +159,34 @@ GRID_PX = 4
 
 
 @inline
-def _ray_colour(X, Y, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour, rgb):
-    """Linear RGB (into rgb (3,)) of the ray through full-frame pixel (X, Y): `table` at
-    its sin(elevation) plus the sun's glow at its angle off the sun. Returns the sine."""
-    half = (table.shape[0] - 1) / 2.0
-    glow_half = (glow.shape[0] - 1) / 2.0
+def _ray(X, Y, cx, cy, focal, right, up, forward, sun):
+    """The ray through full-frame pixel (X, Y): its sin(elevation), then the cosine of
+    its angle off the sun. Branch-free, so a row of them vectorises."""
     u = (X + 0.5 - cx) / focal
     v = (Y + 0.5 - cy) / focal
     dx = forward[0] + u * right[0] - v * up[0]
     dy = forward[1] + u * right[1] - v * up[1]
     dz = forward[2] + u * right[2] - v * up[2]
     inv = 1.0 / math.sqrt(dx * dx + dy * dy + dz * dz)
-    f = (dz * inv + 1.0) * half
+    return dz * inv, (dx * sun[0] + dy * sun[1] + dz * sun[2]) * inv
+
+
+@inline
+def _colour(sine, sun_cos, table, glow, sun_colour, rgb):
+    """Linear RGB (into rgb (3,)) of a ray (see `_ray`): `table` at its sine plus the
+    sun's glow at its angle off the sun."""
+    half = (table.shape[0] - 1) / 2.0
+    glow_half = (glow.shape[0] - 1) / 2.0
+    f = (sine + 1.0) * half
     i = min(int(f), table.shape[0] - 2)
     t = f - i
-    f = ((dx * sun[0] + dy * sun[1] + dz * sun[2]) * inv + 1.0) * glow_half
+    f = (sun_cos + 1.0) * glow_half
     j = min(int(f), glow.shape[0] - 2)
     g = glow[j] + (glow[j + 1] - glow[j]) * (f - j)
     g *= table[i, 3] + (table[i + 1, 3] - table[i, 3]) * t
     for c in range(3):
         lin = table[i, c] + (table[i + 1, c] - table[i, c]) * t + g * sun_colour[c]
         rgb[c] = min(max(lin, 0.0), 1.0)
-    return dz * inv
 
 
 @serial
@@ -188,7 +194,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                 band, levels, dither, out, words):
     """Each pixel of `out` (h, 4·w) BGRA bytes, seen as `words` (h, w) cairo ARGB32 words,
     pixel (x, y) being (ox + x, oy + y) of the full frame: the sRGB values (0…255,
-    `levels` over linear light) of `_ray_colour`, interpolated between GRID_PX grid
+    `levels` over linear light) of each ray's `_colour`, interpolated between GRID_PX grid
     points, plus `dither` at (Y, X) modulo its size, floored to codes; pixel by pixel in
     the cells that cross the horizon or reach within `band` (a sine of elevation) below
     it, where the hazed ground changes faster than a cell can follow."""
@@ -198,12 +204,17 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
     gh = (oy + h - 1) // GRID_PX - gy0 + 2
     codes = np.empty((gh, gw, 3), np.float32)
     sine = np.empty((gh, gw))
+    sun_cos = np.empty(gw)
     rgb = np.empty(3)
     for j in range(gh):
+        # The rays of a grid row first, in a loop of their own that the compiler
+        # vectorises (square roots and divisions side by side: 2.5 → 1.4 ms at 1080p),
+        # then their colours through the tables.
         for i in range(gw):
-            sine[j, i] = _ray_colour((gx0 + i) * GRID_PX, (gy0 + j) * GRID_PX, cx, cy,
-                                     focal, right, up, forward, table, glow, sun,
-                                     sun_colour, rgb)
+            sine[j, i], sun_cos[i] = _ray((gx0 + i) * GRID_PX, (gy0 + j) * GRID_PX, cx, cy,
+                                          focal, right, up, forward, sun)
+        for i in range(gw):
+            _colour(sine[j, i], sun_cos[i], table, glow, sun_colour, rgb)
             for c in range(3):
                 codes[j, i, c] = levels[int(rgb[c] * ENCODE_STEPS + 0.5)]
     mixed = np.empty((gh - 1, gw - 1), np.bool_)  # the horizon or its band in the cell
@@ -238,8 +249,8 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
                 continue
             left = (gx0 + i) * GRID_PX
             for x in range(max(left - ox, 0), min(left + GRID_PX - ox, w)):
-                _ray_colour(ox + x, Y, cx, cy, focal, right, up, forward, table, glow,
-                            sun, sun_colour, rgb)
+                ray = _ray(ox + x, Y, cx, cy, focal, right, up, forward, sun)
+                _colour(ray[0], ray[1], table, glow, sun_colour, rgb)
                 d = pattern[(ox + x) & mask_x]
                 for c in range(3):
                     out[y, 4 * x + 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..ranking import stable_order
 from ..scene import Scene
 from ..sim.jit import inline, serial
 from .sky import LN_005
@@ -82,14 +83,8 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
 
 
 def far_to_near(depth: np.ndarray) -> np.ndarray:
-    """The order of `depth` (m,) from the largest down, equal depths by index: a stable
-    sort's. numpy's unstable sort is several times faster; its order is the stable one's
-    unless two depths are equal, which it checks."""
-    order = np.argsort(-depth)
-    ranked = depth[order]
-    if (ranked[1:] == ranked[:-1]).any():
-        order = np.argsort(-depth, kind="stable")
-    return order
+    """The order of `depth` (m,) from the largest down, equal depths by index."""
+    return stable_order(-depth)
 
 
 N_OUT = 8  # _birds' columns: x0, y0, x1, y1, width, alpha, depth, distance

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ranking import stable_order
 from .jit import serial
 
 # Past this many birds left over, the all-against-all end would hold too many pairs: the
@@ -164,7 +165,7 @@ def _keys(p: np.ndarray, side: float, origin: np.ndarray) -> np.ndarray:
 def _greedy(ia, ib, cost, na: int, nb: int):
     """The greedy matching of the offered pairs: cheapest first (ties to the earlier
     offer), each bird taken once. Matched (A, B) index arrays."""
-    got = _take(np.argsort(cost, kind="stable"), ia, ib, na, nb)
+    got = _take(stable_order(cost), ia, ib, na, nb)
     return ia[got], ib[got]
 
 
