@@ -238,6 +238,26 @@ def naive_landing(step, pos, fwd, peel, state, roost, radius, slope, strength, l
     return state, strength * (d - fwd)
 
 
+def naive_peel(step, first, spread, every, pos, state, peel, roost):
+    """The peel steps after `step` (a copy of peel): from `first`, every `every` steps,
+    the birds flying (state 0) without a peel step (> step), ranked by (horizontal
+    distance to roost (x, y), index), the first of them given `step`, until
+    ceil(n·min(1, (step − first + every)/spread)) birds have begun (state ≠ 0 or a peel
+    step ≤ step)."""
+    peel = peel.copy()
+    if step < first or (step - first) % every:
+        return peel
+    n = len(pos)
+    quota = math.ceil(n * min(1.0, (step - first + every) / spread))
+    waiting = [i for i in range(n) if state[i] == 0 and peel[i] > step]
+    need = quota - (n - len(waiting))
+    ranked = sorted(waiting, key=lambda i: (math.hypot(pos[i, 0] - roost[0],
+                                                       pos[i, 1] - roost[1]), i))
+    for i in ranked[:max(need, 0)]:
+        peel[i] = step
+    return peel
+
+
 def naive_border_ratio(points, nn_median, inside, depth, ball):
     """The issue's estimator with a given hull (inside(x) → bool (m,), depth (n,)):
     outer 10% by depth against inner 50%; density = others within R = 3·nn_median over

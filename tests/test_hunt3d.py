@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull, Delaunay
 
-from naive3d import naive_border_ratio, naive_landing, naive_zig_accel, naive_zig_begin
+from naive3d import (naive_border_ratio, naive_landing, naive_peel, naive_zig_accel,
+                     naive_zig_begin)
 from render.sim import flockstats3d as fs
 from render.sim.forces import landing, waves
 from render.sim.hunt3d import extra_accel
@@ -87,6 +88,47 @@ def test_landing_state_matches_the_reference():
         assert np.array_equal(new, ref)
         state = new
         pos[:, 2] *= 0.8
+
+
+def test_the_birds_nearest_the_roost_peel_first_by_hand():
+    # Horizontal distances 30, 10, 20, 10 m (the last two tie: bird 1 first), 40 m up;
+    # over 20 steps, checked every 10: half of them at the landing's first step.
+    pos = np.array([[30.0, 0, 40], [0, 10, 40], [0, -20, 40], [-10, 0, 40]])
+    state = np.zeros(4, np.int8)
+    peel = np.full(4, np.iinfo(np.int64).max, np.int64)
+    p = landing.Landing(True, 0.0, 0.0, 15.0, 0.6, 6.0)
+    landing.peel_nearest(p, 100, 20.0, 99, pos, state, peel)
+    assert (peel == np.iinfo(np.int64).max).all()  # before the landing
+    landing.peel_nearest(p, 100, 20.0, 100, pos, state, peel)
+    assert peel[[1, 3]].tolist() == [100, 100] and (peel[[0, 2]] > 100).all()
+    landing.peel_nearest(p, 100, 20.0, 105, pos, state, peel)  # not a checking step
+    assert (peel[[0, 2]] > 105).all()
+    landing.peel_nearest(p, 100, 20.0, 110, pos, state, peel)
+    assert peel.tolist() == [110, 100, 110, 100]
+
+
+def test_peeling_matches_the_reference_as_birds_land():
+    n, first, spread = 400, 30, 95.0
+    rng = np.random.default_rng(11)
+    pos = rng.uniform((-60, -60, 0), (60, 60, 50), (n, 3))
+    pos[rng.integers(0, n, 60)] = pos[:60]  # equal distances: ties go by bird index
+    state = np.zeros(n, np.int8)
+    state[rng.choice(n, 20, replace=False)] = landing.LANDED  # already down: begun
+    never = np.iinfo(np.int64).max
+    peel = np.full(n, never, np.int64)
+    p = landing.Landing(True, 5.0, -3.0, 15.0, 0.6, 6.0)
+    for step in range(140):
+        want = naive_peel(step, first, spread, landing.PEEL_EVERY, pos, state, peel,
+                          (5.0, -3.0))
+        landing.peel_nearest(p, first, spread, step, pos, state, peel)
+        assert np.array_equal(peel, want)
+        new = np.empty_like(state)
+        landing.advance_state(p, step, pos, peel, state, new)
+        state = new
+        pos += rng.normal(0.0, 0.5, (n, 3))
+    assert (peel < never).sum() == n - 20  # every bird flying has begun by first + spread
+    started = np.sort(np.unique(peel[peel < never]))
+    assert started[0] == first and started[-1] <= first + spread
 
 
 def _chain(n=5):

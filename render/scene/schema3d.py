@@ -74,8 +74,8 @@ class RoostSettings:
     landing_at: float | None = setting(None, "The finale: from this time (after settling) "
                                        "the birds peel off and land in the roost.",
                                        unit="s", optional=True)
-    landing_spread: float = setting(20.0, "Birds peel off over this long, one by one.",
-                                    unit="s", lo=0)
+    landing_spread: float = setting(20.0, "Birds peel off over this long, nearest the roost "
+                                    "first.", unit="s", lo=0)
     landing_radius: float = setting(15.0, "Radius of the reed bed they land in.", unit="m",
                                     lo=0, lo_open=True)
     landing_slope: float = setting(0.6, "The funnel: a landing bird descends toward "

@@ -161,7 +161,8 @@ class Finale:
         self.waves = waves.waves(scene)
         self.zig_start, self.zig_side, self.zig_origin = waves.fresh(n)
         self.land = landing.landing(scene, roost_xy)
-        self.peel = landing.peel_steps(scene, n)
+        self.peel = np.full(n, np.iinfo(np.int64).max, np.int64)  # given as they peel
+        self.first_peel, self.spread = landing.peel_schedule(scene)
         self.state = np.zeros(n, np.int8)
         r = scene.roost
         self.open_until = r.landing_at if r is not None and r.landing_at is not None \
@@ -191,6 +192,8 @@ class Finale:
             self._record(t, step, pos, startle, start, origin)
             self.zig_start, self.zig_side, self.zig_origin = start, side, origin
         if self.land.active:
+            landing.peel_nearest(self.land, self.first_peel, self.spread, step, pos,
+                                 self.state, self.peel)
             state = np.empty_like(self.state)
             landing.advance_state(self.land, step, pos, self.peel, self.state, state)
             self.state = state

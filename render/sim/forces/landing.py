@@ -1,8 +1,9 @@
-"""The landing finale (`[roost] landing_at`, SPEC §11): birds peel off one by one, fly a
-funnel down into the reed bed and stay there.
+"""The landing finale (`[roost] landing_at`, SPEC §11): birds peel off, nearest the roost
+first, fly a funnel down into the reed bed and stay there.
 
-Each bird has a peel-off step, landing_at plus a seeded share of `landing_spread`. From
-it the bird is landing: the roost's altitude spring and return no longer act on it;
+From landing_at, over `landing_spread`, the birds peel off nearest the roost first
+(`peel_nearest`): the flock drains from its side over the reeds. From its peel-off step a
+bird is landing: the roost's altitude spring and return no longer act on it;
 instead its heading is turned (by `strength`) toward the roost and down the funnel, whose
 height is slope·max(h − radius, 0) (h its horizontal distance from the roost): a bird
 above the funnel descends more steeply, so the birds far out come down gently and those
@@ -20,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...ranking import stable_order
 from ...scene import Scene
 from ..jit import inline, parallel, prange
 
@@ -50,15 +52,39 @@ def landing(scene: Scene, roost_xy: tuple[float, float]) -> Landing:
                    r.landing_strength)
 
 
-def peel_steps(scene: Scene, n: int) -> np.ndarray:
-    """(n,) int64: the step each bird starts landing (never, without a landing): a seeded
-    uniform share of landing_spread after landing_at."""
+# Every PEEL_EVERY steps of the landing the birds still flying nearest the roost begin to
+# land, so the flock drains from its side over the reeds as one stream. Each bird's own
+# seeded moment left birds leaving from everywhere at once, each on its own path down: a
+# veil over the whole flock.
+PEEL_EVERY = 10
+
+
+def peel_schedule(scene: Scene) -> tuple[int, float]:
+    """(the step the landing begins, landing_spread in steps (at least 1)); the step is
+    never reached without a landing."""
     r = scene.roost
     if scene.dimensions != 3 or r is None or r.landing_at is None:
-        return np.full(n, np.iinfo(np.int64).max, np.int64)
-    share = np.random.default_rng([scene.scene.seed, 0x1A4D]).random(n)
-    return np.round((r.landing_at + r.landing_spread * share) / scene.scene.dt).astype(
-        np.int64)
+        return np.iinfo(np.int64).max, 1.0
+    dt = scene.scene.dt
+    return round(r.landing_at / dt), max(r.landing_spread / dt, 1.0)
+
+
+def peel_nearest(p: Landing, first: int, spread: float, step: int, pos: np.ndarray,
+                 state: np.ndarray, peel: np.ndarray) -> None:
+    """At `first` and every PEEL_EVERY steps after: the birds still flying (state FLYING
+    and no peel step yet, peel (n,) int64) nearest the roost horizontally, ties by bird
+    index, are given this step as their peel step, as many as bring the share given one
+    to (step − first + PEEL_EVERY) / spread, all of them by first + spread."""
+    if step < first or (step - first) % PEEL_EVERY:
+        return
+    n = len(pos)
+    elapsed = step - first + PEEL_EVERY
+    quota = n if elapsed >= spread else math.ceil(n * elapsed / spread)
+    flying = np.flatnonzero((state == FLYING) & (peel > step))
+    need = quota - (n - len(flying))
+    if need > 0:
+        d = np.hypot(pos[flying, 0] - p.x, pos[flying, 1] - p.y)
+        peel[flying[stable_order(d)[:need]]] = step
 
 
 @parallel
