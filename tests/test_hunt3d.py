@@ -232,6 +232,33 @@ def test_largest_cluster_matches_connected_components():
     assert fs.largest_cluster(pts) == np.bincount(labels).max() / len(pts)
 
 
+@pytest.mark.parametrize("spacing", [4.9, 5.0, 5.1])
+def test_largest_cluster_of_chains_spaced_about_the_link(spacing):
+    # Chains of birds `spacing` apart (linked below the link only), a dense blob and a few
+    # strays; the shares as scipy's connected components give them, at several links.
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(int(spacing * 10))
+    chain = np.arange(300)[:, None] * (spacing, 0.0, 0.0)
+    pts = np.concatenate([chain, chain[:120] + (0.0, 30.0, 1.0),
+                          rng.normal(size=(100, 3)) * 4.0 + (0.0, -40.0, 0.0),
+                          rng.uniform(-300, 300, (15, 3))])
+    for link in (fs.LINK_M, 2.5, 12.0):
+        _, labels = connected_components(cdist(pts, pts) < link, directed=False)
+        assert fs.largest_cluster(pts, link) == np.bincount(labels).max() / len(pts)
+
+
+@pytest.mark.parametrize("radius", [0.5, 0.7071067811865476, 1.5])
+def test_counts_within_a_radius_on_a_lattice_match_all_pairs(radius):
+    # A lattice 0.5 m apart puts many birds exactly at the radius (counted: ≤); the
+    # centres are some of its points, each not counting itself.
+    lattice = np.stack(np.meshgrid(*[np.arange(10.0)] * 3), -1).reshape(-1, 3) * 0.5
+    centres = lattice[::7]
+    want = (((centres[:, None] - lattice[None]) ** 2).sum(axis=2) <= radius ** 2).sum(axis=1)
+    np.testing.assert_array_equal(fs.counts_within(centres, lattice, radius), want - 1)
+
+
 def test_correlation_length_of_a_two_halves_flock():
     # Two halves flying apart: the fluctuations are correlated within a half, opposite
     # across, so C(r) crosses zero near the halves' separation scale.

@@ -1,4 +1,5 @@
-"""Measures of a 3D flock against real ones (SPEC §11, issue 20), numpy only.
+"""Measures of a 3D flock against real ones (SPEC §11, issue 20), in numpy (the cluster's
+union–find a numba loop).
 
 - `hull`: the convex hull as the intersection of its supporting half-spaces over
   HULL_DIRECTIONS fixed (Fibonacci) directions: an outer approximation of the exact hull
@@ -18,6 +19,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from .jit import serial
 
 HULL_DIRECTIONS = 2000
 BALL_POINTS = 512
@@ -80,12 +83,54 @@ def ball_in_hull(centres: np.ndarray, radius: float, planes) -> np.ndarray:
 def counts_within(centres: np.ndarray, points: np.ndarray, radius: float) -> np.ndarray:
     """(c,) how many of points lie within radius of each centre, the centre itself (a
     member of points) not counted."""
+    grid = Cells(points, radius)
     out = np.empty(len(centres), np.int64)
-    r2 = radius * radius
-    for a in range(0, len(centres), 64):
-        d2 = ((centres[a:a + 64, None, :] - points[None, :, :]) ** 2).sum(axis=2)
-        out[a:a + 64] = (d2 <= r2).sum(axis=1) - 1
-    return out
+    _within(np.ascontiguousarray(centres, np.float64), grid.keys(centres),
+            np.ascontiguousarray(points, np.float64), grid.order, grid.sorted, grid.dims[1],
+            grid.dims[2], radius * radius, out)
+    return out - 1
+
+
+@serial
+def _within(centres, keys, points, order, sorted_keys, dims1, dims2, r2, out):
+    """out[a]: the points within sqrt(r2) of centre a (its cell key keys[a]), found in
+    the 27 cells around it."""
+    n = sorted_keys.shape[0]
+    for a in range(centres.shape[0]):
+        count = 0
+        for dx in range(-1, 2):
+            for dy in range(-1, 2):
+                for dz in range(-1, 2):
+                    other = keys[a] + (dx * dims1 + dy) * dims2 + dz
+                    for t in range(np.searchsorted(sorted_keys, other), n):
+                        if sorted_keys[t] != other:
+                            break
+                        j = order[t]
+                        d2 = 0.0
+                        for c in range(3):
+                            d2 += (centres[a, c] - points[j, c]) ** 2
+                        count += d2 <= r2
+        out[a] = count
+
+
+class Cells:
+    """Points binned in cubes a little wider than `reach` (so whatever lies within reach
+    of a point, rounding and all, is in the 27 cubes around its own), each cube a key:
+    the points' keys (`flat`), the points by key (`order`) and their keys in that order
+    (`sorted`); `keys(q)` the keys of other points q inside the same span."""
+
+    def __init__(self, points: np.ndarray, reach: float):
+        self.side = reach * (1.0 + 1e-9)
+        cell = np.floor(points / self.side).astype(np.int64)
+        self.low = cell.min(axis=0)
+        self.dims = (cell - self.low).max(axis=0) + 3
+        self.flat = self.keys(points)
+        self.order = np.argsort(self.flat, kind="stable")
+        self.sorted = self.flat[self.order]
+
+    def keys(self, q: np.ndarray) -> np.ndarray:
+        key = np.floor(q / self.side).astype(np.int64) - self.low + 1
+        return (key[:, 0] * self.dims[1] + key[:, 1]) * self.dims[2] + key[:, 2]
 
 
 def border_ratio(points: np.ndarray, nn_median: float, planes=None,
@@ -122,40 +167,55 @@ def uniform_in_hull(planes, lo: np.ndarray, hi: np.ndarray, n: int,
 
 def largest_cluster(points: np.ndarray, link: float = LINK_M) -> float:
     """Share of the birds in the largest set linked by distances < link (single
-    linkage), from a grid of cell `link` and union–find in numpy (label propagation)."""
+    linkage): every pair closer than `link` found through a grid of cell `link`, joined
+    by union–find. A flock's birds have hundreds of others within 5 m: the pairs are
+    joined as they are found, never listed (listed, 20,000 birds took 1.4 s a frame)."""
     n = len(points)
-    cell = np.floor(points / link).astype(np.int64)
-    key = cell - cell.min(axis=0)
-    dims = key.max(axis=0) + 3
-    flat = ((key[:, 0] + 1) * dims[1] + key[:, 1] + 1) * dims[2] + key[:, 2] + 1
-    order = np.argsort(flat, kind="stable")
-    sorted_keys = flat[order]
-    pairs_a, pairs_b = [], []
-    for dx in (-1, 0, 1):
-        for dy in (-1, 0, 1):
-            for dz in (-1, 0, 1):
-                other = flat + (dx * dims[1] + dy) * dims[2] + dz
-                lo = np.searchsorted(sorted_keys, other, "left")
-                hi = np.searchsorted(sorted_keys, other, "right")
-                counts = hi - lo
-                a = np.repeat(np.arange(n), counts)
-                offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-                b = order[np.repeat(lo, counts) + offs]
-                keep = (a < b) & (((points[a] - points[b]) ** 2).sum(axis=1) < link * link)
-                pairs_a.append(a[keep])
-                pairs_b.append(b[keep])
-    a, b = np.concatenate(pairs_a), np.concatenate(pairs_b)
-    label = np.arange(n)
-    while True:  # propagate the least label along the links until nothing changes
-        low = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, low)
-        np.minimum.at(new, b, low)
-        new = new[new]
-        if np.array_equal(new, label):
-            break
-        label = new
-    return float(np.bincount(label).max() / n)
+    if n == 0:
+        return 0.0
+    grid = Cells(points, link)
+    root = _linked(np.ascontiguousarray(points, np.float64), grid.flat, grid.order,
+                   grid.sorted, int(grid.dims[1]), int(grid.dims[2]), float(link) ** 2)
+    return float(np.bincount(root).max() / n)
+
+
+@serial
+def _find(parent, i):
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]  # halve the path as it is walked
+        i = parent[i]
+    return i
+
+
+@serial
+def _linked(points, flat, order, sorted_keys, dims1, dims2, link2):
+    """(n,) each bird's set, as its root bird: birds i < j closer than sqrt(link2) joined,
+    j found in the 27 cells around i's (flat: each bird's cell key; order: the birds by
+    key, sorted_keys their keys)."""
+    n = points.shape[0]
+    parent = np.arange(n)
+    for i in range(n):
+        for dx in range(-1, 2):
+            for dy in range(-1, 2):
+                for dz in range(-1, 2):
+                    other = flat[i] + (dx * dims1 + dy) * dims2 + dz
+                    lo = np.searchsorted(sorted_keys, other)
+                    for t in range(lo, n):
+                        if sorted_keys[t] != other:
+                            break
+                        j = order[t]
+                        if j <= i:
+                            continue
+                        d2 = 0.0
+                        for c in range(3):
+                            d2 += (points[i, c] - points[j, c]) ** 2
+                        if d2 < link2:
+                            a, b = _find(parent, i), _find(parent, j)
+                            if a != b:
+                                parent[max(a, b)] = min(a, b)
+    for i in range(n):
+        parent[i] = _find(parent, i)
+    return parent
 
 
 def correlation_length(points: np.ndarray, velocities: np.ndarray, sample: int = 1500,
