@@ -160,7 +160,8 @@ def _check(args: argparse.Namespace, scene) -> int:
     print(describe(scene))
     scope = f"to {args.output}" if args.output else "(simulation only; -o adds drawing)"
     first = frame_range(args.frames)[0]
-    print(f"# estimate {scope}: {budget.estimate(scene, args.output, first)}")
+    stats = args.stats is not None or args.plot is not None
+    print(f"# estimate {scope}: {budget.estimate(scene, args.output, first, stats=stats)}")
     budget.check(scene, args.output, first=first)
     return 0
 

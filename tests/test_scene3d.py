@@ -70,3 +70,23 @@ def test_the_budget_covers_a_3d_flock_of_a_million_birds():
     assert npz.disk >= scene.frame_count * 1_000_000 * 7 * 8
     clip = budget.estimate(scene, "out.mp4")
     assert clip.bytes > sim.bytes and clip.seconds > sim.seconds
+
+
+def test_the_estimate_counts_the_diagnostics_of_every_frame_it_measures():
+    from render import budget
+
+    scene = build_scene(with_("flock", count=20_000), "s.toml")
+    flat = build_scene({"flock": {"count": 20_000}}, "s.toml")
+    for output in (None, "out.mp4"):
+        plain = budget.estimate(scene, output).seconds
+        measured = budget.estimate(scene, output, stats=True).seconds
+        assert measured - plain == pytest.approx(
+            scene.frame_count * 20_000 * budget.STATS3_S_PER_BIRD)
+        # from frame 60 on: the frames before are flown, not measured
+        later = budget.estimate(scene, output, 60, stats=True).seconds
+        later_plain = budget.estimate(scene, output, 60).seconds
+        assert later - later_plain == pytest.approx(
+            (scene.frame_count - 60) * 20_000 * budget.STATS3_S_PER_BIRD)
+    assert budget.estimate(flat, None, stats=True).seconds - \
+        budget.estimate(flat, None).seconds == pytest.approx(
+            flat.frame_count * 20_000 * budget.STATS_S_PER_BIRD)
