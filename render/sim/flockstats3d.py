@@ -86,8 +86,8 @@ def counts_within(centres: np.ndarray, points: np.ndarray, radius: float) -> np.
     grid = Cells(points, radius)
     out = np.empty(len(centres), np.int64)
     _within(np.ascontiguousarray(centres, np.float64), grid.keys(centres),
-            np.ascontiguousarray(points, np.float64), grid.order, grid.sorted, grid.dims[1],
-            grid.dims[2], radius * radius, out)
+            np.ascontiguousarray(points, np.float64), grid.order, grid.sorted,
+            int(grid.dims[1]), int(grid.dims[2]), radius * radius, out)
     return out - 1
 
 
