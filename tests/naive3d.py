@@ -4,7 +4,8 @@ description in docs/model.md, not from the kernels: nothing is imported from `re
 `naive_step3(state, model)` advances a `State3` one step: the distance matrix, the blind
 cone, the neighbours (all visible birds within the radius, or the k nearest visible by
 argsort, tests/naive_neighbours.py), the rules, the roost, the noise (splitmix64 of
-(seed, bird, step) in numpy's uint64), banked flight and the ground.
+(seed, bird, step) in numpy's uint64), banked flight and the ground;
+`naive_landing_step3` the same step of a flock that is landing (SPEC §11).
 """
 
 from __future__ import annotations
@@ -87,19 +88,21 @@ def naive_rules3(pos, fwd, m) -> np.ndarray:
     return np.where(n[:, None] > 0, sep + ali + coh, 0.0)
 
 
-def naive_roost(state: State3, fwd, m):
-    """(n, 3) roost acceleration and the return's new (homing, side, pull)."""
+def naive_roost(state: State3, fwd, m, members=None):
+    """(n, 3) roost acceleration and the return's new (homing, side, pull); the return
+    switched by the centroid and heading of `members` ((n,) bool; None: every bird)."""
     if not m["roost"]:
         return np.zeros_like(state.pos), False, state.side, 0.0
     pos = state.pos
+    members = np.ones(len(pos), bool) if members is None else members
     acc = np.zeros_like(pos)
     acc[:, 2] = -m["k_vertical"] * (pos[:, 2] - m["altitude"])
-    to = np.array(m["roost_xy"]) - pos.mean(axis=0)[:2]
+    to = np.array(m["roost_xy"]) - pos[members].mean(axis=0)[:2]
     d = np.hypot(*to)
     homing = d > m["roost_radius"] or (state.homing and d > m["inner"])
     side = state.side
     if homing and not state.homing:
-        heading = fwd.mean(axis=0)
+        heading = fwd[members].mean(axis=0)
         side = 1.0 if heading[0] * to[1] - heading[1] * to[0] >= 0 else -1.0
     goal = min(m["k_return"] * (d - m["inner"]), m["cap"]) if homing else 0.0
     most = m["cap"] * m["dt"] / m["ramp"]  # the strength changes by at most this a step
@@ -159,6 +162,39 @@ def naive_step3(state: State3, m) -> State3:
                    side=side, pull=pull)
 
 
+def naive_landing_step3(state: State3, m, land, peel):
+    """One step of a landing flock: (State3, the landing states (n,) 0 flying, 1 landing,
+    2 landed, the peel steps). The birds peel and change state first (naive_peel,
+    naive_landing); the return is switched by the birds that were flying before this
+    step's peel (every bird, when all or none were); a landed bird stays at rest and is
+    nobody's neighbour; the others fly by the rules among the birds in the air, a
+    flying bird with the roost's steering, a landing one with the funnel's instead."""
+    L = m["landing"]
+    n = len(state.pos)
+    fwd, _ = unit_rows(state.vel)
+    flying = land == 0
+    push, homing, side, pull = naive_roost(state, fwd, m,
+                                           flying if 0 < flying.sum() < n else None)
+    peel = naive_peel(state.step, L["first"], L["spread"], 10, state.pos, land, peel,
+                      L["roost"])
+    land, funnel = naive_landing(state.step, state.pos, fwd, peel, land, L["roost"],
+                                 L["radius"], L["slope"], L["strength"])
+    air = land != 2
+    acc = np.zeros_like(state.pos)
+    acc[air] = naive_rules3(state.pos[air], fwd[air], m)
+    acc += np.where((land == 0)[:, None], push, 0.0) + \
+        np.where((land == 1)[:, None], funnel, 0.0)
+    acc += m["noise"] * naive_noise(m["seed"], n, state.step)
+    vel, bank = naive_fly(state.vel, state.bank, acc, m)
+    pos = state.pos + vel * m["dt"]
+    below = pos[:, 2] < 0
+    pos[below, 2] = 0.0
+    vel[below, 2] = np.maximum(vel[below, 2], 0.0)
+    pos[~air], vel[~air], bank[~air] = state.pos[~air], 0.0, 0.0
+    return replace(state, pos=pos, vel=vel, bank=bank, step=state.step + 1, homing=homing,
+                   side=side, pull=pull), land, peel
+
+
 def model_of(scene) -> dict:
     """The reference's parameters, read from a scene's settings (plain numbers)."""
     r, f, ro, w = scene.rules, scene.flight, scene.roost, scene.world
@@ -178,6 +214,12 @@ def model_of(scene) -> dict:
                  k_vertical=ro.vertical_strength, roost_radius=ro.radius,
                  inner=ro.radius * (1 - ro.hysteresis), k_return=ro.return_strength,
                  cap=ro.return_cap, ramp=2.0)  # the return reaches its cap over 2 s
+        if ro.landing_at is not None:
+            dt = scene.scene.dt
+            m["landing"] = dict(first=round(ro.landing_at / dt),
+                                spread=max(ro.landing_spread / dt, 1.0),
+                                roost=m["roost_xy"], radius=ro.landing_radius,
+                                slope=ro.landing_slope, strength=ro.landing_strength)
     return m
 
 

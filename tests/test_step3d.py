@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from naive3d import State3, model_of, naive_noise, naive_step3
+from naive3d import State3, model_of, naive_landing_step3, naive_noise, naive_step3
 from naive_neighbours import k_nearest_visible
 from render.scene.load import build_scene
 from render.sim import flight, noise
@@ -22,7 +22,7 @@ STEPS = 100
 
 
 def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, n=60,
-           **rules):
+           landing=None, **rules):
     raw = {"scene": {"seed": 5, "dt": 0.01, "settle_steps": 0},
            "world": {"dimensions": 3, "width": 100.0, "height": 60.0},
            "flock": {"count": n, "min_speed": 2.0, "max_speed": 18.0},
@@ -34,7 +34,7 @@ def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, 
     if roost_on:
         # The return switches on within the test's second: the centroid is near the roost.
         raw["roost"] = {"radius": 3.0, "hysteresis": 0.5, "return_cap": 3.0,
-                        "position": [48.0, 30.0]}
+                        "position": [48.0, 30.0], **(landing or {})}
     return build_scene(raw, "test.toml")
 
 
@@ -72,6 +72,32 @@ def test_flight_and_roost_match_the_reference(flight_on, roost_on):
 def test_topological_max_range_matches_the_reference():
     _, _, worst = run_both(scene3(max_range=1.5), steps=30)
     assert worst < 1e-9
+
+
+def test_a_landing_matches_the_reference():
+    """Birds peel off, land and stay, step for step as in the reference: a landing bird
+    keeps the rules among the birds in the air and steers down the funnel instead of by
+    the roost, and the return follows the birds still flying."""
+    scene = scene3(n=80, landing={"altitude": 3.0, "landing_at": 0.2,
+                                  "landing_spread": 0.5, "landing_radius": 20.0})
+    sim = Simulation(scene, cache=False)
+    n = len(sim.positions)
+    ref = State3(sim.positions.copy(), sim.velocities.copy(), sim.bank.copy(), 0)
+    land, peel = np.zeros(n, np.int8), np.full(n, np.iinfo(np.int64).max)
+    model = model_of(scene)
+    worst, seen = 0.0, set()
+    for _ in range(150):
+        sim.advance()
+        ref, land, peel = naive_landing_step3(ref, model, land, peel)
+        np.testing.assert_array_equal(sim.finale.state, land)
+        assert sim.homing == ref.homing
+        worst = max(worst, np.abs(sim.positions - ref.pos).max(),
+                    np.abs(sim.velocities - ref.vel).max(), np.abs(sim.bank - ref.bank).max())
+        seen.update(int(s) for s in np.unique(land))
+        if (land == 1).sum() >= 10 and (land == 0).sum() >= 10:
+            seen.add(-1)  # flying and landing birds side by side, neighbours of each other
+    assert worst < 1e-9
+    assert seen == {-1, 0, 1, 2} and (land == 2).sum() >= 10
 
 
 def test_a_wrong_kernel_fails_the_comparison(monkeypatch):

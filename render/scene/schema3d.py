@@ -78,8 +78,9 @@ class RoostSettings:
                                     "first.", unit="s", lo=0)
     landing_radius: float = setting(15.0, "Radius of the reed bed they land in.", unit="m",
                                     lo=0, lo_open=True)
-    landing_slope: float = setting(0.6, "The funnel: a landing bird descends toward "
-                                   "slope × its horizontal distance beyond the reed bed.",
+    landing_slope: float = setting(2.5, "The funnel: a landing bird descends toward "
+                                   "slope × its horizontal distance beyond the reed bed "
+                                   "(steep: the birds fly in, then pour down over it).",
                                    lo=0, lo_open=True)
     landing_strength: float = setting(6.0, "The landing's steering toward the roost and "
                                       "down the funnel.", unit="m/s²", lo=0, lo_open=True)

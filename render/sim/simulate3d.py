@@ -11,7 +11,7 @@ from ..progress import progress_bar
 from ..scene import Scene
 from . import flight, hunt3d, settled, step3d
 from .forces import flocking3d, roost
-from .forces.landing import LANDED
+from .forces.landing import FLYING
 from .snapshot import Snapshot, follow_start, follow_step
 from .state import streams
 
@@ -147,11 +147,10 @@ class Simulation3D:
         finale = self.finale
         centroid, heading = step3d.forward(pos, vel, work.fwd)
         everyone = centroid  # the camera follows every bird, landed or not
-        landed = finale.state == LANDED if finale.land.active else None
-        if landed is not None and 0 < landed.sum() < len(landed):
-            # The flying birds' means once some (not all) have landed (numpy's pairwise
-            # sum over a fixed set: thread-independent).
-            flying = ~landed
+        flying = finale.state == FLYING if finale.land.active else None
+        if flying is not None and 0 < flying.sum() < len(flying):
+            # The means of the birds still flying with the flock once some (not all) have
+            # begun to land (numpy's pairwise sum over a fixed set: thread-independent).
             centroid, heading = pos[flying].mean(axis=0), work.fwd[flying].mean(axis=0)
         home = roost.at_step(self.roost, centroid, heading, self.homing, self.side, self.pull,
                              self.scene.scene.dt)

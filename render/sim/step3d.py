@@ -90,11 +90,11 @@ class Step3(NamedTuple):
 class Finale3(NamedTuple):
     """What the hunt and the landing (render.sim.hunt3d) bring to a step, each array empty
     (length 0) without them: extra (n, 3) m/s² steering added to every bird's; state (n,)
-    int8 (forces.landing: a LANDING bird has the rules' separation alone, cohesion and
-    alignment off, and no roost steering; a LANDED one stays at rest and, topological, is
-    nobody's neighbour); out: written by a topological step, idx (n, k) int64 each bird's
-    neighbours (bird indices, nearest first, −1 past its count) and kth (n,) the k-th
-    squared distance, m² (inf: short of k)."""
+    int8 (forces.landing: a LANDING bird keeps the rules but has no roost steering; a
+    LANDED one stays at rest and, topological, is nobody's neighbour); out: written by a
+    topological step, idx (n, k) int64 each bird's neighbours (bird indices, nearest
+    first, −1 past its count) and kth (n,) the k-th squared distance, m² (inf: short
+    of k)."""
 
     extra: np.ndarray
     state: np.ndarray
@@ -140,12 +140,8 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
         new_vel[q, 0], new_vel[q, 1], new_vel[q, 2] = 0.0, 0.0, 0.0
         new_bank[q] = 0.0
         return
-    if state == LANDING:
-        separating = flocking3d.Flocking3(rules.radius, rules.cos_blind, rules.core,
-                                          rules.sigma, rules.w_sep, 0.0, 0.0)
-        a0, a1, a2 = flocking3d.accel(separating, row, f0, f1, f2)
-    else:
-        a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
+    a0, a1, a2 = flocking3d.accel(rules, row, f0, f1, f2)
+    if state != LANDING:
         r0, r1, r2 = roost.accel(home, x, y, z, f0, f1)
         a0, a1, a2 = a0 + r0, a1 + r1, a2 + r2
     if extra.shape[0] > 0:

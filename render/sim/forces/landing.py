@@ -6,12 +6,12 @@ From landing_at, over `landing_spread`, the birds peel off nearest the roost fir
 bird is landing: the roost's altitude spring and return no longer act on it;
 instead its heading is turned (by `strength`) toward the roost and down the funnel, whose
 height is slope·max(h − radius, 0) (h its horizontal distance from the roost): a bird
-above the funnel descends more steeply, so the birds far out come down gently and those
-over the reeds drop into them.
+above the funnel descends more steeply, one below it climbs a little, so with a steep
+funnel the birds fly in and pour down over the reeds.
 It is flight (banked, within the speed limits); a landing bird inside the reed bed below
 LANDED_Z is landed: it stays where it is, at rest, from then on, and is nobody's
-neighbour (step3d.neighbourhood). A landing bird keeps only the separation of the rules
-(step3d.move3): cohesion and alignment would hold it in the flock overhead.
+neighbour (step3d.neighbourhood). A landing bird keeps the rules (step3d._fly): the
+birds that peel off together pour down together, one stream.
 """
 
 from __future__ import annotations
