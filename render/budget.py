@@ -41,10 +41,13 @@ SIM3_S_PER_BIRD_STEP = 4e-7  # k = 7: 0.33 µs at 10,000–100,000 birds, 0.55 a
 DRAW_S_PER_BIRD = 4e-6       # a 2D streak stroked by cairo (the plate: 2.7 µs)
 DRAW3_S_PER_BIRD = 3e-7      # a 3D bird splatted (0.2 µs at 1080p, 0.34 at 4K)
 # --stats (and --plot), per bird and frame measured: the plate's measures (0.36–0.69 µs
-# at 3,600–100,000 birds) and, in 3D, the shape, the largest cluster, the border ratio
-# and the correlation length (0.22 s a frame at 5,000 birds, 0.60 s at 20,000).
+# at 3,600–100,000 birds), the 3D flock's shape and percentiles; and per bird on each
+# sampled 3D state (every STATS3_EVERY_S of simulated time, render.sim.diagnostics3d's
+# SHAPE_EVERY), the largest cluster, the border ratio and, every fourth, the correlation
+# length (0.22 s at 5,000 birds, 0.65 s at 20,000).
 STATS_S_PER_BIRD = 1e-6
 STATS3_S_PER_BIRD = 4e-5
+STATS3_EVERY_S = 0.5
 DRAW_S_PER_PX = 2.5e-8       # painting and PNG compression, per frame (1080p: ~54 ms)
 VIDEO_S_PER_PX = 2.5e-8      # painting and H.264 encoding, per frame (x264, 1080p: 42 ms)
 # A --loop costs about this many clips' flight (render.sim.loop): its search for the start
@@ -124,6 +127,27 @@ def draw_seconds(scene: Scene) -> float:
     return per * scene.render.motion_blur
 
 
+def sampled_frames(scene: Scene, first: int = 0) -> float:
+    """How many of frames first .. the last show a state the 3D diagnostics sample: the
+    frame's step, ⌊frame/(fps·dt)⌋, a multiple of STATS3_EVERY_S/dt (1 in 15 at 30 fps and
+    dt = 0.01 s; every frame at 2 fps)."""
+    frames = max(0, scene.frame_count - first)
+    period = max(1, round(STATS3_EVERY_S / scene.scene.dt))
+    steps = 1 / (Fraction(scene.output.fps) *
+                 Fraction(scene.scene.dt).limit_denominator(1_000_000))
+    num, den = steps.numerator, steps.denominator
+    cycle = den * period  # the frames after which the pattern of steps repeats
+    if cycle > 200_000:
+        return frames * min(1.0, float(steps) / period)
+
+    def hits(a: int, b: int) -> int:
+        return sum(1 for k in range(a, b) if (k * num // den) % period == 0)
+
+    start = first % cycle
+    whole, rest = divmod(start + frames, cycle)
+    return whole * hits(0, cycle) + hits(0, rest) - hits(0, start)
+
+
 def estimate(scene: Scene, output: str | None, first: int = 0, *,
              stats: bool = False) -> Estimate:
     """Cost of rendering frames first .. the last of `scene` to `output` (None: simulate
@@ -140,8 +164,9 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
     per_pixel = 0.0
     seconds = BASE_SECONDS + steps * birds * per_step
     if stats:
-        seconds += frames * birds * \
-            (STATS3_S_PER_BIRD if scene.dimensions == 3 else STATS_S_PER_BIRD)
+        seconds += frames * birds * STATS_S_PER_BIRD
+        if scene.dimensions == 3:
+            seconds += sampled_frames(scene, first) * birds * STATS3_S_PER_BIRD
     pixels = disk = 0
     if output is not None and is_state_output(output):
         return trajectory_estimate(scene, output, seconds, frames)

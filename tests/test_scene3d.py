@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from render.errors import SceneError
@@ -72,21 +74,60 @@ def test_the_budget_covers_a_3d_flock_of_a_million_birds():
     assert clip.bytes > sim.bytes and clip.seconds > sim.seconds
 
 
-def test_the_estimate_counts_the_diagnostics_of_every_frame_it_measures():
+def test_the_estimate_counts_the_diagnostics_of_the_frames_it_measures():
+    """Every frame's own measures, and the costly ones on the states sampled every 0.5 s:
+    at 30 fps and dt = 0.01 s, frames 0, 15, 30, … of the 3,600."""
     from render import budget
 
-    scene = build_scene(with_("flock", count=20_000), "s.toml")
+    raw = with_("flock", count=20_000)
+    raw["scene"], raw["output"] = {"dt": 0.01, "duration": 120.0}, {"fps": 30}
+    scene = build_scene(raw, "s.toml")
     flat = build_scene({"flock": {"count": 20_000}}, "s.toml")
+    assert scene.frame_count == 3600
     for output in (None, "out.mp4"):
-        plain = budget.estimate(scene, output).seconds
-        measured = budget.estimate(scene, output, stats=True).seconds
-        assert measured - plain == pytest.approx(
-            scene.frame_count * 20_000 * budget.STATS3_S_PER_BIRD)
-        # from frame 60 on: the frames before are flown, not measured
-        later = budget.estimate(scene, output, 60, stats=True).seconds
-        later_plain = budget.estimate(scene, output, 60).seconds
-        assert later - later_plain == pytest.approx(
-            (scene.frame_count - 60) * 20_000 * budget.STATS3_S_PER_BIRD)
+        for first, sampled in ((0, 240), (60, 236)):  # from 60: 60, 75, …, 3585
+            assert budget.sampled_frames(scene, first) == sampled
+            extra = budget.estimate(scene, output, first, stats=True).seconds - \
+                budget.estimate(scene, output, first).seconds
+            assert extra == pytest.approx(
+                (3600 - first) * 20_000 * budget.STATS_S_PER_BIRD +
+                sampled * 20_000 * budget.STATS3_S_PER_BIRD)
     assert budget.estimate(flat, None, stats=True).seconds - \
         budget.estimate(flat, None).seconds == pytest.approx(
             flat.frame_count * 20_000 * budget.STATS_S_PER_BIRD)
+
+
+@pytest.mark.parametrize("fps, frames", [("2", "0:12"), ('"24000/1001"', "7:110")])
+def test_the_frames_counted_as_sampled_are_the_ones_measured(cli, write_scene, tmp_path,
+                                                             fps, frames):
+    """The estimate's count of sampled frames against a real --stats run's rows that
+    carry the sampled measures, at a rate that fits the 0.5 s and one that does not."""
+    from render import budget
+    from render.scene.load import load_scene
+
+    path = write_scene("""
+        [scene]
+        dt = 0.01
+        settle_steps = 0
+        duration = 6.0
+        [world]
+        dimensions = 3
+        [flock]
+        count = 60
+        [rules]
+        neighbours = "topological"
+        [flight]
+        [roost]
+        """)
+    stats = tmp_path / "stats.csv"
+    result = cli(path, "--set", f"output.fps={fps}", "--frames", frames, "--stats", stats,
+                 "-q")
+    assert result.code == 0, result.err
+    rows = list(csv.DictReader(stats.open()))
+    first, last = (int(x) for x in frames.split(":"))
+    assert len(rows) == last - first
+    measured = sum(1 for row in rows if row["cluster_share"] not in ("", "nan"))
+    scene = load_scene(path, [("output.fps", fps, "--set")])
+    assert measured > 0
+    assert budget.sampled_frames(scene, first) - \
+        budget.sampled_frames(scene, last) == measured
