@@ -42,9 +42,9 @@ DRAW_S_PER_BIRD = 4e-6       # a 2D streak stroked by cairo (the plate: 2.7 µs)
 DRAW3_S_PER_BIRD = 3e-7      # a 3D bird splatted (0.2 µs at 1080p, 0.34 at 4K)
 # --stats (and --plot), per bird and frame measured: the plate's measures (0.36–0.69 µs
 # at 3,600–100,000 birds), the 3D flock's shape and percentiles; and per bird on each
-# sampled 3D state (every STATS3_EVERY_S of simulated time, render.sim.diagnostics3d's
-# SHAPE_EVERY), the largest cluster, the border ratio and, every fourth, the correlation
-# length (0.22 s at 5,000 birds, 0.65 s at 20,000).
+# sampled 3D frame (one every STATS3_EVERY_S, render.sim.diagnostics3d's SHAPE_EVERY),
+# the largest cluster, the border ratio and, every fourth, the correlation length
+# (0.22 s at 5,000 birds, 0.65 s at 20,000).
 STATS_S_PER_BIRD = 1e-6
 STATS3_S_PER_BIRD = 4e-5
 STATS3_EVERY_S = 0.5
@@ -127,25 +127,15 @@ def draw_seconds(scene: Scene) -> float:
     return per * scene.render.motion_blur
 
 
-def sampled_frames(scene: Scene, first: int = 0) -> float:
-    """How many of frames first .. the last show a state the 3D diagnostics sample: the
-    frame's step, ⌊frame/(fps·dt)⌋, a multiple of STATS3_EVERY_S/dt (1 in 15 at 30 fps and
-    dt = 0.01 s; every frame at 2 fps)."""
-    frames = max(0, scene.frame_count - first)
-    period = max(1, round(STATS3_EVERY_S / scene.scene.dt))
-    steps = 1 / (Fraction(scene.output.fps) *
-                 Fraction(scene.scene.dt).limit_denominator(1_000_000))
-    num, den = steps.numerator, steps.denominator
-    cycle = den * period  # the frames after which the pattern of steps repeats
-    if cycle > 200_000:
-        return frames * min(1.0, float(steps) / period)
-
-    def hits(a: int, b: int) -> int:
-        return sum(1 for k in range(a, b) if (k * num // den) % period == 0)
-
-    start = first % cycle
-    whole, rest = divmod(start + frames, cycle)
-    return whole * hits(0, cycle) + hits(0, rest) - hits(0, start)
+def sampled_frames(scene: Scene, first: int = 0) -> int:
+    """How many of frames first .. the last the 3D diagnostics sample: each the first at
+    or after a multiple of STATS3_EVERY_S (render.sim.diagnostics3d.sampled), so as many
+    as the multiples after the time of the frame before `first`, up to the last's."""
+    last = scene.frame_count - 1
+    if last < first:
+        return 0
+    per_frame = 1 / (Fraction(scene.output.fps) * Fraction(STATS3_EVERY_S))
+    return math.floor(last * per_frame) - math.floor((first - 1) * per_frame)
 
 
 def estimate(scene: Scene, output: str | None, first: int = 0, *,

@@ -180,7 +180,7 @@ def detached(scene: Scene, stream: Iterable, accent: np.ndarray,
         require_finite(frame)
         if rows is not None:
             rows.append({"frame": frame.index, "time_s": float(frame.time),
-                         **diagnostics.measure(frame.snapshot, scene)})
+                         **diagnostics.measure(frame.snapshot, scene, frame.time)})
         yield FrameState.of(frame, accent, scene)
 
 

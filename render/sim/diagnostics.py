@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -55,12 +56,13 @@ def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
     return (sums["vsum"] + unit) / np.maximum(members, 1.0)[:, None]
 
 
-def measure(snap: Snapshot, scene: Scene) -> dict[str, float]:
-    """Diagnostics of one state of this scene's flock (3D: diagnostics3d.measure3)."""
+def measure(snap: Snapshot, scene: Scene, time: Fraction = Fraction(0)) -> dict[str, float]:
+    """Diagnostics of one state of this scene's flock, the frame at `time` s (3D:
+    diagnostics3d.measure3)."""
     if scene.dimensions == 3:
         from .diagnostics3d import measure3
 
-        return measure3(snap, scene)
+        return measure3(snap, scene, time)
     s = spacing(scene)
     unit = unit_headings(snap.velocities)
     moving = np.any(unit != 0.0, axis=1)

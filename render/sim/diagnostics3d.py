@@ -9,6 +9,7 @@ variance a²/5), largest first; the thinnest axis's angle to the vertical is in 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -23,8 +24,9 @@ COLUMNS3 = ("frame", "time_s", "global_polarisation", "nearest_median_m",
             "attack", "attacks_done", "last_wave_speed_mps", "last_startled_share",
             "landed_share")
 
-# The costly measures are taken on the states every SHAPE_EVERY s (the correlation
-# length every CORRELATION_EVERY s) of simulated time, NaN (JSON null) in between.
+# The costly measures are taken on the first frame at or after each multiple of
+# SHAPE_EVERY s (the correlation length: of CORRELATION_EVERY s), NaN (JSON null) in
+# between.
 SHAPE_EVERY = 0.5
 CORRELATION_EVERY = 2.0
 
@@ -47,9 +49,9 @@ def shape(pos: np.ndarray) -> tuple[float, float, float, float]:
     return float(semi[2]), float(semi[1]), float(semi[0]), angle
 
 
-def measure3(snap, scene=None) -> dict[str, float]:
-    """Diagnostics of one 3D state (a Snapshot with its bank) of `scene` (its step sets
-    which costly measures are taken, see SHAPE_EVERY)."""
+def measure3(snap, scene, time: Fraction) -> dict[str, float]:
+    """Diagnostics of one 3D state (a Snapshot with its bank) of `scene`, the frame at
+    `time` s (which sets the costly measures taken, see SHAPE_EVERY)."""
     pos, vel = snap.positions, snap.velocities
     speed = np.linalg.norm(vel, axis=1)
     unit = vel[speed > 0] / speed[speed > 0, None]
@@ -68,15 +70,21 @@ def measure3(snap, scene=None) -> dict[str, float]:
             out[f"{name}_p{q}{suffix}"] = float(v)
     out["neighbours_mean"] = float(snap.neighbours.mean())
     out["candidates_mean"] = float(snap.candidates.mean())
-    out.update(flock_measures(snap, out, scene.scene.dt if scene is not None else 0.0))
+    fps = scene.output.fps
+    out.update(flock_measures(snap, out, sampled(time, fps, SHAPE_EVERY),
+                              sampled(time, fps, CORRELATION_EVERY)))
     return out
 
 
-def every(step: int, dt: float, period: float) -> bool:
-    return dt > 0.0 and step % max(1, round(period / dt)) == 0
+def sampled(time: Fraction, fps: Fraction, period: float) -> bool:
+    """Whether the frame at `time` s is the first at or after a multiple of `period` s:
+    one a period at any frame rate (a frame's step had to be a multiple of the period's
+    steps, and at 23.976 fps up to 32 s went unmeasured)."""
+    p = Fraction(period)
+    return math.floor(time / p) > math.floor((time - 1 / Fraction(fps)) / p)
 
 
-def flock_measures(snap, out, dt: float) -> dict[str, float]:
+def flock_measures(snap, out, shaped: bool, correlated: bool) -> dict[str, float]:
     """The proportions (middle and longest semi-extent over the thinnest), the attack and
     landing columns, and on the sampled steps the border ratio, the largest cluster's
     share, the correlation length and the largest pairwise distance (flockstats3d)."""
@@ -89,11 +97,11 @@ def flock_measures(snap, out, dt: float) -> dict[str, float]:
     res.update(border_ratio=nan, cluster_share=nan, correlation_length_m=nan,
                largest_distance_m=nan)
     flying = snap.positions if snap.landed is None else snap.positions[~snap.landed]
-    if len(flying) > 20 and every(snap.step, dt, SHAPE_EVERY):
+    if len(flying) > 20 and shaped:
         nn = float(np.median(nearest_distances(flying)))
         res["border_ratio"] = fs.border_ratio(flying, nn)
         res["cluster_share"] = fs.largest_cluster(flying)
-    if len(flying) > 20 and every(snap.step, dt, CORRELATION_EVERY):
+    if len(flying) > 20 and correlated:
         vel = snap.velocities if snap.landed is None else snap.velocities[~snap.landed]
         res["correlation_length_m"], res["largest_distance_m"] = \
             fs.correlation_length(flying, vel)
