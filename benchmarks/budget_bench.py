@@ -1,8 +1,8 @@
-"""The estimate `--check` prints against the render it estimates: the film (20 s clip, a
-still at 20 s, a 6 s loop), flock3d.toml's clip and the plate's clip and PNG frames, each rendered
-by the console script with its flock settled from nothing (a settled-state cache of its
-own, the kernels already compiled), and the estimate read from `--check` with the same
-options. The estimate adds up simulation, drawing and encoding, which overlap, so a
+"""The estimate `--check` prints against the render it estimates: the film (20 s clip,
+the same with --stats, a still at 20 s, a 6 s loop), flock3d.toml's clip and the plate's
+clip and PNG frames, each rendered by the console script with its flock settled from
+nothing (a settled-state cache of its own, the kernels already compiled), and the
+estimate read from `--check` with the same options. The estimate adds up simulation, drawing and encoding, which overlap, so a
 render should take less than it says, but not much less: render.budget rounds up."""
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def cases(quick: bool) -> list[tuple[str, object, list[str], str]]:
                                                         "320x180"], "clip.mp4")]
     return [("the film, a 20 s clip (20,000 birds, 1280x720)", FILM, ["--duration", "20"],
              "clip.mp4"),
+            ("the film, the same with --stats", FILM,
+             ["--duration", "20", "--stats", "{dir}/stats.csv"], "clip.mp4"),
             ("the film, a still at 20 s", FILM, ["--still", "20"], "still.png"),
             ("the film, a 6 s --loop (tracking camera)", FILM,
              ["--duration", "6", "--loop", "--set", "camera.follow=track"], "loop.webm"),
@@ -60,6 +62,7 @@ def budget_vs_render(quick: bool = False) -> list[dict]:
             env = {**os.environ, "XDG_CACHE_HOME": f"{tmp}/cache{n}",
                    "NUMBA_CACHE_DIR": os.environ["NUMBA_CACHE_DIR"]}
             out = f"{tmp}/{n}/{name}"
+            options = [o.replace("{dir}", f"{tmp}/{n}") for o in options]
             guess = estimated(scene, options, out)
             start = time.perf_counter()
             subprocess.run([*CLI, str(scene), "-o", out, "-q", *options], check=True,
