@@ -552,3 +552,41 @@ def test_every_bird_the_hawk_comes_near_counts_as_startled_not_only_its_own_zigs
     assert a.startled_share() == 0.5 and a.source_share() == 0.1
     assert np.allclose(a.first, zig_at * dt) and a.zigged_share() == 1.0
     assert len(a.source_t) == 1 and a.source_t[0].tolist() == [0.5]
+
+
+def test_the_measures_leave_landed_birds_out():
+    """A state with a third of its birds on the ground, at rest, measures as its birds in
+    the air alone, the landed share aside (the ground birds' zero speed and close
+    spacing read as the flock's); all down, the flock's measures are empty."""
+    from fractions import Fraction
+
+    from render.scene.load import build_scene
+    from render.sim.diagnostics3d import measure3
+    from render.sim.snapshot import Snapshot
+
+    scene = build_scene({"world": {"dimensions": 3}, "flock": {"count": 300},
+                         "rules": {"neighbours": "topological"}, "flight": {}, "roost": {},
+                         "output": {"fps": 2}}, "s.toml")
+    n = 300
+    pos, vel, _, _, _ = _flock(n)
+    landed = RNG.random(n) < 0.3
+    pos[landed, 2], vel[landed] = 0.0, 0.0
+    bank = RNG.normal(size=n) * 0.2
+    counts = RNG.integers(0, 8, n)
+
+    def snapshot(rows, down):
+        return Snapshot(0, pos[rows], vel[rows], counts[rows], counts[rows] * 3,
+                        np.ones(int(np.count_nonzero(rows))), bank=bank[rows], landed=down)
+
+    everyone = np.ones(n, bool)
+    mixed = measure3(snapshot(everyone, landed), scene, Fraction(0))
+    alone = measure3(snapshot(~landed, np.zeros(int((~landed).sum()), bool)), scene,
+                     Fraction(0))
+    assert mixed.pop("landed_share") == pytest.approx(landed.mean())
+    assert alone.pop("landed_share") == 0.0
+    assert math.isfinite(mixed["border_ratio"]) and math.isfinite(mixed["speed_p10"])
+    np.testing.assert_equal(mixed, alone)
+    down = measure3(snapshot(everyone, everyone), scene, Fraction(0))
+    assert down["landed_share"] == 1.0
+    assert all(math.isnan(down[k]) for k in ("speed_p50", "extent_major_m",
+                                             "global_polarisation", "cluster_share"))

@@ -51,27 +51,31 @@ def shape(pos: np.ndarray) -> tuple[float, float, float, float]:
 
 def measure3(snap, scene, time: Fraction) -> dict[str, float]:
     """Diagnostics of one 3D state (a Snapshot with its bank) of `scene`, the frame at
-    `time` s (which sets the costly measures taken, see SHAPE_EVERY)."""
-    pos, vel = snap.positions, snap.velocities
-    speed = np.linalg.norm(vel, axis=1)
-    unit = vel[speed > 0] / speed[speed > 0, None]
-    pol = float(np.linalg.norm(unit.mean(axis=0))) if len(unit) else 0.0
-    major, middle, minor, angle = shape(pos)
-    out = {"global_polarisation": pol,
-           "nearest_median_m": float(np.median(nearest_distances(pos))) if len(pos) > 1
-           else math.nan,
-           "extent_major_m": major, "extent_middle_m": middle, "extent_minor_m": minor,
-           "minor_axis_vertical_deg": angle}
-    bank = np.degrees(snap.bank) if snap.bank is not None else np.zeros(len(pos))
-    for name, values in (("speed", speed), ("bank", bank), ("altitude", pos[:, 2])):
-        p = np.percentile(values, [10, 50, 90])
-        suffix = "_deg" if name == "bank" else ""
-        for q, v in zip((10, 50, 90), p):
-            out[f"{name}_p{q}{suffix}"] = float(v)
-    out["neighbours_mean"] = float(snap.neighbours.mean())
-    out["candidates_mean"] = float(snap.candidates.mean())
+    `time` s (which sets the costly measures taken, see SHAPE_EVERY): of the birds in the
+    air, landed ones left out (counted in landed_share); NaN once none is."""
+    air = np.ones(len(snap.positions), bool) if snap.landed is None else ~snap.landed
+    pos, vel = snap.positions[air], snap.velocities[air]
+    out = dict.fromkeys(COLUMNS3[2:], math.nan)
+    if len(pos):
+        speed = np.linalg.norm(vel, axis=1)
+        unit = vel[speed > 0] / speed[speed > 0, None]
+        major, middle, minor, angle = shape(pos)
+        out.update(global_polarisation=float(np.linalg.norm(unit.mean(axis=0)))
+                   if len(unit) else 0.0,
+                   nearest_median_m=float(np.median(nearest_distances(pos))) if len(pos) > 1
+                   else math.nan,
+                   extent_major_m=major, extent_middle_m=middle, extent_minor_m=minor,
+                   minor_axis_vertical_deg=angle)
+        bank = np.degrees(snap.bank[air]) if snap.bank is not None else np.zeros(len(pos))
+        for name, values in (("speed", speed), ("bank", bank), ("altitude", pos[:, 2])):
+            p = np.percentile(values, [10, 50, 90])
+            suffix = "_deg" if name == "bank" else ""
+            for q, v in zip((10, 50, 90), p):
+                out[f"{name}_p{q}{suffix}"] = float(v)
+        out["neighbours_mean"] = float(snap.neighbours[air].mean())
+        out["candidates_mean"] = float(snap.candidates[air].mean())
     fps = scene.output.fps
-    out.update(flock_measures(snap, out, sampled(time, fps, SHAPE_EVERY),
+    out.update(flock_measures(snap, pos, vel, out, sampled(time, fps, SHAPE_EVERY),
                               sampled(time, fps, CORRELATION_EVERY)))
     return out
 
@@ -84,10 +88,12 @@ def sampled(time: Fraction, fps: Fraction, period: float) -> bool:
     return math.floor(time / p) > math.floor((time - 1 / Fraction(fps)) / p)
 
 
-def flock_measures(snap, out, shaped: bool, correlated: bool) -> dict[str, float]:
+def flock_measures(snap, flying, vel, out, shaped: bool,
+                   correlated: bool) -> dict[str, float]:
     """The proportions (middle and longest semi-extent over the thinnest), the attack and
-    landing columns, and on the sampled steps the border ratio, the largest cluster's
-    share, the correlation length and the largest pairwise distance (flockstats3d)."""
+    landing columns, and on the sampled frames the border ratio, the largest cluster's
+    share, the correlation length and the largest pairwise distance (flockstats3d) of the
+    birds in the air (flying, vel)."""
     from . import flockstats3d as fs
 
     minor = out["extent_minor_m"]
@@ -96,13 +102,11 @@ def flock_measures(snap, out, shaped: bool, correlated: bool) -> dict[str, float
     nan = math.nan
     res.update(border_ratio=nan, cluster_share=nan, correlation_length_m=nan,
                largest_distance_m=nan)
-    flying = snap.positions if snap.landed is None else snap.positions[~snap.landed]
     if len(flying) > 20 and shaped:
         nn = float(np.median(nearest_distances(flying)))
         res["border_ratio"] = fs.border_ratio(flying, nn)
         res["cluster_share"] = fs.largest_cluster(flying)
     if len(flying) > 20 and correlated:
-        vel = snap.velocities if snap.landed is None else snap.velocities[~snap.landed]
         res["correlation_length_m"], res["largest_distance_m"] = \
             fs.correlation_length(flying, vel)
     last = snap.last_attack
