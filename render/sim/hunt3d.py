@@ -21,7 +21,7 @@ from .jit import parallel, prange
 @parallel
 def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
     """(n, 3) m/s²: each bird's turn away from the hawk, its zig and, while landing, the
-    funnel (which then replaces the roost's steering, see step3d.move3)."""
+    funnel (which then replaces the roost's steering, see step3d._fly)."""
     n = pos.shape[0]
     out = np.zeros((n, 3))
     for i in prange(n):
@@ -177,7 +177,7 @@ class Finale:
     def step(self, step: int, pos, vel, fwd, idx, count, kth_d2) -> np.ndarray:
         """Advance the hawk, the zigs and the landing states for `step` (the state pos,
         vel, fwd (n, 3), its k nearest idx, count and their k-th squared distances);
-        returns the extra steering (n, 3) for step3d.move3 (with `self.state`)."""
+        returns the extra steering (n, 3) for step3d.step3 (with `self.state`)."""
         t = step * self.dt
         startle = hunt.Startle(False, 0.0, 0.0, 0.0, 1.0, 0.0)
         if self.settings is not None:

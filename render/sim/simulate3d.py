@@ -185,4 +185,4 @@ class Simulation3D:
         raise NotImplementedError("measure() is the 2D kernels' composition")
 
     def grid(self, pos):
-        raise NotImplementedError("the 3D grid is built by step3d.neighbourhood")
+        raise NotImplementedError("the 3D grid is built by step3d._flying")

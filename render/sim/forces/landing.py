@@ -10,7 +10,7 @@ above the funnel descends more steeply, one below it climbs a little, so with a 
 funnel the birds fly in and pour down over the reeds.
 It is flight (banked, within the speed limits); a landing bird inside the reed bed below
 LANDED_Z is landed: it stays where it is, at rest, from then on, and is nobody's
-neighbour (step3d.neighbourhood). A landing bird keeps the rules (step3d._fly): the
+neighbour (step3d._topological). A landing bird keeps the rules (step3d._fly): the
 birds that peel off together pour down together, one stream.
 """
 
