@@ -93,7 +93,7 @@ def flock_measures(snap, flying, vel, out, shaped: bool,
     """The proportions (middle and longest semi-extent over the thinnest), the attack and
     landing columns, and on the sampled frames the border ratio, the largest cluster's
     share, the correlation length and the largest pairwise distance (flockstats3d) of the
-    birds in the air (flying, vel)."""
+    birds in the air (flying, vel; their median nearest-neighbour distance in out)."""
     from . import flockstats3d as fs
 
     minor = out["extent_minor_m"]
@@ -103,8 +103,7 @@ def flock_measures(snap, flying, vel, out, shaped: bool,
     res.update(border_ratio=nan, cluster_share=nan, correlation_length_m=nan,
                largest_distance_m=nan)
     if len(flying) > 20 and shaped:
-        nn = float(np.median(nearest_distances(flying)))
-        res["border_ratio"] = fs.border_ratio(flying, nn)
+        res["border_ratio"] = fs.border_ratio(flying, out["nearest_median_m"])
         res["cluster_share"] = fs.largest_cluster(flying)
     if len(flying) > 20 and correlated:
         res["correlation_length_m"], res["largest_distance_m"] = \
