@@ -590,3 +590,35 @@ def test_the_measures_leave_landed_birds_out():
     assert down["landed_share"] == 1.0
     assert all(math.isnan(down[k]) for k in ("speed_p50", "extent_major_m",
                                              "global_polarisation", "cluster_share"))
+
+
+def test_the_small_passes_give_the_same_bits_serial_and_parallel(monkeypatch):
+    """Under jit.SERIAL_BELOW birds the passes around a 3D step (`jit.sized`: the gathers
+    into grid order and back, the drifts, the zigs, the hunt's and the landing's steering
+    and states) run serially; flown with them parallel instead, a hunt with its zigs and a
+    landing stay the same bits."""
+    from pathlib import Path
+
+    from render.scene import load_scene
+    from render.sim import jit
+    from render.sim.forces import hunt
+    from render.sim.simulate import Simulation
+
+    monkeypatch.setattr(hunt, "STANDOFF", 20.0)  # the hawk dives within the test's seconds
+    scene = load_scene(Path(__file__).parents[1] / "scenes" / "murmuration.toml",
+                       [("flock.count", "600", "test"), ("scene.settle_steps", "0", "test"),
+                        ("hawk.start", "0.0", "test"), ("roost.landing_at", "1.0", "test"),
+                        ("roost.landing_spread", "0.5", "test"),
+                        ("roost.altitude", "6.0", "test")])
+    runs = []
+    for below in (jit.SERIAL_BELOW, 0):
+        monkeypatch.setattr(jit, "SERIAL_BELOW", below)
+        sim = Simulation(scene, cache=False)
+        for _ in range(300):
+            sim.advance()
+        fin = sim.finale
+        runs.append((sim.positions, sim.velocities, sim.bank, fin.state, fin.zig_start))
+    assert (runs[0][4] >= 0).sum() >= 10  # birds zigged
+    assert (runs[0][3] == landing.LANDED).sum() >= 10
+    for serial, parallel in zip(*runs):
+        np.testing.assert_array_equal(serial, parallel)

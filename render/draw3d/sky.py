@@ -296,7 +296,9 @@ def _window_key(sky: Sky, window) -> tuple:
             tuple(window))
 
 
-_last: dict = {}  # the last window asked for, and its pixels once asked for twice running
+# The last window asked for, and its pixels once asked for twice running: one tuple, read
+# and replaced whole, since the drawing threads (and a loop's measures) paint at once.
+_kept: tuple | None = None
 
 
 def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
@@ -306,9 +308,10 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     kept and copied from then on; a moving camera's sky is drawn straight into `out`."""
     if not out.flags.c_contiguous:  # its rows are drawn as bytes: a copy would be lost
         raise ValueError("paint_sky draws into a C-contiguous (h, w, 4) array")
-    key = _window_key(sky, window)
-    if _last.get("key") == key and "pixels" in _last:
-        np.copyto(out, _last["pixels"])
+    global _kept
+    key, kept = _window_key(sky, window), _kept
+    if kept is not None and kept[0] == key and kept[1] is not None:
+        np.copyto(out, kept[1])
         return
     x, y = int(window[0]), int(window[1])
     p = sky.pose
@@ -320,11 +323,7 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
                 out.view(np.uint32).reshape(out.shape[:2]))
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
-    if _last.get("key") == key:
-        _last["pixels"] = out.copy()
-    else:
-        _last.clear()
-        _last["key"] = key
+    _kept = (key, out.copy() if kept is not None and kept[0] == key else None)
 
 
 def sky_pixels(sky: Sky, window) -> np.ndarray:

@@ -15,10 +15,10 @@ import numpy as np
 
 from ..scene import Scene
 from .forces import hunt, landing, waves
-from .jit import parallel, prange
+from .jit import prange, sized
 
 
-@parallel
+@sized("pos")
 def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
     """(n, 3) m/s²: each bird's turn away from the hawk, its zig and, while landing, the
     funnel (which then replaces the roost's steering, see step3d._fly)."""

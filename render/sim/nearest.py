@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .jit import inline, parallel, prange, serial
+from .jit import inline, parallel, prange, serial, sized
 
 # Rounding in floor(p / side) may put a bird an ulp outside the cell it is filed in: the
 # stopping test subtracts this share of a cell, so a search can only be too long.
@@ -518,7 +518,7 @@ def shrink(motion: np.ndarray) -> float:
     return 1.0 - math.sqrt(float((motion[1:4] ** 2).sum()))
 
 
-@parallel
+@sized("pos")
 def _moments(pos, anchor, flying, ref, parts):
     """Per chunk of CHUNK birds, of those flying (flying (n,) bool, or empty: all), into
     row c of parts: how many, Σ a (3), Σ d (3), Σ a aᵀ (9, by rows), Σ d aᵀ (9); a the
@@ -542,7 +542,7 @@ def _moments(pos, anchor, flying, ref, parts):
                         row[16 + 3 * r + col] += dr * ac
 
 
-@parallel
+@sized("pos")
 def _drifts(pos, anchor, flying, motion, out, most):
     """Each bird's drift's length into out (n,), and per chunk the largest of the birds
     flying into most (chunks,)."""
@@ -600,7 +600,7 @@ def blocks(fx, fy, fz):
     return max(fx // 2, 1), max(fy // 2, 1), max(fz // 2, 1)
 
 
-@parallel
+@sized("g_pos")
 def drift_boxes(g_pos, anchor, g_order, motion, start, fx, fy, fz, boxes):
     """Each block's box of its birds' drifts (see `residual`; listed at anchor (n, 3), by
     bird, the flock's motion since `motion`) into row b of boxes (blocks, 6): lows then

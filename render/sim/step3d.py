@@ -24,7 +24,7 @@ from . import flight as _flight
 from . import nearest, noise
 from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
-from .jit import inline, parallel, prange, serial
+from .jit import inline, parallel, prange, serial, sized
 from .nearest import (CHUNK, LISTED, NEAR, blocks, build_grid, cell_side, drift,
                       drift_boxes, list_answers, local_limit, read_list, relist, search,
                       shrink)
@@ -154,7 +154,7 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
                                                bank[q], a0, a1, a2)
 
 
-@parallel
+@sized("order")
 def to_slots(order, pos, fwd, vel, bank, radius, moved, extra, states, s_pos, s_fwd, s_vel,
              s_bank, s_radius, s_moved, s_extra, s_states):
     """Rows order[q] of pos, fwd, vel, bank, radius, moved (and extra, states when not
@@ -177,7 +177,7 @@ def to_slots(order, pos, fwd, vel, bank, radius, moved, extra, states, s_pos, s_
             s_states[q] = states[i]
 
 
-@parallel
+@sized("slot")
 def by_bird(slot, states, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_radius,
             s_idx, s_kth, pos, vel, bank, count, tested, nearest, radius, idx, kth):
     """Row slot[i] of each s_ array (a step's results by slot; s_idx, s_kth maybe empty)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...ranking import stable_order
 from ...scene import Scene
-from ..jit import inline, parallel, prange
+from ..jit import inline, prange, sized
 
 FLYING, LANDING, LANDED = 0, 1, 2
 LANDED_Z = 0.5   # m: a landing bird this low over the reeds has landed
@@ -87,7 +87,7 @@ def peel_nearest(p: Landing, first: int, spread: float, step: int, pos: np.ndarr
         peel[flying[stable_order(d)[:need]]] = step
 
 
-@parallel
+@sized("pos")
 def advance_state(p, step, pos, peel, state, new_state):
     """Each bird's landing state after `step` (FLYING, LANDING, LANDED; int8 (n,)) into
     new_state: landing from its peel step on, landed once landing over the reeds below

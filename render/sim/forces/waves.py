@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...scene import Scene
-from ..jit import inline, parallel, prange
+from ..jit import inline, prange, sized
 
 NEVER = -(1 << 62)  # the zig start of a bird that has never zigged
 
@@ -51,7 +51,7 @@ def waves(scene: Scene) -> Waves:
                  max(zig_steps, round(h.refractory / dt)), h.zig, h.radius ** 2)
 
 
-@parallel
+@sized("pos")
 def begin(p, step, pos, fwd, idx, count, start, side, origin, new_start, new_side,
           new_origin):
     """Each bird's zig start (step, int64), side (±1) and origin (the step the hawk began
