@@ -235,6 +235,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
     top = np.empty((3, (gw - 1) * GRID_PX), np.float32)
     step = np.empty_like(top)
     filled = -1  # the band of rows top and step hold
+    row_sine, row_cos = np.empty(w), np.empty(w)
     for y in range(h):
         Y = oy + y
         j = Y // GRID_PX - gy0
@@ -244,16 +245,25 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
         _encode_row(top[:, skip:skip + w], step[:, skip:skip + w],
                     np.float32(Y % GRID_PX), noises[Y & mask_y], words[y])
         pattern = dither[Y & mask_y]
-        for i in range(gw - 1):  # cells at the horizon: pixel by pixel
+        i = 0
+        while i < gw - 1:  # runs of cells at the horizon: pixel by pixel
             if not mixed[j, i]:
+                i += 1
                 continue
-            left = (gx0 + i) * GRID_PX
-            for x in range(max(left - ox, 0), min(left + GRID_PX - ox, w)):
-                ray = _ray(ox + x, Y, cx, cy, focal, right, up, forward, sun)
-                _colour(ray[0], ray[1], table, glow, sun_colour, rgb)
+            k = i + 1
+            while k < gw - 1 and mixed[j, k]:
+                k += 1
+            lo, hi = max((gx0 + i) * GRID_PX - ox, 0), min((gx0 + k) * GRID_PX - ox, w)
+            # The run's rays first, in a loop the compiler vectorises (as the grid's).
+            for x in range(lo, hi):
+                row_sine[x], row_cos[x] = _ray(ox + x, Y, cx, cy, focal, right, up, forward,
+                                               sun)
+            for x in range(lo, hi):
+                _colour(row_sine[x], row_cos[x], table, glow, sun_colour, rgb)
                 d = pattern[(ox + x) & mask_x]
                 for c in range(3):
                     out[y, 4 * x + 2 - c] = int(levels[int(rgb[c] * ENCODE_STEPS + 0.5)] + d)
+            i = k
 
 
 @inline
