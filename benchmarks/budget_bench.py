@@ -2,8 +2,9 @@
 the same with --stats, a still at 20 s, a 6 s loop), flock3d.toml's clip and the plate's
 clip and PNG frames, each rendered by the console script with its flock settled from
 nothing (a settled-state cache of its own, the kernels already compiled), and the
-estimate read from `--check` with the same options. The estimate adds up simulation, drawing and encoding, which overlap, so a
-render should take less than it says, but not much less: render.budget rounds up."""
+estimate read from `--check` with the same options. The estimate adds up simulation,
+drawing and encoding, which overlap, so a render should take less than it says, but not
+much less: render.budget rounds up."""
 
 from __future__ import annotations
 

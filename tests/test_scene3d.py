@@ -98,6 +98,15 @@ def test_the_estimate_counts_the_diagnostics_of_the_frames_it_measures():
             flat.frame_count * 20_000 * budget.STATS_S_PER_BIRD)
 
 
+
+def test_the_estimate_samples_as_often_as_the_diagnostics():
+    """render.budget keeps its own copy of the sampling period (it imports no numpy):
+    the two must agree, or the estimate counts other frames than those measured."""
+    from render import budget
+    from render.sim import diagnostics3d
+
+    assert budget.STATS3_EVERY_S == diagnostics3d.SHAPE_EVERY
+
 @pytest.mark.parametrize("fps, frames", [("2", "0:12"), ('"24000/1001"', "7:110")])
 def test_the_frames_counted_as_sampled_are_the_ones_measured(cli, write_scene, tmp_path,
                                                              fps, frames):
