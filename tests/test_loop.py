@@ -420,3 +420,43 @@ def test_a_loop_drawn_on_a_cluster_is_reported(cli, small_scene, tmp_path):
     assert here.code == there.code == 0, there.err
     line = lambda r: re.search(r"loop seam .*", r.err).group(0)  # noqa: E731
     assert line(there) == line(here)  # the same frames, measured the same
+
+
+def test_the_search_scores_each_start_by_its_own_pairs():
+    # The search pairs each candidate on a thread beside the flight: every score is the
+    # share of switching pairs that `partners` and `gliding` give for that start's own
+    # states, found here without the search.
+    from render.sim import loop as sim_loop
+    from render.sim.simulate import Simulation, frames
+
+    scene = scene_of("plate", "output.loop=true", "output.crossfade=0.5")
+    sim_loop._SEARCHES.clear()
+    found = sim_loop.search(scene, FRAMES, CROSSFADE)
+    sim = Simulation(scene)
+    accent = np.asarray(sim.accent, bool)
+    states = [(f.positions, f.velocities) for f in frames(sim, 30, 2 * FRAMES + CROSSFADE)]
+    middle = CROSSFADE // 2
+    assert len(found.scores) > 3
+    for k, score in found.scores.items():
+        head, tail = states[k + middle], states[k + middle + FRAMES]
+        partner = sim_loop.partners(scene, tail, head, accent, CROSSFADE)
+        glide = sim_loop.gliding(scene, tail, head, partner, CROSSFADE)
+        assert score == float((~glide).mean())
+        if k == found.start:
+            assert np.array_equal(found.partner, partner)
+
+
+def test_a_pairing_that_fails_stops_the_search_and_leaves_no_thread(monkeypatch):
+    import threading
+
+    from render.sim import loop as sim_loop
+
+    def broken(*args):
+        raise ValueError("no pairs")
+
+    monkeypatch.setattr(sim_loop, "partners", broken)
+    sim_loop._SEARCHES.clear()
+    with pytest.raises(ValueError, match="no pairs"):
+        sim_loop.search(scene_of("plate", "output.loop=true", "output.crossfade=0.5"),
+                        FRAMES, CROSSFADE)
+    assert not [t for t in threading.enumerate() if t.name.startswith("pairing")]

@@ -33,12 +33,14 @@ or reaching the landing is not a candidate (`calm_starts`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
 import os
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -237,8 +239,13 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     best = None
     attacks = []
     flown = max(candidates) + window
+    # Each candidate's pairs are found on a thread of their own while the flight goes on
+    # (its pairing kernels let go of the GIL), and wanted only once its window has passed,
+    # half a morph later.
+    pairing: dict[int, Future] = {}
     with progress_bar(total=flown, unit="frame", desc="searching the loop's start",
-                      leave=False, disable=not progress) as bar:
+                      leave=False, disable=not progress) as bar, \
+            _pairer() as pairer:
         for frame in frames(sim, fps, flown):
             bar.update()
             if held is not None:
@@ -257,15 +264,15 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
                         kept.setdefault(k, {})[name] = copy.deepcopy(sim, {id(scene): scene})
             k = f - middle - count
             if k in candidates:
-                head = starts.pop(k)
-                tail = (frame.positions, frame.velocities)
-                partner = partners(scene, tail, head, accent, crossfade)
-                glide = gliding(scene, tail, head, partner, crossfade)
-                scores[k] = float((~glide).mean())
-                kept.setdefault(k, {}).update(partner=partner, glide=glide)
+                tail = (frame.positions.copy(), frame.velocities.copy())
+                pairing[k] = pairer.submit(_paired, scene, tail, starts.pop(k), accent,
+                                           crossfade)
             k = f + 1 - window
             if k in candidates:  # its window has passed: decided
-                mine = kept.pop(k)
+                partner, glide = pairing.pop(k).result()
+                scores[k] = float((~glide).mean())
+                mine = kept.pop(k, {})
+                mine.update(partner=partner, glide=glide)
                 better = best is None or scores[k] < scores[best[0]]
                 if better and calm(scene, k, window, attacks):
                     best = (k, mine)
@@ -279,6 +286,24 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     assert start == min(calm_list, key=lambda k: (scores[k], k))
     return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine["glide"],
                   mine.get("tail"), mine.get("head"))
+
+
+@contextlib.contextmanager
+def _pairer() -> Iterator[ThreadPoolExecutor]:
+    """One thread for the search's pairings; on the way out (Ctrl-C included) the
+    pairings not begun are dropped and the one under way is waited for."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pairing")
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _paired(scene, tail: tuple, head: tuple, accent: np.ndarray,
+            crossfade: int) -> tuple[np.ndarray, np.ndarray]:
+    """(`partners`, `gliding`) of the tail and head states at a morph's middle."""
+    partner = partners(scene, tail, head, accent, crossfade)
+    return partner, gliding(scene, tail, head, partner, crossfade)
 
 
 def calm(scene, start: int, window: int, attacks) -> bool:
