@@ -37,7 +37,8 @@ SIM_S_PER_BIRD_STEP = 2e-7     # the plate: 0.17 µs at 3,600 birds, 0.09 at 100
 # its blocks' boxes of drifts, a quarter of a bird's worth each).
 SIM3_BYTES_PER_BIRD = 900
 SIM3_BYTES_PER_NEIGHBOUR = 16
-SIM3_S_PER_BIRD_STEP = 4e-7  # k = 7: 0.33 µs at 10,000–100,000 birds, 0.55 at 10⁶
+SIM3_S_PER_BIRD_STEP = 4.5e-7  # k = 7: 0.33–0.41 µs at 10,000–100,000 birds (the film's
+# hunt on a slow hour: a still at 20 s took 42 s against 41 estimated at 0.4), 0.55 at 10⁶
 DRAW_S_PER_BIRD = 4e-6       # a 2D streak stroked by cairo (the plate: 2.7 µs)
 DRAW3_S_PER_BIRD = 3e-7      # a 3D bird splatted (0.2 µs at 1080p, 0.34 at 4K)
 # --stats (and --plot), per bird and frame measured: the plate's measures (0.36–0.69 µs
@@ -53,7 +54,8 @@ VIDEO_S_PER_PX = 2.5e-8      # painting and H.264 encoding, per frame (x264, 108
 # A --loop costs about this many clips' flight (render.sim.loop): its search for the start
 # flies about two clips and the morph and pairs the birds at every candidate, the morph
 # flies its head beside the guided tail, and a clip too large to keep its frames is flown
-# again (measured: the film's 6 s loop at 20,000 birds, 3.5× the plain clip's time).
+# again (measured: the film's 6 s loop at 20,000 birds, 1.9× the plain clip's time; 3.5×
+# before the clip came from the search's frames).
 LOOP_FLIGHTS = 4
 SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
 EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
