@@ -160,6 +160,26 @@ def test_a_tracking_camera_closes_the_loop(meters, tracked):
         "alignment": True, "ink": True, "speed": True, "camera": True}, plain.report()
 
 
+def test_a_3d_morph_turns_its_birds_slowly_enough_to_keep_its_ink(tracked, monkeypatch):
+    # A bird's ink in 3D is how much of its wings faces the camera: velocities turned as
+    # fast as in 2D pitch the whole flock toward its partners at once and show more wing
+    # mid-morph. The 3D turn keeps the ink nearer the clip's and the alignment in its
+    # band, and no more birds switch.
+    from render.sim import loop as sim_loop
+    from render.states import simulated
+
+    slow = tracked["loop"].measures()
+    monkeypatch.setattr(sim_loop, "TURN_TIME_3D", sim_loop.TURN_TIME)
+    sim_loop._SEARCHES.clear()
+    scene = film("camera.follow=track", *LOOP)
+    fast = metered(scene, simulated(scene, 0, FRAMES))[0].measures()
+    sim_loop._SEARCHES.clear()
+    assert slow["coverage_high"] < 0.7 * fast["coverage_high"], (slow, fast)
+    assert slow["band_low"] <= slow["coherence_low"] <= slow["coherence_high"] <= \
+        slow["band_high"], slow
+    assert slow["fading"] <= fast["fading"], (slow, fast)
+
+
 def test_a_loop_that_cannot_close_says_so_before_it_is_drawn(capsys):
     # Under a fixed camera the flock is tens of metres on round the roost by the clip's
     # end: nearly every pair switches, and the line says so (and what to do) as soon as

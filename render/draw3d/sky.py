@@ -360,7 +360,9 @@ def horizon_profile(kind: str, seed: int) -> np.ndarray:
             _disc(heights, centre, height, radius)
     else:
         heights = reed_bed(np.random.default_rng([seed, 0x7EE5]), PROFILE_SAMPLES)
-    return heights / heights.max()
+    profile = heights / heights.max()
+    profile.setflags(write=False)  # shared by every frame
+    return profile
 
 
 def smooth_noise(rng, n: int, period: int) -> np.ndarray:
