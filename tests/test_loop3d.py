@@ -163,13 +163,14 @@ def test_a_tracking_camera_closes_the_loop(meters, tracked):
 def test_a_3d_morph_turns_its_birds_slowly_enough_to_keep_its_ink(tracked, monkeypatch):
     # A bird's ink in 3D is how much of its wings faces the camera: velocities turned as
     # fast as in 2D pitch the whole flock toward its partners at once and show more wing
-    # mid-morph. The 3D turn keeps the ink nearer the clip's and the alignment in its
+    # mid-morph. The 3D pull keeps the ink nearer the clip's and the alignment in its
     # band, and no more birds switch.
     from render.sim import loop as sim_loop
     from render.states import simulated
 
+    assert tracked["loop"].passes()["ink"], tracked["loop"].report()
     slow = tracked["loop"].measures()
-    monkeypatch.setattr(sim_loop, "TURN_TIME_3D", sim_loop.TURN_TIME)
+    monkeypatch.setattr(sim_loop, "PULL_3D", sim_loop.PULL)
     sim_loop._SEARCHES.clear()
     scene = film("camera.follow=track", *LOOP)
     fast = metered(scene, simulated(scene, 0, FRAMES))[0].measures()

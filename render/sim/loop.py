@@ -61,21 +61,33 @@ STREAM_LOOP = 3
 # A pair glides while its speed stays under this share of the measures' limit (1.5× the
 # scene's maximum speed); a pair further apart switches (fades out and in).
 GLIDE = 0.95 * 1.5
-# The pull (`Guided`), as shares of the morph's length: the time constant of its drift
-# along the gap; the drift's cap, in maximum speeds (flight plus drift stays under the
-# measures' 1.5×); the last share, where the residual closes; the first share, over which
-# the pull grows to its full weight; the time constant of the velocity's turn toward the
-# partner's.
-PULL_TIME, DRIFT, SNAP, RAMP, TURN_TIME = 0.15, 0.45, 0.3, 0.4, 0.03
-# In 3D the velocity turns slower: a bird's ink there is how much of its wings faces the
-# camera, and velocities turned within a tenth of the morph pitched the flock toward its
-# partners' heights and headings at once. The film at 5,000 birds under a tracking camera,
-# the morph's ink from the median: +0…+18% (1 s morph) and −3…+14% (3 s) at 0.03; at 0.2
-# +1…+9% and −3…+6%, its alignment within the band, 31% and 10% of the birds switching
-# (33% and 10%); at 0.3 the 3 s morph's alignment rose past the band. In 2D the ink does
-# not depend on heading, and a slower turn left more pairs to switch (the plate's 27%
-# became 39% at 0.3).
-TURN_TIME_3D = 0.2
+# The residual closes over the morph's last SNAP (`path`).
+SNAP = 0.3
+
+
+class Pull(NamedTuple):
+    """How `Guided` pulls the tail, as shares of the morph's length: the time constant of
+    its drift along the gap; the drift's cap, in maximum speeds (flight plus drift stays
+    under the measures' 1.5×); the first share, over which the pull grows to its full
+    weight; the time constant of the velocity's turn toward the partner's."""
+
+    time: float
+    drift: float
+    ramp: float
+    turn: float
+
+
+PULL = Pull(time=0.15, drift=0.45, ramp=0.4, turn=0.03)
+# In 3D a bird's ink is how much of its wings faces the camera: velocities turned within
+# a tenth of the morph pitched the whole flock toward its partners' heights and headings
+# at once and showed more wing, so the turn is slower; a slower pull grown over a shorter
+# ramp then leaves fewer pairs to switch. The film under a tracking camera, 1 s and 3 s
+# morphs (docs/loops.md): at 5,000 birds the ink from the median +0…+18% and −3…+14% with
+# PULL, +2…+8% and −4…+4% with this, 28% and 7% of the birds switching (33% and 10%); at
+# 20,000 birds 32% and 17% (34% and 23% with the turn alone). In 2D the ink does not
+# depend on heading: the slower turn left more pairs to switch (the plate's 27% became
+# 39%), and this pull took the plate's and classic's ink past −10%.
+PULL_3D = Pull(time=0.8, drift=0.45, ramp=0.2, turn=0.2)
 
 
 def loop_start(scene, count: int, crossfade: int, *, progress: bool = False) -> int:
@@ -539,12 +551,12 @@ class Guided:
     """The tail's simulation (frames start+count … of the scene) with each bird pulled, as
     the morph goes on, toward its partner's state in the head (frames start …, a second
     simulation run in step): after each step of the flocking rules, a drift along the gap
-    (the gap over `PULL_TIME`, at most `DRIFT` × the maximum speed) moves the position,
-    and the velocity turns (time constant `TURN_TIME`, in 3D `TURN_TIME_3D`) toward the
-    partner's velocity plus that drift, both weighted by a smoothstep from 0 at the
-    morph's start to 1 at `RAMP` of it. The rules still act on every bird, so neighbours
-    turn together and the streaks keep their lanes. Exposes what `frames` samples: scene,
-    dt, world, step_index, advance()."""
+    (the gap over the `Pull`'s time, at most its cap × the maximum speed) moves the
+    position, and the velocity turns (the `Pull`'s turn) toward the partner's velocity
+    plus that drift, both weighted by a smoothstep from 0 at the morph's start to 1 at
+    the `Pull`'s ramp (`PULL`, in 3D `PULL_3D`). The rules still act on every bird, so
+    neighbours turn together and the streaks keep their lanes. Exposes what `frames`
+    samples: scene, dt, world, step_index, advance()."""
 
     def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int,
                  tail=None, glide=None, head=None):
@@ -567,7 +579,7 @@ class Guided:
         self.span = crossfade / fps
         self.extent = wrapping(scene, self.tail.positions)
         self.centred = centred(scene)
-        self.turn_time = TURN_TIME_3D if scene.dimensions == 3 else TURN_TIME
+        self.pull = PULL_3D if scene.dimensions == 3 else PULL
 
     @property
     def step_index(self) -> int:
@@ -580,7 +592,7 @@ class Guided:
             return snap
         while self.head.step_index < k - self.offset:
             self.head.advance()
-        s = min(1.0, (k - self.begin) / (RAMP * self.steps))
+        s = min(1.0, (k - self.begin) / (self.pull.ramp * self.steps))
         self.tail.positions, self.tail.velocities = self.pulled(smooth(s))
         return snap
 
@@ -593,13 +605,13 @@ class Guided:
             gap -= self.extent * np.round(gap / self.extent)
         if self.centred:
             gap -= gap.mean(axis=0)  # the morph carries the centroid's gap (`path`)
-        tau = PULL_TIME * self.span
+        tau = self.pull.time * self.span
         drift = gap / tau * self.glide
-        cap = DRIFT * self.scene.flock.max_speed
+        cap = self.pull.drift * self.scene.flock.max_speed
         size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
         drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
         want = self.head.velocities[self.partner] + drift
-        turn = min(1.0, g * dt / (self.turn_time * self.span)) * self.glide
+        turn = min(1.0, g * dt / (self.pull.turn * self.span)) * self.glide
         vel = vel + turn * (want - vel)
         if self.scene.dimensions == 3:
             bank = self.tail.bank
