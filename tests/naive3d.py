@@ -259,12 +259,12 @@ def naive_zig_accel(step, start, side, fwd, zig, zig_steps):
 
 
 def naive_landing(step, pos, fwd, peel, state, roost, radius, slope, strength, low=0.5,
-                  scale=10.0, steepest=1.5, climb=0.5):
+                  scale=10.0, steepest=1.5):
     """(new state, landing steering (n, 3)): flying → landing at the peel step, landing →
     landed below `low` m within radius of roost (x, y); the steering strength·(d − fwd),
     d the unit vector toward the roost descending at slope (beyond the radius) plus the
-    height over the funnel slope·max(h − radius, 0) over `scale`, within [−climb,
-    steepest]; straight down over the roost itself."""
+    height over the funnel slope·max(h − radius, 0) over `scale`, within [0, steepest]
+    (level, never up, under the funnel); straight down over the roost itself."""
     state = state.copy()
     state[(state == 0) & (step >= peel)] = 1
     dx, dy = roost[0] - pos[:, 0], roost[1] - pos[:, 1]
@@ -272,7 +272,7 @@ def naive_landing(step, pos, fwd, peel, state, roost, radius, slope, strength, l
     state[(state == 1) & (pos[:, 2] < low) & (h < radius)] = 2
     funnel = slope * np.maximum(h - radius, 0.0)
     down = np.clip(np.where(h > radius, slope, 0.0) + (pos[:, 2] - funnel) / scale,
-                   -climb, steepest)
+                   0.0, steepest)
     safe = np.where(h > 0, h, 1.0)
     d = np.where((h > 0)[:, None], np.column_stack([dx / safe, dy / safe, -down]),
                  (0.0, 0.0, -1.0))

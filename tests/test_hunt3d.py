@@ -74,6 +74,19 @@ def test_zig_and_landing_steering_match_the_reference():
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
 
 
+def test_a_landing_bird_under_the_funnel_flies_in_level_by_hand():
+    # Roost at the origin, reed bed 15 m, slope 2.5, strength 6 m/s². 100 m out at 50 m
+    # the funnel is 212.5 m up: a bird flying level at the roost is left as it is (the
+    # steering once asked it to climb at 27°); flying across, it is turned, not lifted.
+    p = landing.Landing(True, 0.0, 0.0, 15.0, 2.5, 6.0)
+    assert landing.accel(p, 100.0, 0.0, 50.0, -1.0, 0.0, 0.0) == (0.0, 0.0, 0.0)
+    assert landing.accel(p, 100.0, 0.0, 50.0, 0.0, 1.0, 0.0) == (-6.0, -6.0, 0.0)
+    # 25 m out the funnel is 25 m up: 25 m above it, the descent is the steepest (1.5).
+    d = np.array([-1.0, 0.0, -1.5]) / math.sqrt(3.25)
+    np.testing.assert_allclose(landing.accel(p, 25.0, 0.0, 50.0, -1.0, 0.0, 0.0),
+                               6.0 * (d - (-1.0, 0.0, 0.0)), rtol=0, atol=1e-12)
+
+
 def test_landing_state_matches_the_reference():
     n = 300
     pos = RNG.uniform((-30, -30, 0), (30, 30, 3), (n, 3))

@@ -6,8 +6,9 @@ From landing_at, over `landing_spread`, the birds peel off nearest the roost fir
 bird is landing: the roost's altitude spring and return no longer act on it;
 instead its heading is turned (by `strength`) toward the roost and down the funnel, whose
 height is slope·max(h − radius, 0) (h its horizontal distance from the roost): a bird
-above the funnel descends more steeply, one below it climbs a little, so with a steep
-funnel the birds fly in and pour down over the reeds.
+above the funnel descends more steeply, one below it flies in level until it meets it
+(never up: steered to climb back to the funnel, up to 27°, the birds far out rose as the
+flock drained), so with a steep funnel the birds fly in and pour down over the reeds.
 It is flight (banked, within the speed limits); a landing bird inside the reed bed below
 LANDED_Z is landed: it stays where it is, at rest, from then on, and is nobody's
 neighbour (step3d._topological). A landing bird keeps the rules (step3d._fly): the
@@ -28,8 +29,7 @@ from ..jit import inline, prange, sized
 FLYING, LANDING, LANDED = 0, 1, 2
 LANDED_Z = 0.5   # m: a landing bird this low over the reeds has landed
 FUNNEL_SCALE = 10.0  # m: each this far above the funnel steepens the descent by 1 (slope)
-DESCENT_MOST = 1.5   # the steepest descent steered for (1.5: 56°) ...
-CLIMB_MOST = 0.5     # ... and the steepest climb, for a bird under the funnel
+DESCENT_MOST = 1.5   # the steepest descent steered for (1.5: 56°); never a climb
 
 
 class Landing(NamedTuple):
@@ -107,12 +107,13 @@ def accel(p, x, y, z, f0, f1, f2):
     """A landing bird's steering (m/s², 3 floats) at (x, y, z) flying along the unit
     forward vector f: strength·(d − f), d the unit direction toward the roost that
     descends at the funnel's slope plus (z − funnel height)/FUNNEL_SCALE (within
-    [−CLIMB_MOST, DESCENT_MOST]): the bird turns down the funnel without braking."""
+    [0, DESCENT_MOST]: level under the funnel): the bird turns down the funnel without
+    braking."""
     dx, dy = p.x - x, p.y - y
     h = math.sqrt(dx * dx + dy * dy)
     height = p.slope * max(h - p.radius, 0.0)
     down = (p.slope if h > p.radius else 0.0) + (z - height) / FUNNEL_SCALE
-    down = max(-CLIMB_MOST, min(DESCENT_MOST, down))
+    down = max(0.0, min(DESCENT_MOST, down))
     if h > 0.0:
         d0, d1, d2 = dx / h, dy / h, -down
     else:
