@@ -140,6 +140,47 @@ def test_render_writes_what_the_cli_writes(cli, small_scene, tmp_path):
     assert clip == tmp_path / "c.mp4" and clip.stat().st_size > 0
 
 
+def test_renders_on_threads_at_once_draw_what_they_draw_alone(small_scene, tmp_path):
+    # A 2D clip, a 3D clip through its camera and a 2D loop, rendered alone and then all
+    # at once on threads of one process: the same frames, byte for byte.
+    import threading
+
+    from conftest import SCENES
+
+    scenes = {
+        "flat": render.load_scene(small_scene),
+        "deep": render.load_scene(SCENES / "flock3d.toml", overrides={
+            "flock.count": 300, "scene.settle_steps": 100, "output.size": (160, 90)}),
+        "loop": render.load_scene(SCENES / "plate.toml", overrides={
+            "flock.count": 400, "scene.settle_steps": 60, "output.size": (160, 90),
+            "output.fps": 30, "output.loop": True, "output.crossfade": 0.2}),
+    }
+    frames = {"flat": 3, "deep": 3, "loop": 15}
+    for name, scene in scenes.items():
+        render.render(scene, f"{tmp_path}/alone/{name}/", frames=frames[name], quiet=True)
+    together, failed = threading.Barrier(len(scenes)), []
+
+    def draw(name):
+        together.wait()
+        try:
+            render.render(scenes[name], f"{tmp_path}/together/{name}/", frames=frames[name],
+                          quiet=True)
+        except BaseException as error:  # reported below, not lost in the thread
+            failed.append(error)
+
+    threads = [threading.Thread(target=draw, args=(name,)) for name in scenes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed
+    for name in scenes:
+        alone = sorted((tmp_path / "alone" / name).iterdir())
+        assert len(alone) == frames[name]
+        for path in alone:
+            assert path.read_bytes() == (tmp_path / "together" / name / path.name).read_bytes()
+
+
 def test_render_still_writes_the_clis_still(cli, small_scene, tmp_path):
     assert cli(small_scene, "--still", "0.5", "-o", tmp_path / "cli.png").code == 0
     scene = render.load_scene(small_scene)

@@ -460,3 +460,46 @@ def test_a_pairing_that_fails_stops_the_search_and_leaves_no_thread(monkeypatch)
         sim_loop.search(scene_of("plate", "output.loop=true", "output.crossfade=0.5"),
                         FRAMES, CROSSFADE)
     assert not [t for t in threading.enumerate() if t.name.startswith("pairing")]
+
+
+def test_loops_searched_at_once_on_threads_search_each_loop_once(monkeypatch):
+    # Two renders of one loop and one of another, started together on threads of one
+    # process (as through the API): the shared loop is searched once and both get that
+    # search; the other loop's is the one it gets searched alone.
+    import threading
+
+    from render.sim import loop as sim_loop
+
+    first = scene_of("plate", "output.loop=true", "output.crossfade=0.5")
+    other = scene_of("classic", "output.loop=true", "output.crossfade=0.5")
+    sim_loop._SEARCHES.clear()
+    alone = sim_loop.search(other, FRAMES, CROSSFADE)
+    sim_loop._SEARCHES.clear()
+    real, runs = sim_loop._searched, []
+
+    def counted(scene, *args):
+        runs.append(scene)
+        return real(scene, *args)
+
+    monkeypatch.setattr(sim_loop, "_searched", counted)
+    together = threading.Barrier(3)
+    found, failed = {}, []
+
+    def render(name, scene):
+        together.wait()
+        try:
+            found[name] = sim_loop.search(scene, FRAMES, CROSSFADE, keep=True)
+        except BaseException as error:  # reported below, not lost in the thread
+            failed.append(error)
+
+    threads = [threading.Thread(target=render, args=args)
+               for args in (("a", first), ("b", first), ("other", other))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed
+    assert runs.count(first) == 1 and runs.count(other) == 1
+    assert found["a"] is found["b"]
+    assert found["other"].scores == alone.scores and found["other"].start == alone.start
+    assert np.array_equal(found["other"].partner, alone.partner)

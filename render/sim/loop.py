@@ -39,6 +39,7 @@ import dataclasses
 import math
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from fractions import Fraction
@@ -125,22 +126,28 @@ def search(scene, count: int, crossfade: int, *, progress: bool = False,
     fit, copies of the simulation for the morph's head; the search also says here
     (with `progress`) when the loop will read as a dissolve (`dissolving`)."""
     key = (scene, count, crossfade)
-    if key not in _SEARCHES:
-        while len(_SEARCHES) >= 4:
-            del _SEARCHES[next(iter(_SEARCHES))]
-        held = Held(keep_bytes()) if keep else None
-        _SEARCHES[key] = _searched(scene, count, crossfade, progress, held)
-        _KEPT.clear()  # one clip's frames at a time
-        if held is not None and held.frames is not None and len(held.frames) >= count \
-                and held.frames[0].index == _SEARCHES[key].start:
-            _KEPT[key] = (held.frames[:count], held.accent)
-        if progress and (advice := dissolving(scene, _SEARCHES[key])):
-            print(f"boids-render: {advice}", file=sys.stderr, flush=True)
-    return _SEARCHES[key]
+    with _SEARCHING:
+        if key not in _SEARCHES:
+            while len(_SEARCHES) >= 4:
+                del _SEARCHES[next(iter(_SEARCHES))]
+            held = Held(keep_bytes()) if keep else None
+            _SEARCHES[key] = _searched(scene, count, crossfade, progress, held)
+            _KEPT.clear()  # one clip's frames at a time
+            if held is not None and held.frames is not None and len(held.frames) >= count \
+                    and held.frames[0].index == _SEARCHES[key].start:
+                _KEPT[key] = (held.frames[:count], held.accent)
+            if progress and (advice := dissolving(scene, _SEARCHES[key])):
+                print(f"boids-render: {advice}", file=sys.stderr, flush=True)
+        return _SEARCHES[key]
 
 
 _SEARCHES: dict[tuple, Search] = {}
 _KEPT: dict[tuple, tuple[list[Frame], np.ndarray]] = {}
+# Loops rendered at once on threads of one process (through the API) search one at a
+# time: a second render of the same loop waits and takes the first one's search rather
+# than flying it again, and neither sees the other's half-made entries. A search keeps
+# both cores busy already, so waiting costs the other render little.
+_SEARCHING = threading.Lock()
 
 # The search flies through the clip it chooses: its frames are kept for the clip itself
 # (rather than flown again from the start, a third of a 3D loop's simulation) while they
@@ -165,7 +172,8 @@ def kept_frames(scene, count: int, crossfade: int) -> tuple[Iterator[Frame], np.
     flew through for this loop (start its t₀), handed over once, each let go once it is
     yielded, with the flock's accent mask (n,) bool; None when they were not kept (over
     the budget, or searched before without `keep`)."""
-    held = _KEPT.pop((scene, count, crossfade), None)
+    with _SEARCHING:
+        held = _KEPT.pop((scene, count, crossfade), None)
     return None if held is None else (_handed(held[0][::-1]), held[1])
 
 
