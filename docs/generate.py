@@ -117,7 +117,7 @@ def _range(meta) -> str:
     if meta["lo"] is not None:
         parts.append(f"{'>' if meta['lo_open'] else '≥'} {meta['lo']}")
     if meta["hi"] is not None:
-        parts.append(f"≤ {meta['hi']}")
+        parts.append(f"{'<' if meta['hi_open'] else '≤'} {meta['hi']}")
     return ", ".join(parts)
 
 

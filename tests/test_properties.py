@@ -78,7 +78,7 @@ def valid(dotted: str):
         hi = meta["hi"] if meta["hi"] is not None else 100
         if kind == "int":
             return st.integers(int(lo) + meta["lo_open"], int(hi))
-        return st.floats(lo, hi, exclude_min=meta["lo_open"])
+        return st.floats(lo, hi, exclude_min=meta["lo_open"], exclude_max=meta["hi_open"])
     if kind == "bool":
         return st.booleans()
     if kind == "choice":

@@ -19,10 +19,12 @@ MAX_BIRDS = 5_000_000
 
 
 def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, hi=None,
-            lo_open: bool = False, choices: tuple[str, ...] = (), optional: bool = False):
-    """A documented scene setting: the dataclass field plus what the validator needs."""
+            lo_open: bool = False, hi_open: bool = False, choices: tuple[str, ...] = (),
+            optional: bool = False):
+    """A documented scene setting: the dataclass field plus what the validator needs
+    (`lo_open`, `hi_open`: the bound itself is refused)."""
     meta = dict(doc=doc, kind=kind, unit=unit, lo=lo, hi=hi, lo_open=lo_open,
-                choices=choices, optional=optional)
+                hi_open=hi_open, choices=choices, optional=optional)
     if isinstance(default, (list, dict)):
         raise TypeError("scene defaults must be immutable")
     return field(default=default, metadata=meta)

@@ -278,9 +278,6 @@ def _check_camera3d(values, where, usable, problems):
     followed centroid is checked as the camera flies."""
     camera = values["camera"]
     name = "camera.path" if camera.path is not None else "camera.position"
-    if camera.fov >= 180.0 and usable("camera.fov"):
-        problems.append(f"{where('camera.fov')}: expected a field of view in (0, 180) "
-                        f"degrees, got {show(camera.fov)}")
     if not usable(name, "camera.look_at", "camera.up", "roost", "world"):
         return
     for key in keyframes(camera, values["world"], values["roost"]):

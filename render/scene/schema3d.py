@@ -111,7 +111,7 @@ class Camera3DSettings:
         (0.0, 0.0, 1.0), "Which way is up on screen [x, y, z] (not along the view).",
         kind="point3")
     fov: float = setting(30.0, "Vertical field of view, in (0, 180).", unit="degrees",
-                         lo=0, lo_open=True, hi=180)
+                         lo=0, lo_open=True, hi=180, hi_open=True)
     near: float = setting(0.1, "Near plane: what is closer along the view is clipped.",
                           unit="m", lo=0, lo_open=True)
     path: tuple[tuple[float, ...], ...] | None = setting(

@@ -46,8 +46,9 @@ def _number(value, meta, want_int: bool):
     if lo is not None and (value < lo or (meta["lo_open"] and value == lo)):
         bound = f"> {lo}" if meta["lo_open"] else f"≥ {lo}"
         raise ValueError(f"expected a value {bound}{_unit(meta)}, got {show(value)}")
-    if hi is not None and value > hi:
-        raise ValueError(f"expected a value ≤ {hi}{_unit(meta)}, got {show(value)}")
+    if hi is not None and (value > hi or (meta["hi_open"] and value == hi)):
+        bound = f"< {hi}" if meta["hi_open"] else f"≤ {hi}"
+        raise ValueError(f"expected a value {bound}{_unit(meta)}, got {show(value)}")
     if not want_int and meta["lo_open"] and lo == 0 and value < MIN_POSITIVE:
         raise ValueError(f"expected a value ≥ 1e-9{_unit(meta)}, got {show(value)}")
     if not want_int and abs(value) > MAX_MAGNITUDE:
@@ -108,7 +109,8 @@ def _stops(value, meta) -> tuple[tuple[float, str], ...]:
                          f"got {show(value)}")
     stops = []
     for elevation, colour in value:
-        elevation = _number(elevation, dict(meta, lo=-90.0, hi=90.0, lo_open=False), False)
+        elevation = _number(elevation, dict(meta, lo=-90.0, hi=90.0, lo_open=False,
+                                            hi_open=False), False)
         stops.append((elevation, convert(colour, dict(meta, kind="color"))))
     if any(b[0] <= a[0] for a, b in zip(stops, stops[1:])):
         angles = ", ".join(show(s[0]) for s in stops)
