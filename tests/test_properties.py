@@ -77,7 +77,7 @@ def valid(dotted: str):
         lo = meta["lo"] if meta["lo"] is not None else -100
         hi = meta["hi"] if meta["hi"] is not None else 100
         if kind == "int":
-            return st.integers(int(lo) + meta["lo_open"], int(hi))
+            return st.integers(int(lo) + meta["lo_open"], int(hi) - meta["hi_open"])
         return st.floats(lo, hi, exclude_min=meta["lo_open"], exclude_max=meta["hi_open"])
     if kind == "bool":
         return st.booleans()
