@@ -294,10 +294,10 @@ def _output(path: str | Path) -> str:
 
 def _executor(workers: int | None, scheduler: str | None, cache_dir):
     """Where frames are drawn: this process's threads, or a Dask cluster."""
-    from .executor import Cluster, Threads, default_workers
+    from .executor import Cluster, Threads
 
     if scheduler is None:
         if cache_dir is not None:
             raise UsageError("cache_dir hands states to cluster workers: give a scheduler")
-        return Threads(workers or default_workers())
+        return Threads(workers) if workers else Threads()
     return Cluster(scheduler, workers, cache_dir)

@@ -39,10 +39,11 @@ def draw_range(scene: Scene, states: Iterable[FrameState], writer: FrameWriter, 
 
 
 class DrawingPool:
-    """Frames drawn by a pool of threads (cairo and numpy release the GIL while they work),
-    handed back in frame order. Each thread draws onto a Canvas borrowed from a small pool
-    and returned once its pixels have been written, so memory stays bounded whatever the
-    clip's length, and the pixels are the same whichever thread drew them."""
+    """Frames drawn by a pool of threads (cairo, numpy and the numba kernels release the
+    GIL while they work), handed back in frame order. Each thread draws onto a Canvas
+    borrowed from a small pool and returned once its pixels have been written, so memory
+    stays bounded whatever the clip's length, and the pixels are the same whichever thread
+    drew them."""
 
     def __init__(self, scene: Scene, workers: int):
         self.scene = scene

@@ -122,10 +122,11 @@ def parser() -> argparse.ArgumentParser:
                    help="a grid of 12 thumbnails across the clip with their times, e.g. "
                         "--contact-sheet out/sheet.png")
     p.add_argument("--workers", metavar="N", type=_positive_int,
-                   help="drawing workers (default: the cores this process may use): "
-                        "threads here, while the flock is simulated and encoded; with "
-                        "--scheduler local, the local cluster's single-threaded processes; "
-                        "not with a remote --scheduler, e.g. --workers 1")
+                   help="drawing workers: threads here, while the flock is simulated and "
+                        "encoded (default: the cores this process may use less one, for "
+                        "the main thread; at least one); with --scheduler local, the local "
+                        "cluster's single-threaded processes (default: the cores); not "
+                        "with a remote --scheduler, e.g. --workers 1")
     cluster = p.add_argument_group("on a Dask cluster (the [distributed] extra)")
     cluster.add_argument("--scheduler", metavar="ADDRESS|local",
                          help="draw and encode on a Dask cluster: a scheduler's address, or "

@@ -499,16 +499,33 @@ def test_every_shipped_scene_renders(cli, scene, tmp_path):
     assert frames == 6
 
 
-def test_frames_are_identical_whatever_the_number_of_drawing_workers(cli, tmp_path, small_scene):
+@pytest.mark.parametrize("three", [False, True])
+def test_frames_are_identical_whatever_the_number_of_drawing_workers(cli, tmp_path, small_scene,
+                                                                     three):
+    # In 3D the drawing threads' kernels run at once, beside the simulation's (nogil)
+    from conftest import SCENES
+
+    scene, extra = (SCENES / "flock3d.toml", ("--size", "320x180", "--set", "flock.count=500",
+                                              "--set", "scene.settle_steps=100")) \
+        if three else (small_scene, ())
     outputs = {}
     for workers in (1, 3):
         folder = tmp_path / f"w{workers}"
-        r = cli(small_scene, "-o", f"{folder}/", "--frames", "8", "--workers", str(workers),
-                "--quiet")
+        r = cli(scene, "-o", f"{folder}/", "--frames", "8", "--workers", str(workers),
+                "--quiet", *extra)
         assert r.code == 0, r.err
         outputs[workers] = [p.read_bytes() for p in sorted(folder.glob("*.png"))]
     assert len(outputs[1]) == 8
     assert outputs[1] == outputs[3]
+
+
+def test_by_default_a_core_is_left_to_the_main_thread(monkeypatch):
+    from render import executor
+
+    monkeypatch.setattr(executor.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    assert executor.Threads().workers == 3 and executor.default_workers() == 4
+    monkeypatch.setattr(executor.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert executor.Threads().workers == 1
 
 
 def test_workers_must_be_a_positive_whole_number(cli, small_scene, tmp_path):

@@ -12,8 +12,9 @@ import pytest
 
 from naive_optics import srgb_decode
 from render.draw3d.optics import compose
-from render.draw3d.sky import (TREELINE_DISTANCE_M, TREELINE_HEIGHT_M, elevation_table,
-                               glow_table, sky_for, sky_pixels, treeline_polygon)
+from render.draw3d.sky import (COARSE_DEG, COARSE_PX, GRID_PX, TREELINE_DISTANCE_M,
+                               TREELINE_HEIGHT_M, elevation_table, glow_table, grid_px,
+                               sky_for, sky_pixels, treeline_polygon)
 from render.draw3d.types import Pose
 from render.draw3d.vector import LAYERS, BINS, paint_vector, write_vector
 from render.errors import SceneError
@@ -80,6 +81,31 @@ def exact_srgb(pose, stops):
     lin = np.stack([np.interp(elevation, [a for a, _ in stops], colours[:, c])
                     for c in range(3)], axis=-1)
     return 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
+
+
+def test_the_sky_grid_is_coarser_only_where_its_points_stay_close_in_angle():
+    assert grid_px(540 / math.tan(math.radians(15))) == COARSE_PX  # 1080p at 30°: 0.23°
+    assert grid_px(45 / math.tan(math.radians(30))) == GRID_PX  # 96x90 at 60°: 5.9°
+    size = (320, 240)
+
+    def error(deg, pitch):
+        """The most any pixel and any 8 x 8 block of the sky, codes, is off its rays'
+        exact sRGB (the kink between two stops in view), the frame's focal length making
+        COARSE_PX span `deg`."""
+        focal = COARSE_PX / math.radians(deg)
+        pose = looking(size, pitch, fov_deg=2 * math.degrees(math.atan(120 / focal)))
+        frame = sky_pixels(sky_for(scene3d({"sky": STOPS, "sun_glow": 0.0}), pose),
+                           (0, 0, *size))[..., 2::-1].astype(float)
+        off = frame - exact_srgb(pose, STOPS)
+        return grid_px(pose.focal), np.abs(off).max(), \
+            np.abs(off.reshape(30, 8, 40, 8, 3).mean(axis=(1, 3))).max()
+
+    # at COARSE_DEG a coarse grid errs as the fine one at twice the angle (a code and a
+    # half at a pixel: the dither's floor and the interpolation); any wider, it is fine
+    (grid, pixel, block), (_, fine_pixel, fine_block) = error(COARSE_DEG, 35.0), \
+        error(2 * COARSE_DEG, 35.0)
+    assert grid == COARSE_PX and pixel < 1.5 and block < 0.5
+    assert pixel < fine_pixel + 0.1 and error(1.01 * COARSE_DEG, 35.0)[0] == GRID_PX
 
 
 def test_a_slow_gradient_is_dithered_not_banded():

@@ -152,10 +152,20 @@ def glow_table(sky: Sky) -> np.ndarray:
     return np.exp((np.linspace(-1.0, 1.0, GLOW_LUT) - 1.0) / sky.glow)
 
 
-# The sky is smooth: it is computed every GRID_PX pixels (on the full frame's grid, so a
+# The sky is smooth: it is computed on a grid of points (on the full frame's pixels, so a
 # window matches the frame) and interpolated between, except in cells the horizon crosses,
-# whose pixels are computed one by one so the horizon stays sharp.
-GRID_PX = 4
+# whose pixels are computed one by one so the horizon stays sharp. The points are GRID_PX
+# apart, or COARSE_PX where that spans at most COARSE_DEG of view (1080p at up to 61°):
+# the interpolation's error grows with the angle between points, and 8 px at 0.5° err as
+# 4 px at 1° do (320x240 at 30°), a pixel within 1.4 codes of its ray at a kink between
+# two stops (docs/optics.md).
+GRID_PX, COARSE_PX, COARSE_DEG = 4, 8, 0.5
+
+
+def grid_px(focal: float) -> int:
+    """How many pixels apart the sky's grid points are in a frame of focal length `focal`
+    px: COARSE_PX when that spans at most COARSE_DEG, else GRID_PX."""
+    return COARSE_PX if COARSE_PX <= focal * math.radians(COARSE_DEG) else GRID_PX
 
 
 @inline
@@ -190,18 +200,18 @@ def _colour(sine, sun_cos, table, glow, sun_colour, rgb):
 
 
 @serial
-def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour,
-                band, levels, dither, out, words):
+def _sky_kernel(ox, oy, grid, cx, cy, focal, right, up, forward, table, glow, sun,
+                sun_colour, band, levels, dither, out, words):
     """Each pixel of `out` (h, 4·w) BGRA bytes, seen as `words` (h, w) cairo ARGB32 words,
     pixel (x, y) being (ox + x, oy + y) of the full frame: the sRGB values (0…255,
-    `levels` over linear light) of each ray's `_colour`, interpolated between GRID_PX grid
-    points, plus `dither` at (Y, X) modulo its size, floored to codes; pixel by pixel in
+    `levels` over linear light) of each ray's `_colour`, interpolated between grid points
+    `grid` px apart, plus `dither` at (Y, X) modulo its size, floored to codes; pixel by pixel in
     the cells that cross the horizon or reach within `band` (a sine of elevation) below
     it, where the hazed ground changes faster than a cell can follow."""
     h, w = out.shape[0], out.shape[1] // 4
-    gx0, gy0 = ox // GRID_PX, oy // GRID_PX
-    gw = (ox + w - 1) // GRID_PX - gx0 + 2
-    gh = (oy + h - 1) // GRID_PX - gy0 + 2
+    gx0, gy0 = ox // grid, oy // grid
+    gw = (ox + w - 1) // grid - gx0 + 2
+    gh = (oy + h - 1) // grid - gy0 + 2
     codes = np.empty((gh, gw, 3), np.float32)
     sine = np.empty((gh, gw))
     sun_cos = np.empty(gw)
@@ -211,7 +221,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
         # vectorises (square roots and divisions side by side: 2.5 → 1.4 ms at 1080p),
         # then their colours through the tables.
         for i in range(gw):
-            sine[j, i], sun_cos[i] = _ray((gx0 + i) * GRID_PX, (gy0 + j) * GRID_PX, cx, cy,
+            sine[j, i], sun_cos[i] = _ray((gx0 + i) * grid, (gy0 + j) * grid, cx, cy,
                                           focal, right, up, forward, sun)
         for i in range(gw):
             _colour(sine[j, i], sun_cos[i], table, glow, sun_colour, rgb)
@@ -223,27 +233,27 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
             lo = min(min(sine[j, i], sine[j, i + 1]), min(sine[j + 1, i], sine[j + 1, i + 1]))
             hi = max(max(sine[j, i], sine[j, i + 1]), max(sine[j + 1, i], sine[j + 1, i + 1]))
             mixed[j, i] = lo < 0.0 and hi >= -band
-    # Between two rows of the grid a pixel's value is top + step·(Y mod GRID_PX), both
-    # interpolated along the row once per band of GRID_PX rows; each pixel row is then one
+    # Between two rows of the grid a pixel's value is top + step·(Y mod grid), both
+    # interpolated along the row once per band of `grid` rows; each pixel row is then one
     # plain pass in float32 that writes whole words, which the compiler vectorises.
     mask_y, mask_x = dither.shape[0] - 1, dither.shape[1] - 1  # sizes: powers of two
     noises = np.empty((dither.shape[0], w), np.float32)  # the pattern's rows along out's
     for k in range(dither.shape[0]):
         for x in range(w):
             noises[k, x] = dither[k, (ox + x) & mask_x]
-    skip = ox - gx0 * GRID_PX  # top's column of out's column 0
-    top = np.empty((3, (gw - 1) * GRID_PX), np.float32)
+    skip = ox - gx0 * grid  # top's column of out's column 0
+    top = np.empty((3, (gw - 1) * grid), np.float32)
     step = np.empty_like(top)
     filled = -1  # the band of rows top and step hold
     row_sine, row_cos = np.empty(w), np.empty(w)
     for y in range(h):
         Y = oy + y
-        j = Y // GRID_PX - gy0
+        j = Y // grid - gy0
         if j != filled:
-            _band(codes[j], codes[j + 1], top, step)
+            _band(codes[j], codes[j + 1], grid, top, step)
             filled = j
         _encode_row(top[:, skip:skip + w], step[:, skip:skip + w],
-                    np.float32(Y % GRID_PX), noises[Y & mask_y], words[y])
+                    np.float32(Y % grid), noises[Y & mask_y], words[y])
         pattern = dither[Y & mask_y]
         i = 0
         while i < gw - 1:  # runs of cells at the horizon: pixel by pixel
@@ -253,7 +263,7 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
             k = i + 1
             while k < gw - 1 and mixed[j, k]:
                 k += 1
-            lo, hi = max((gx0 + i) * GRID_PX - ox, 0), min((gx0 + k) * GRID_PX - ox, w)
+            lo, hi = max((gx0 + i) * grid - ox, 0), min((gx0 + k) * grid - ox, w)
             # The run's rays first, in a loop the compiler vectorises (as the grid's).
             for x in range(lo, hi):
                 row_sine[x], row_cos[x] = _ray(ox + x, Y, cx, cy, focal, right, up, forward,
@@ -267,19 +277,19 @@ def _sky_kernel(ox, oy, cx, cy, focal, right, up, forward, table, glow, sun, sun
 
 
 @inline
-def _band(upper, lower, top, step):
-    """top[c, GRID_PX·i + k]: the value k/GRID_PX of the way from upper[i, c] to
+def _band(upper, lower, grid, top, step):
+    """top[c, grid·i + k]: the value k/grid of the way from upper[i, c] to
     upper[i + 1, c] (grid values of channel c, float32); step: what it gains a pixel row
     toward the same point between lower's."""
     for c in range(3):
         for i in range(upper.shape[0] - 1):
             a0, a1 = upper[i, c], upper[i + 1, c]
             b0, b1 = lower[i, c], lower[i + 1, c]
-            for k in range(GRID_PX):
-                f = np.float32(k / GRID_PX)
+            for k in range(grid):
+                f = np.float32(k / grid)
                 t = a0 + (a1 - a0) * f
-                top[c, GRID_PX * i + k] = t
-                step[c, GRID_PX * i + k] = (b0 + (b1 - b0) * f - t) / np.float32(GRID_PX)
+                top[c, grid * i + k] = t
+                step[c, grid * i + k] = (b0 + (b1 - b0) * f - t) / np.float32(grid)
 
 
 @inline
@@ -326,11 +336,11 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     x, y = int(window[0]), int(window[1])
     p = sky.pose
     eye_m = max(float(p.position[2]), 0.0)
-    _sky_kernel(x, y, 0.5 * p.width, 0.5 * p.height, float(p.focal),
-                p.right.astype(np.float64), p.up.astype(np.float64),
+    _sky_kernel(x, y, grid_px(float(p.focal)), 0.5 * p.width, 0.5 * p.height,
+                float(p.focal), p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
-                sky.sun, sky.sun_colour, ground_band(sky, eye_m), LEVELS, DITHER, out.reshape(len(out), -1),
-                out.view(np.uint32).reshape(out.shape[:2]))
+                sky.sun, sky.sun_colour, ground_band(sky, eye_m), LEVELS, DITHER,
+                out.reshape(len(out), -1), out.view(np.uint32).reshape(out.shape[:2]))
     if sky.treeline != "none":
         draw_treeline(out, sky, window)
     _kept = (key, out.copy() if kept is not None and kept[0] == key else None)

@@ -164,18 +164,18 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
         cut = min(tail[2], head[2]) <= near
         tail, head = _clip_near(tail, head, near)
         depth = max(centre, near)
-        scale = focal * focal * max(distance, depth) / depth ** 3.0  # px² per m²
+        scale = focal * focal * max(distance, depth) / (depth * depth * depth)  # px² per m²
         x0, y0 = _project(tail, focal, cx, cy, near)
         x1, y1 = _project(head, focal, cx, cy, near)
         dx, dy = x1 - x0, y1 - y0
-        length = math.hypot(dx, dy)
+        length = _norm(dx, dy)
         a = 0.5 * wingspan
         tu0, tv0 = _project(_view(camera, px - a * sx, py - a * sy, pz - a * sz), focal,
                             cx, cy, near)
         tu1, tv1 = _project(_view(camera, px + a * sx, py + a * sy, pz + a * sz), focal,
                             cx, cy, near)
         wu, wv = tu1 - tu0, tv1 - tv0
-        span = math.hypot(wu, wv)
+        span = _norm(wu, wv)
         _put(out, seen, 2 * i, front, x0, y0, x1, y1, focal * body_area / body_length / depth,
              body_area * scale, min_width, width_px, height_px, depth, distance)
         if cut:  # the wings' ink along the body's cut streak
@@ -185,7 +185,7 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
             c1u, c1v = _project(_view(camera, px + mx, py + my, pz + mz), focal, cx, cy,
                                 near)
             du, dv = c1u - c0u, c1v - c0v
-            swept = math.hypot(du, dv)
+            swept = _norm(du, dv)
             if span >= swept:  # the bar itself, halfway through its sweep
                 across = abs(du * wv - dv * wu) / span if span > 0.0 else 0.0
                 mu, mv = 0.5 * (c0u + c1u), 0.5 * (c0v + c1v)
@@ -203,7 +203,7 @@ def _put(out, seen, col, front, x0, y0, x1, y1, across, ink, min_width, width_px
     """One streak from (x0, y0) to (x1, y1) px into row `col` of out and seen: at
     least `across` and min_width wide, widened until `ink` px² fits at full opacity,
     alpha making alpha × area the ink; cut to the frame (see `_clip_to_frame`)."""
-    length = math.hypot(x1 - x0, y1 - y0)
+    length = _norm(x1 - x0, y1 - y0)
     full = (math.sqrt(length * length + math.pi * ink) - length) / (0.5 * math.pi)
     width = max(across, max(full, min_width))
     area = length * width + 0.25 * math.pi * width * width
@@ -215,6 +215,14 @@ def _put(out, seen, col, front, x0, y0, x1, y1, across, ink, min_width, width_px
     out[col, 0], out[col, 1], out[col, 2], out[col, 3] = x0, y0, x1, y1
     out[col, 4], out[col, 5] = width, min(ink / area, 1.0)  # ≤ 1 by construction
     out[col, 6], out[col, 7] = depth, distance
+
+
+@inline
+def _norm(a, b):
+    """The length of (a, b) px. Not math.hypot, a library call guarding against overflow
+    that these lengths (px, cut to a few frames' size) cannot reach: _birds takes five a
+    bird, and they were a third of its time (20,000 birds: 1.4 against 2.0 ms)."""
+    return math.sqrt(a * a + b * b)
 
 
 @inline

@@ -9,6 +9,11 @@ assumes away NaN or inf (an empty neighbourhood's nearest distance is inf).
 Cached (`cache=True`; render.sim.cache names the folder), so a second run does not
 recompile. Parallel kernels use `prange` over birds and write only their own row, so any
 thread count gives bit-identical results.
+
+Every kernel lets go of the GIL (`nogil`): the drawing threads' kernels (sky, streaks,
+compositing) then run beside the simulation's, and a loop's pairings beside the flight
+(render.sim.loop). No kernel touches a Python object, and each writes only arrays its
+caller owns, so that is safe; the bits are the same.
 """
 
 import functools
@@ -20,21 +25,16 @@ from numba import njit, prange, types
 from numba.core.errors import NumbaTypeError
 from numba.extending import intrinsic
 
-__all__ = ["FLAGS", "SERIAL_BELOW", "inline", "parallel", "prange", "released", "serial",
-           "sized", "trailing_zeros", "vectorised"]
+__all__ = ["FLAGS", "SERIAL_BELOW", "inline", "parallel", "prange", "serial", "sized",
+           "trailing_zeros", "vectorised"]
 
-FLAGS = MappingProxyType(dict(fastmath=False, error_model="numpy", cache=True))
+FLAGS = MappingProxyType(dict(fastmath=False, error_model="numpy", cache=True, nogil=True))
 
 serial = njit(**FLAGS)
 # Inlined into each caller in numba's IR: a caller that passes a constant (a flag) gets a
 # copy with the other branch compiled away.
 inline = njit(**FLAGS, inline="always")
 parallel = njit(**FLAGS, parallel=True)
-# For kernels run on a thread beside the simulation (a loop's pairings, render.sim.loop):
-# they let go of the GIL, so the simulation's own Python goes on meanwhile. Only those:
-# every kernel letting go of it made a 3D export (simulating beside two drawing threads)
-# no faster (27.6 against 27.4 s, three alternating runs).
-released = njit(**FLAGS, nogil=True)
 # Reassociation only ("reassoc"; "nsz": the sign of a zero sum may differ): a sum over a
 # bird's candidates then vectorises. See the module docstring.
 vectorised = njit(**{**FLAGS, "fastmath": {"reassoc", "nsz"}})

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ranking import stable_order
-from .jit import released
+from .jit import serial
 
 # Past this many birds left over, the all-against-all end would hold too many pairs: the
 # rest are paired in the order of their grid cells instead (a flock that moved away).
@@ -74,7 +74,7 @@ def _cost(pa, va, pb, vb, rows_a, rows_b, horizon: float, extent) -> np.ndarray:
     return out
 
 
-@released
+@serial
 def _costs(pa, va, pb, vb, rows_a, rows_b, h2, extent, out):
     """out[k] = |Δp|² + h2·|Δv|² of the pair (rows_a[k], rows_b[k]), Δp across a wrapping
     edge where `extent` (d,) is given (empty: none), each sum taken axis by axis in order
@@ -169,7 +169,7 @@ def _greedy(ia, ib, cost, na: int, nb: int):
     return ia[got], ib[got]
 
 
-@released
+@serial
 def _take(order, ia, ib, na, nb):
     """The offers, in `order`, whose two birds are both still free: their indices."""
     taken_a = np.zeros(na, np.bool_)
