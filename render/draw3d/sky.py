@@ -205,9 +205,9 @@ def _sky_kernel(ox, oy, grid, cx, cy, focal, right, up, forward, table, glow, su
     """Each pixel of `out` (h, 4·w) BGRA bytes, seen as `words` (h, w) cairo ARGB32 words,
     pixel (x, y) being (ox + x, oy + y) of the full frame: the sRGB values (0…255,
     `levels` over linear light) of each ray's `_colour`, interpolated between grid points
-    `grid` px apart, plus `dither` at (Y, X) modulo its size, floored to codes; pixel by pixel in
-    the cells that cross the horizon or reach within `band` (a sine of elevation) below
-    it, where the hazed ground changes faster than a cell can follow."""
+    `grid` px apart, plus `dither` at (Y, X) modulo its size, floored to codes; pixel by
+    pixel in the cells that cross the horizon or reach within `band` (a sine of
+    elevation) below it, where the hazed ground changes faster than a cell can follow."""
     h, w = out.shape[0], out.shape[1] // 4
     gx0, gy0 = ox // grid, oy // grid
     gw = (ox + w - 1) // grid - gx0 + 2
