@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +85,8 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
                 _read_back(scene, target, seam)
         else:
             seam = _meter(scene, target, crossfade, quiet)
-            _draw_here(scene, _metered(states, seam), target, executor or Threads(), bar,
-                       seam)
+            _draw_here(scene, _paced(_metered(states, seam)), target, executor or Threads(),
+                       bar, seam)
     if seam and seam.report():
         print(f"boids-render: {seam.report()}", file=sys.stderr)
         if rows is not None:
@@ -130,6 +131,38 @@ def _metered(states: Iterable[FrameState], seam: SeamMeter | None) -> Iterator[F
         if seam:
             seam.add_state(state)
         yield state
+
+
+# The simulation steps on one thread once the main thread waits downstream (for a drawing,
+# or for the encoder to take a frame) longer than this share of the time it simulates,
+# both smoothed over frames. Handing a frame to an encoder that is ready for it waits
+# too, while ffmpeg reads it out of the pipe: about 5% of a 20,000-bird frame's step.
+WAITED = 0.25
+
+
+def _paced(states: Iterable[FrameState]) -> Iterator[FrameState]:
+    """`states`, each simulated on every numba thread while the drawing and the encoder
+    keep up, and on one while this thread waits for them: the simulation then does not
+    set the pace, and a second thread of it only takes a core from those it waits for
+    (docs/performance.md, Pipeline). The thread count leaves the bits as they are."""
+    import numba
+
+    most = numba.get_num_threads()
+    simulating = waited = 0.0
+    try:
+        start = time.perf_counter()
+        for state in states:
+            handed, cpu = time.perf_counter(), time.thread_time()
+            yield state
+            idle = (time.perf_counter() - handed) - (time.thread_time() - cpu)
+            took = handed - start
+            simulating = 0.5 * simulating + 0.5 * took
+            # Capped: the first frames wait for kernels to load, not for the encoder.
+            waited = 0.5 * waited + 0.5 * min(idle, 4.0 * took)
+            numba.set_num_threads(1 if waited > WAITED * simulating else most)
+            start = time.perf_counter()
+    finally:
+        numba.set_num_threads(most)
 
 
 def _primed(states: Iterator[FrameState]) -> Iterator[FrameState]:

@@ -10,6 +10,7 @@ import argparse
 import csv
 import importlib.metadata
 import json
+import math
 import os
 import re
 import subprocess
@@ -517,6 +518,69 @@ def test_frames_are_identical_whatever_the_number_of_drawing_workers(cli, tmp_pa
         outputs[workers] = [p.read_bytes() for p in sorted(folder.glob("*.png"))]
     assert len(outputs[1]) == 8
     assert outputs[1] == outputs[3]
+
+
+@pytest.fixture
+def every_numba_thread():
+    """This module's tiny flocks step on one thread; these tests need the pacing to have
+    a choice: numba's every thread, for the test's length."""
+    import numba
+
+    most = numba.config.NUMBA_NUM_THREADS
+    if most < 2:
+        pytest.skip("numba has a single thread on this machine")
+    before = numba.get_num_threads()
+    numba.set_num_threads(most)
+    yield most
+    numba.set_num_threads(before)
+
+
+def test_the_simulation_steps_on_one_thread_while_the_main_thread_waits_downstream(
+        every_numba_thread):
+    # Frames 6–13 find the drawing or the encoder behind (the consumer sleeps, as a
+    # blocked write does); before and after, it keeps up.
+    import time
+
+    import numba
+
+    from render import pipeline
+
+    most = every_numba_thread
+    seen = []
+
+    def states():
+        for index in range(24):
+            seen.append(numba.get_num_threads())
+            time.sleep(0.008)  # simulating
+            yield index
+
+    for index, _ in enumerate(pipeline._paced(states())):
+        if 6 <= index < 14:
+            time.sleep(0.024)
+    assert seen[:7] == [most] * 7
+    assert seen[9:15] == [1] * 6
+    assert seen[-4:] == [most] * 4
+    assert numba.get_num_threads() == most
+
+
+@pytest.mark.parametrize("waited", [-1.0, math.inf])
+def test_a_3d_clip_is_the_same_bits_whichever_threads_the_pacing_gives_its_steps(
+        cli, tmp_path, monkeypatch, every_numba_thread, waited):
+    # −1: every frame after the first on one thread; inf: on all of them.
+    from conftest import SCENES
+
+    from render import pipeline
+
+    outputs = []
+    for run, threshold in enumerate((pipeline.WAITED, waited)):
+        monkeypatch.setattr(pipeline, "WAITED", threshold)
+        folder = tmp_path / f"r{run}"
+        r = cli(SCENES / "flock3d.toml", "-o", f"{folder}/", "--frames", "6", "--quiet",
+                "--size", "160x90", "--set", "flock.count=3000",
+                "--set", "scene.settle_steps=50")
+        assert r.code == 0, r.err
+        outputs.append([p.read_bytes() for p in sorted(folder.glob("*.png"))])
+    assert len(outputs[0]) == 6 and outputs[0] == outputs[1]
 
 
 def test_by_default_a_core_is_left_to_the_main_thread(monkeypatch):
