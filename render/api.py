@@ -238,17 +238,16 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
 def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
            tile_size: int | None = None, overwrite: bool = True,
            quiet: bool = False, **clip_only) -> Path:
-    """render(..., still=t): one frame as a PNG, PDF or SVG."""
+    """render(..., still=t): one frame as a PNG, JPEG, OpenEXR, PDF or SVG."""
     from .stills import render_still
 
     if clip_only:
         raise TypeError(f"render(still=...) writes one frame: "
                         f"{', '.join(sorted(clip_only))} apply to clips; valid with still: "
                         f"{', '.join(_STILL_OPTIONS)}")
-    if not isinstance(path, (str, Path)) or \
-            not str(path).lower().endswith((".png", ".pdf", ".svg")):
-        raise UsageError("a still is written as PNG, PDF or SVG: give a path FILE.png, "
-                         "FILE.pdf or FILE.svg")
+    if not isinstance(path, (str, Path)):
+        raise UsageError(f"render(still=...) writes one file: expected a path such as "
+                         f"FILE.png, got {path!r}")
     render_still(scene, path, _seconds(still, scene.output.fps), dpi=dpi,
                  bit_depth=bit_depth, tile_size=tile_size, overwrite=overwrite, quiet=quiet)
     return Path(path)

@@ -221,16 +221,18 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
 
 
 def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
-                   supersample: int = 1, vector: bool = False) -> Estimate:
+                   supersample: int = 1, vector: bool = False, exr: bool = False) -> Estimate:
     """Cost of one still at `time` s: drawn whole (`supersample` times larger a side, then
-    averaged down), in tiles of `tile` px streamed into the PNG a band of rows at a time (so
-    memory holds one band and one tile, whatever the still's size), or as vectors."""
+    averaged down; `exr`: then linearised and compressed), in tiles of `tile` px streamed
+    into the PNG a band of rows at a time (so memory holds one band and one tile, whatever
+    the still's size), or as vectors."""
     birds = scene.count
     steps = scene.scene.settle_steps + time / scene.scene.dt + 1
     width, height = scene.output.size
     drawn = width * height * supersample ** 2
     per_pixel = CANVAS_BYTES_PER_PX + (SUPERSAMPLE_BYTES_PER_PX / supersample ** 2
-                                       if supersample > 1 else 0)
+                                       if supersample > 1 else 0) + \
+        (EXR_BYTES_PER_PX if exr else 0)
     if vector:
         pixels, per_pixel = 0, 0.0
     elif tile:
@@ -239,7 +241,7 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
         pixels = drawn
     sim_bytes, per_step = simulation_costs(scene)
     seconds = BASE_SECONDS + steps * birds * per_step + birds * draw_seconds(scene) + \
-        (0 if vector else drawn * DRAW_S_PER_PX)
+        (0 if vector else drawn * DRAW_S_PER_PX) + (drawn * EXR_S_PER_PX if exr else 0)
     per_bird = sim_bytes + DRAW_BYTES_PER_BIRD
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
                     pixels, per_pixel, per_bird, tile)
@@ -259,6 +261,10 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
                      "still has no such limit")
         return check(scene, where, still_estimate(scene, time, vector=True))
     whole = []  # why the still is drawn whole: (largest side, what, what to do instead)
+    suffix = Path(output).suffix.lower()
+    if suffix in (".jpg", ".jpeg", ".exr"):
+        whole.append((IMAGE_MAX_SIDE, f"a {'JPEG' if suffix != '.exr' else 'OpenEXR'} "
+                      f"still (drawn whole)", "a PNG still is drawn in tiles at any size"))
     if bit_depth == 16:
         whole.append((IMAGE_MAX_SIDE // 2, "a 16-bit still (drawn 2 to 4 times larger a "
                       "side, whole)", "an 8-bit still is drawn in tiles at any size"))
@@ -274,7 +280,8 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
         for limit, what, instead in whole:
             require_size(scene, where, limit, what, instead)
         k = supersample_factor(scene.output.size) if bit_depth == 16 else 1
-        return check(scene, where, still_estimate(scene, time, supersample=k))
+        return check(scene, where, still_estimate(scene, time, supersample=k,
+                                                  exr=suffix == ".exr"))
     if tile_size is None:
         cost = still_estimate(scene, time)
         if max(scene.output.size) <= IMAGE_MAX_SIDE and fits(cost):

@@ -123,20 +123,19 @@ def _contact_sheet(args: argparse.Namespace, scene) -> int:
 
 
 def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> int:
-    """--still (or --from): one frame as a PNG, PDF or SVG, or its cost with --check."""
+    """--still (or --from): one frame as a PNG, JPEG, OpenEXR, PDF or SVG, or its cost
+    with --check."""
     from .budget import still_cost
     from .scene import describe
+    from .stills import require_still_output
 
-    if not args.output or not args.output.lower().endswith((".png", ".pdf", ".svg")):
-        raise UsageError("a still is written as PNG, PDF or SVG: give -o FILE.png, "
-                         "FILE.pdf or FILE.svg")
+    if not args.output:
+        raise UsageError("a still needs -o: FILE.png (print), FILE.jpg, FILE.exr, FILE.pdf "
+                         "or FILE.svg")
+    require_still_output(args.output, transparent=scene.output.transparent,
+                         bit_depth=args.bit_depth, tile_size=args.tile_size)
     time = parse_time(args.still, scene.output.fps) if args.still is not None \
         else recorded_time
-    if args.bit_depth == 16 and not args.output.lower().endswith(".png"):
-        raise UsageError("--bit-depth 16 applies to PNG stills")
-    if args.tile_size is not None and not args.output.lower().endswith(".png"):
-        raise UsageError("--tile-size applies to PNG stills; a PDF or SVG page is "
-                         "drawn as vectors, whole")
     options = dict(dpi=args.dpi or (300 if args.paper else 72), bit_depth=args.bit_depth,
                    tile_size=args.tile_size)
     if args.check:

@@ -84,14 +84,16 @@ def parser() -> argparse.ArgumentParser:
                         "PNG frames that exist (several machines can share one folder)")
     still = p.add_argument_group("stills for print")
     still.add_argument("--still", metavar="TIME",
-                       help="render one frame as a still (PNG, PDF or SVG): seconds or "
-                            "frame:N, e.g. --still 12.5 -o print.png, or --still frame:750")
+                       help="render one frame as a still (PNG, JPEG, OpenEXR, PDF or SVG): "
+                            "seconds or frame:N, e.g. --still 12.5 -o print.png, or --still "
+                            "frame:750")
     paper = still.add_mutually_exclusive_group()
     paper.add_argument("--paper", choices=sorted(PAPER_MM),
                        help="size the still for a paper format at --dpi, e.g. --paper A3")
     still.add_argument("--dpi", type=_positive_float, metavar="N",
-                       help="print resolution recorded in the PNG (and with --paper, its "
-                            "size); default 300 with --paper, else 72, e.g. --dpi 300")
+                       help="print resolution recorded in a PNG or JPEG still (and with "
+                            "--paper, its size); default 300 with --paper, else 72, e.g. "
+                            "--dpi 300")
     still.add_argument("--landscape", action="store_true",
                        help="with --paper: the long side across, e.g. --paper A2 --landscape")
     still.add_argument("--bit-depth", type=int, choices=(8, 16), default=8,

@@ -1,5 +1,6 @@
-"""Stills for print: one frame as a PNG (drawn whole, supersampled to 16 bits, or in
-tiles streamed into the file) or a PDF/SVG page, recording the scene it was drawn from."""
+"""Stills: one frame as a PNG for print (drawn whole, supersampled to 16 bits, or in tiles
+streamed into the file, recording the scene it was drawn from), a PDF/SVG page, or the
+frame a JPEG or OpenEXR sequence holds at that time."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from . import budget
 from .draw.surface import Canvas
 from .encode.files import write_atomically
-from .encode.images import write_png
+from .encode.images import FRAME_FORMATS, encode_jpeg, write_png
 from .encode.still import provenance
 from .errors import UsageError
 from .scene import Scene
@@ -20,21 +21,52 @@ from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulated, simulation
 
 
+# What a still can be, by suffix: a PNG (tiles, 16 bits, the scene recorded), a vector
+# page, or one frame of a JPEG (the web's poster) or OpenEXR sequence (a compositor's
+# plate), drawn whole.
+VECTOR = (".pdf", ".svg")
+STILLS = (".png", ".jpg", ".jpeg", ".exr", *VECTOR)
+
+
+def require_still_output(output: str | Path, *, transparent: bool, bit_depth: int = 8,
+                         tile_size: int | None = None) -> None:
+    """UsageError unless `output` names a still these options apply to."""
+    suffix = Path(output).suffix.lower()
+    if suffix not in STILLS:
+        raise UsageError(f"{output}: a still is written as PNG, JPEG, OpenEXR, PDF or SVG: "
+                         f"expected a name ending in {', '.join(STILLS)}")
+    if bit_depth == 16 and suffix != ".png":
+        raise UsageError("--bit-depth 16 applies to PNG stills")
+    if tile_size is not None and suffix != ".png":
+        raise UsageError("--tile-size applies to PNG stills; the others are drawn whole")
+    found = FRAME_FORMATS.get(suffix)
+    if transparent and found is not None and not found.alpha:
+        raise UsageError(f"{output}: {found.name} has no alpha channel; a transparent still "
+                         f"needs .png, .exr, .pdf or .svg")
+    if suffix == ".exr":
+        from .encode.exr import require_openexr
+
+        require_openexr()
+
+
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
                  overwrite: bool = True, bit_depth: int = 8,
                  tile_size: int | None = None, quiet: bool = True) -> None:
     """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
-    or as a vector PDF/SVG page of the same picture.
+    as a vector PDF/SVG page of the same picture, or as a JPEG or OpenEXR image.
 
-    It is the frame a PNG sequence of the same scene and size shows at that time, pixel for
-    pixel: the same sampling of the simulation and the same drawing. A PNG still larger
-    than cairo can draw at once, or than memory holds, is drawn in tiles (the same pixels).
+    It is the frame a sequence of the same scene, size and format shows at that time,
+    pixel for pixel: the same sampling of the simulation and the same drawing. A PNG still
+    larger than cairo can draw at once, or than memory holds, is drawn in tiles (the same
+    pixels).
     Unless `quiet`, a first run's kernel compilation is announced (see `states.simulation`).
     """
     from . import __version__
 
     output = Path(output)
     # Everything that can refuse the still does so before the flock is simulated.
+    require_still_output(output, transparent=scene.output.transparent, bit_depth=bit_depth,
+                         tile_size=tile_size)
     tile_size = budget.still_cost(scene, output, time, dpi=dpi, bit_depth=bit_depth,
                                   tile_size=tile_size).tile
     if not overwrite and output.exists():
@@ -42,10 +74,17 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     # Only the birds drawn, for every way of drawing the still below.
     still = state_at(scene, time, quiet=quiet).visible(scene)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
-    if output.suffix.lower() in (".pdf", ".svg"):
+    suffix = output.suffix.lower()
+    if suffix in VECTOR:
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
         written = write_atomically(output, lambda tmp: _vector_still(
             scene, still, tmp, dpi=dpi, title=title), overwrite=overwrite)
+    elif suffix != ".png":
+        pixels = still.draw(Canvas(scene.output.size), scene)
+        data = encode_jpeg(pixels, dpi) if FRAME_FORMATS[suffix].name == "JPEG" else \
+            FRAME_FORMATS[suffix].encode(pixels)
+        written = write_atomically(output, lambda tmp: tmp.write_bytes(data),
+                                   overwrite=overwrite)
     elif tile_size is not None:
         written = write_atomically(output, lambda tmp: _tiled_still(
             scene, still, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)

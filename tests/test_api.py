@@ -202,7 +202,7 @@ def test_render_refuses_keywords_it_does_not_take(small_scene, tmp_path):
         render.render(scene, tmp_path / "x.mp4", cache_dir=tmp_path)
     with pytest.raises(UsageError, match="nothing to do"):
         render.render(scene)
-    with pytest.raises(UsageError, match="PNG, PDF or SVG"):
+    with pytest.raises(UsageError, match="a still is written as PNG, JPEG, OpenEXR, PDF"):
         render.render(scene, tmp_path / "x.mp4", still=1)
     assert not list(tmp_path.glob("x*"))
 

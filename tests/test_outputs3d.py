@@ -87,6 +87,21 @@ def test_a_3d_still_is_its_frame_of_a_png_sequence(cli, scene3d, tmp_path):
     assert (np.abs(picture - sky).sum(axis=2) > 30).sum() > 20, "no birds to be seen"
 
 
+def test_a_transparent_3d_exr_still_is_its_frame_of_an_exr_sequence(cli, scene3d, tmp_path):
+    from test_frames import read_exr
+
+    r = cli(scene3d, "-o", f"{tmp_path}/f_%03d.exr", "--frames", "10:11", "--transparent",
+            "--quiet")
+    assert r.code == 0, r.err
+    r = cli(scene3d, "--still", "0.5", "-o", tmp_path / "still.exr", "--transparent",
+            "--quiet")
+    assert r.code == 0, r.err
+    frame, picture = (read_exr(tmp_path / name)[1] for name in ("f_010.exr", "still.exr"))
+    assert np.array_equal(picture, frame)
+    alpha = picture[..., 3]
+    assert (alpha == 0).mean() > 0.5 and 20 < (alpha > 0).sum(), "sky clear, birds inked"
+
+
 TELEPHOTO = ("--set", "camera.fov=15")
 
 

@@ -38,6 +38,41 @@ def test_still_is_the_png_sequence_frame_at_that_time(cli, small_scene, still, t
     assert np.array_equal(pixels(still("0.75")), pixels(frame3))
 
 
+@pytest.mark.parametrize("suffix", [".jpg", ".exr"])
+def test_a_jpeg_or_exr_still_is_that_sequences_frame_at_that_time(cli, small_scene, tmp_path,
+                                                                  suffix):
+    from test_frames import read_exr
+
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/f_%02d{suffix}", "--size", "320x180", "--fps",
+            "4", "--frames", "4", "--quiet")
+    assert r.code == 0, r.err
+    out = tmp_path / f"still{suffix}"
+    r = cli(small_scene, "--still", "0.75", "--size", "320x180", "-o", out, "--dpi", "150")
+    assert r.code == 0, r.err
+    frame = tmp_path / "seq" / f"f_03{suffix}"
+    if suffix == ".exr":
+        assert np.array_equal(read_exr(out)[1], read_exr(frame)[1])
+        return
+    with Image.open(out) as still_image, Image.open(frame) as frame_image:
+        assert still_image.format == "JPEG" and still_image.info["dpi"] == (150, 150)
+        assert np.array_equal(np.asarray(still_image), np.asarray(frame_image))
+
+
+def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.jpg", "--transparent")
+    assert r.code == 2 and "JPEG has no alpha channel" in r.err and ".exr" in r.err
+    r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.tif")
+    assert r.code == 2 and "x.tif: a still is written as" in r.err and ".jpg" in r.err
+    assert [p for p in tmp_path.iterdir() if p != small_scene] == []
+
+
+def test_a_jpeg_still_past_cairos_side_is_refused_not_tiled(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.jpg", "--size", "40000x100")
+    assert r.code == 2, r.err
+    assert "a JPEG still (drawn whole)" in r.err and "a PNG still is drawn in tiles" in r.err
+    assert [p for p in tmp_path.iterdir() if p != small_scene] == []
+
+
 def test_frame_n_is_n_over_the_scenes_fps(still):
     # The small scene runs at 30 fps: frame 15 is 0.5 s.
     assert np.array_equal(pixels(still("frame:15")), pixels(still("0.5")))
@@ -284,6 +319,8 @@ def test_a_transparent_16_bit_still_keeps_its_alpha(cli, small_scene, tmp_path):
 @pytest.mark.parametrize("args", [
     ("--still", "0.5", "-o", "{tmp}/x.pdf", "--bit-depth", "16"),
     ("--still", "0.5", "-o", "{tmp}/x.svg", "--tile-size", "64"),
+    ("--still", "0.5", "-o", "{tmp}/x.jpg", "--bit-depth", "16"),
+    ("--still", "0.5", "-o", "{tmp}/x.exr", "--tile-size", "64"),
     ("-o", "{tmp}/x.mp4", "--bit-depth", "16"),
     ("-o", "{tmp}/frames/", "--tile-size", "64"),
 ])

@@ -74,15 +74,17 @@ def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
     return (surface.get_width(), surface.get_height()) == tuple(size)
 
 
-def encode_jpeg(pixels: np.ndarray) -> bytes:
-    """An opaque frame, (h, w, 4) BGRA uint8, as a JPEG file (quality JPEG_QUALITY)."""
+def encode_jpeg(pixels: np.ndarray, dpi: float | None = None) -> bytes:
+    """An opaque frame, (h, w, 4) BGRA uint8, as a JPEG file (quality JPEG_QUALITY); with
+    `dpi`, its resolution in the JFIF header (a still)."""
     from PIL import Image
 
     height, width, _ = pixels.shape
     image = Image.frombuffer("RGB", (width, height), np.ascontiguousarray(pixels), "raw",
                              "BGRX", 0, 1)
     out = io.BytesIO()
-    image.save(out, "JPEG", quality=JPEG_QUALITY)
+    image.save(out, "JPEG", quality=JPEG_QUALITY, **({} if dpi is None else
+                                                     {"dpi": (dpi, dpi)}))
     return out.getvalue()
 
 
