@@ -106,11 +106,12 @@ def parser() -> argparse.ArgumentParser:
                             "still past 32767 px a side or too large for memory whole), "
                             "e.g. --tile-size 1024")
     still.add_argument("--info", metavar="FILE.png",
-                       help="print the scene, seed, time and version a still records, e.g. "
-                            "--info print.png")
+                       help="print the scene, seed, time and version a still (PNG, JPEG or "
+                            "OpenEXR) records, e.g. --info print.png")
     still.add_argument("--from", dest="from_png", metavar="FILE.png",
-                       help="re-render from the scene a still records (at its time unless "
-                            "--still is given), e.g. --from print.png -o again.png")
+                       help="re-render from the scene a still (PNG, JPEG or OpenEXR) "
+                            "records (at its time unless --still is given), e.g. --from "
+                            "print.png -o again.png")
     p.add_argument("--loop", action="store_const", const="true",
                    help="a seamless loop: the first --crossfade seconds morph from the flock "
                         "just after the end (output.loop), e.g. -o out/loop.webm --loop")

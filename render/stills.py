@@ -81,8 +81,12 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
             scene, still, tmp, dpi=dpi, title=title), overwrite=overwrite)
     elif suffix != ".png":
         pixels = still.draw(Canvas(scene.output.size), scene)
-        data = encode_jpeg(pixels, dpi) if FRAME_FORMATS[suffix].name == "JPEG" else \
-            FRAME_FORMATS[suffix].encode(pixels)
+        if suffix == ".exr":
+            from .encode.exr import encode_exr
+
+            data = encode_exr(pixels, text)
+        else:
+            data = encode_jpeg(pixels, dpi, text)
         written = write_atomically(output, lambda tmp: tmp.write_bytes(data),
                                    overwrite=overwrite)
     elif tile_size is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import struct
+from fractions import Fraction
 
 import cairo
 import numpy as np
@@ -56,6 +58,36 @@ def test_a_jpeg_or_exr_still_is_that_sequences_frame_at_that_time(cli, small_sce
     with Image.open(out) as still_image, Image.open(frame) as frame_image:
         assert still_image.format == "JPEG" and still_image.info["dpi"] == (150, 150)
         assert np.array_equal(np.asarray(still_image), np.asarray(frame_image))
+
+
+@pytest.mark.parametrize("suffix", [".jpg", ".exr"])
+def test_a_jpeg_or_exr_still_records_its_scene_for_info_and_from(cli, still, tmp_path,
+                                                                 suffix):
+    from test_frames import read_exr
+
+    first = tmp_path / f"first{suffix}"
+    png = still("0.5", "320x180", "--set", "scene.seed=11")
+    assert cli("--from", png, "-o", first, "--quiet").code == 0
+    info = cli("--info", first)
+    assert info.code == 0, info.err
+    assert "seed: 11" in info.out and "time: 1/2" in info.out and "[flock]" in info.out
+    assert ("dpi: 72" in info.out) == (suffix == ".jpg")
+    again = tmp_path / f"again{suffix}"
+    assert cli("--from", first, "-o", again, "--quiet").code == 0
+    if suffix == ".exr":
+        assert np.array_equal(read_exr(again)[1], read_exr(first)[1])
+    else:
+        assert again.read_bytes() == first.read_bytes()
+
+
+def test_a_scene_too_long_for_a_jpeg_comment_is_left_out_of_it():
+    from render.encode.still import jpeg_comment, provenance
+
+    record = provenance("x = 1\n" * 20_000, 3, Fraction(1, 2), "1.0")
+    kept = json.loads(jpeg_comment(record))
+    assert "boids-render:scene" not in kept and kept["boids-render:seed"] == "3"
+    short = provenance("x = 1\n", 3, Fraction(1, 2), "1.0")
+    assert json.loads(jpeg_comment(short)) == short
 
 
 def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
@@ -136,6 +168,13 @@ def test_from_a_png_without_a_scene_is_bad_input(cli, tmp_path):
     cairo.ImageSurface(cairo.FORMAT_RGB24, 4, 4).write_to_png(str(plain))
     r = cli("--from", plain, "-o", tmp_path / "x.png")
     assert r.code == 2 and "no boids-render scene" in r.err
+
+
+def test_info_on_a_file_that_is_no_still_says_what_it_reads(cli, tmp_path):
+    notes = tmp_path / "notes.png"
+    notes.write_text("not a picture")
+    r = cli("--info", notes)
+    assert r.code == 2 and "not a PNG, JPEG or OpenEXR file" in r.err
 
 
 def test_still_needs_a_png_output(cli, small_scene, tmp_path):

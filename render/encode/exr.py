@@ -62,12 +62,14 @@ def linear_channels(pixels: np.ndarray, dtype=np.float32) -> dict[str, np.ndarra
     return channels
 
 
-def encode_exr(pixels: np.ndarray) -> bytes:
+def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None) -> bytes:
     """A frame, (h, w, 4) BGRA uint8, as an OpenEXR file: half-float R, G, B, A channels
-    (`linear_channels`), ZIP-compressed (lossless) scan lines."""
+    (`linear_channels`), ZIP-compressed (lossless) scan lines; `text` as string attributes
+    of its header (a still's record, see `still.provenance`)."""
     import OpenEXR
 
-    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage}
+    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage,
+              **(text or {})}
     out = io.BytesIO()
     with OpenEXR.File(header, linear_channels(pixels, np.float16)) as exr:
         exr.write(out)

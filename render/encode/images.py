@@ -74,17 +74,25 @@ def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
     return (surface.get_width(), surface.get_height()) == tuple(size)
 
 
-def encode_jpeg(pixels: np.ndarray, dpi: float | None = None) -> bytes:
-    """An opaque frame, (h, w, 4) BGRA uint8, as a JPEG file (quality JPEG_QUALITY); with
-    `dpi`, its resolution in the JFIF header (a still)."""
+def encode_jpeg(pixels: np.ndarray, dpi: float | None = None,
+                text: dict[str, str] | None = None) -> bytes:
+    """An opaque frame, (h, w, 4) BGRA uint8, as a JPEG file (quality JPEG_QUALITY); a
+    still's resolution (`dpi`, in the JFIF header) and record (`text`, in a comment: see
+    `still.jpeg_comment`) when given."""
     from PIL import Image
 
     height, width, _ = pixels.shape
     image = Image.frombuffer("RGB", (width, height), np.ascontiguousarray(pixels), "raw",
                              "BGRX", 0, 1)
+    extra = {}
+    if dpi is not None:
+        extra["dpi"] = (dpi, dpi)
+    if text:
+        from .still import jpeg_comment
+
+        extra["comment"] = jpeg_comment(text)
     out = io.BytesIO()
-    image.save(out, "JPEG", quality=JPEG_QUALITY, **({} if dpi is None else
-                                                     {"dpi": (dpi, dpi)}))
+    image.save(out, "JPEG", quality=JPEG_QUALITY, **extra)
     return out.getvalue()
 
 

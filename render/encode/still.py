@@ -1,7 +1,8 @@
 """Print stills: the PNG chunks that record a still's resolution (pHYs), sRGB, and the
 fully resolved scene it was drawn from, so the picture can be re-rendered from the file
 alone (`images.write_png` writes them). The keys of that record are written
-(`provenance`) and read (`read_provenance`) here and nowhere else.
+(`provenance`) and read (`read_provenance`) here and nowhere else; a JPEG still carries
+them in a comment, an OpenEXR still as its header's string attributes.
 
 cairo writes the pixels; the few extra chunks are spliced in here (a PNG chunk is length,
 type, data, CRC-32).
@@ -9,9 +10,10 @@ type, data, CRC-32).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import struct
 import zlib
-import hashlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -71,6 +73,59 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
     return dpi, text
 
 
+_JPEG, _EXR = b"\xff\xd8\xff", b"\x76\x2f\x31\x01"
+# A JPEG comment segment holds at most this many bytes.
+_COMMENT_MAX = 65533
+
+
+def jpeg_comment(text: dict[str, str]) -> bytes:
+    """A still's record as a JPEG comment: the entries as a JSON object. A scene too long
+    for one comment segment is left out (the rest stays: `--from` then says no scene is
+    recorded)."""
+    data = json.dumps(text, ensure_ascii=False).encode("utf-8")
+    if len(data) > _COMMENT_MAX:
+        data = json.dumps({k: v for k, v in text.items() if k != f"{_PREFIX}scene"},
+                          ensure_ascii=False).encode("utf-8")
+    return data
+
+
+def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        dpi, comment = image.info.get("dpi"), image.info.get("comment", b"")
+    try:
+        text = json.loads(comment)
+    except ValueError:  # a comment some other program wrote
+        text = {}
+    text = {k: v for k, v in text.items() if isinstance(v, str)} \
+        if isinstance(text, dict) else {}
+    return (float(dpi[0]) if dpi else None), text
+
+
+def _exr_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
+    from .exr import require_openexr
+
+    require_openexr()
+    import OpenEXR
+
+    with OpenEXR.File(str(path)) as exr:  # closing it empties its header
+        return None, {k: v for k, v in exr.header().items() if isinstance(v, str)}
+
+
+def read_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
+    """(dpi or None, text entries) of a PNG, JPEG or OpenEXR still."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head.startswith(_JPEG):
+        return _jpeg_record(path)
+    if head.startswith(_EXR):
+        return _exr_record(path)
+    if head.startswith(_SIGNATURE):
+        return read_chunks(path)
+    raise UsageError(f"{path}: not a PNG, JPEG or OpenEXR file")
+
+
 # The text keys of a still's record, after "boids-render:" (besides "Software").
 _PREFIX = "boids-render:"
 RECORDED = ("version", "seed", "time", "scene-sha256")
@@ -102,9 +157,9 @@ class Provenance:
 
 def read_provenance(path: str | Path) -> Provenance:
     """The record of the still at `path`; UsageError when it records no scene."""
-    dpi, text = read_chunks(path)
+    dpi, text = read_record(path)
     if f"{_PREFIX}scene" not in text:
-        raise UsageError(f"{path}: no boids-render scene recorded in this PNG")
+        raise UsageError(f"{path}: no boids-render scene recorded in this file")
     return Provenance(text[f"{_PREFIX}scene"], Fraction(text.get(f"{_PREFIX}time", "0")),
                       dpi, {key: text.get(_PREFIX + key, "?") for key in RECORDED})
 
