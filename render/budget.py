@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -108,10 +108,13 @@ class Estimate:
     per_bird: float
     tile: int | None = None  # a still drawn in tiles of this many px a side
     disk: float = 0.0  # bytes written (0: not estimated)
+    settled: bool = False  # the settling left out: its state is on disk already
 
     def __str__(self) -> str:
         disk = f", {_bytes(self.disk)} on disk" if self.disk else ""
-        return f"about {_bytes(self.bytes)} of memory{disk} and {_duration(self.seconds)}"
+        kept = " (the settled flock read from its cache)" if self.settled else ""
+        return f"about {_bytes(self.bytes)} of memory{disk} and " \
+               f"{_duration(self.seconds)}{kept}"
 
 
 def simulation_costs(scene: Scene) -> tuple[float, float]:
@@ -120,6 +123,18 @@ def simulation_costs(scene: Scene) -> tuple[float, float]:
         k = scene.rules.topological_count if scene.rules.neighbours == "topological" else 0
         return SIM3_BYTES_PER_BIRD + k * SIM3_BYTES_PER_NEIGHBOUR, SIM3_S_PER_BIRD_STEP
     return SIM_BYTES_PER_BIRD, SIM_S_PER_BIRD_STEP
+
+
+def settling(scene: Scene) -> tuple[int, bool]:
+    """(the steps flown before frame 0 that a render pays for, whether the settled state
+    is on disk): a 3D flock's settled state, once kept (render.sim.settled), is read back,
+    not flown again."""
+    if scene.dimensions == 3 and scene.scene.settle_steps > 0:
+        from .sim import settled
+
+        if settled.path(scene).is_file():
+            return 0, True
+    return scene.scene.settle_steps, False
 
 
 def draw_seconds(scene: Scene) -> float:
@@ -150,7 +165,8 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
     flown = float(scene.frame_count / scene.output.fps) / scene.scene.dt + 1
     if scene.output.loop:
         flown *= LOOP_FLIGHTS
-    steps = scene.scene.settle_steps + flown
+    settle, kept = settling(scene)
+    steps = settle + flown
     frames = max(0, scene.frame_count - first)
     per_bird, per_step = simulation_costs(scene)
     per_pixel = 0.0
@@ -161,7 +177,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
             seconds += sampled_frames(scene, first) * birds * STATS3_S_PER_BIRD
     pixels = disk = 0
     if output is not None and is_state_output(output):
-        return trajectory_estimate(scene, output, seconds, frames)
+        return replace(trajectory_estimate(scene, output, seconds, frames), settled=kept)
     if output is not None:
         suffix = _suffix(output)
         video = suffix in VIDEO_SUFFIXES
@@ -176,7 +192,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
                              + pixels * (EXR_S_PER_PX if exr else 0))
         disk = frames * pixels * FILE_BYTES_PER_PX.get(suffix, 0)
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
-                    pixels, per_pixel, per_bird, disk=disk)
+                    pixels, per_pixel, per_bird, disk=disk, settled=kept)
 
 
 def sheet_estimate(scene: Scene, thumbs: int, thumb_pixels: int,
@@ -191,7 +207,8 @@ def sheet_estimate(scene: Scene, thumbs: int, thumb_pixels: int,
                                       + thumb_pixels * DRAW_S_PER_PX) \
         + sheet_pixels * DRAW_S_PER_PX
     return Estimate(BASE_BYTES + scene.count * per_bird + pixels * CANVAS_BYTES_PER_PX,
-                    seconds, scene.count, pixels, CANVAS_BYTES_PER_PX, per_bird)
+                    seconds, scene.count, pixels, CANVAS_BYTES_PER_PX, per_bird,
+                    settled=sim.settled)
 
 
 def _suffix(output: str) -> str:
@@ -227,7 +244,8 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
     into the PNG a band of rows at a time (so memory holds one band and one tile, whatever
     the still's size), or as vectors."""
     birds = scene.count
-    steps = scene.scene.settle_steps + time / scene.scene.dt + 1
+    settle, kept = settling(scene)
+    steps = settle + time / scene.scene.dt + 1
     width, height = scene.output.size
     drawn = width * height * supersample ** 2
     per_pixel = CANVAS_BYTES_PER_PX + (SUPERSAMPLE_BYTES_PER_PX / supersample ** 2
@@ -244,7 +262,7 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
         (0 if vector else drawn * DRAW_S_PER_PX) + (drawn * EXR_S_PER_PX if exr else 0)
     per_bird = sim_bytes + DRAW_BYTES_PER_BIRD
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
-                    pixels, per_pixel, per_bird, tile)
+                    pixels, per_pixel, per_bird, tile, settled=kept)
 
 
 def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi: float,

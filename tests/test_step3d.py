@@ -220,6 +220,28 @@ def test_the_settled_state_is_kept_and_loaded_with_the_same_bits(tmp_path, monke
         assert np.array_equal(x.positions, y.positions)
 
 
+def test_the_estimate_leaves_out_a_settling_already_on_disk(tmp_path, monkeypatch):
+    from render import budget
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    scene = build_scene({"scene": {"seed": 4, "dt": 0.01, "settle_steps": 40,
+                                   "duration": 0.1},
+                         "world": {"dimensions": 3}, "flock": {"count": 80},
+                         "rules": {"neighbours": "topological"}, "flight": {},
+                         "roost": {}}, "test.toml")
+    before = budget.estimate(scene, str(tmp_path / "x.mp4"))
+    assert not before.settled and "cache" not in str(before)
+    Simulation(scene)  # settles, and keeps the settled state
+    after = budget.estimate(scene, str(tmp_path / "x.mp4"))
+    _, per_step = budget.simulation_costs(scene)
+    assert after.settled and "(the settled flock read from its cache)" in str(after)
+    assert before.seconds - after.seconds == pytest.approx(40 * 80 * per_step)
+    still = budget.still_estimate(scene, 0.05)
+    assert still.settled and still.seconds < budget.still_estimate(
+        build_scene({**scene.to_dict(), "scene": {**scene.to_dict()["scene"], "seed": 5}},
+                    "test.toml"), 0.05).seconds
+
+
 def test_the_settled_key_follows_the_simulation_settings_only():
     from render.sim import settled
 
