@@ -222,8 +222,8 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
       web: a path NAME.mp4 becomes a web page's four files, as `--quality web` writes
         them (NAME.mp4, NAME.av1.mp4, NAME.jpg, NAME.html; the preset's size and rate are
         scene settings: pass them as overrides).
-    A still instead: still=t (as `frame` takes it) with path a .png, .pdf or .svg, and
-      dpi (72), bit_depth (8 or 16), tile_size (px), overwrite, quiet.
+    A still instead: still=t (as `frame` takes it) with path a .png, .jpg, .exr, .pdf or
+    .svg, and dpi (72), bit_depth (8 or 16), tile_size (px), overwrite, quiet.
     """
     known = set(_CLIP_OPTIONS) | set(_STILL_OPTIONS)
     unknown = sorted(set(options) - known)
