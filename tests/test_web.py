@@ -103,6 +103,16 @@ def test_poster_is_the_first_frame(page):
         assert np.abs(clip - frame).mean() < 4, name
 
 
+def test_the_poster_records_its_scene_and_from_draws_it_again(page, cli):
+    info = cli("--info", page / "out" / "hero.jpg")
+    assert info.code == 0, info.err
+    assert "time: 0" in info.out and 'size = "320x180"' in info.out
+    again = page / "again.jpg"
+    assert cli("--from", page / "out" / "hero.jpg", "-o", again, "-q").code == 0
+    with Image.open(again) as still, Image.open(page / "out" / "hero.jpg") as poster:
+        assert np.array_equal(np.asarray(still), np.asarray(poster))
+
+
 class _Page(HTMLParser):
     def __init__(self):
         super().__init__()

@@ -95,13 +95,15 @@ class _WebClip(VideoWriter):
 
 class PosterWriter:
     """The clip's first frame (index `first`) as a JPEG, held (see `together.Together`):
-    a clean exit leaves it in a temporary listed in `staged`."""
+    a clean exit leaves it in a temporary listed in `staged`. It records `text` (the
+    scene and time, `still.provenance`) as a JPEG still does, so `--from` draws it again."""
 
     hold = True
 
-    def __init__(self, path: Path, *, first: int = 0):
+    def __init__(self, path: Path, *, first: int = 0, text: dict[str, str] | None = None):
         self.path = path
         self.first = first
+        self.text = text
         self.staged: list[tuple[Path, Path]] = []
 
     def __enter__(self) -> PosterWriter:
@@ -112,7 +114,7 @@ class PosterWriter:
 
     def write(self, index: int, pixels: np.ndarray) -> None:
         """Frame `index`, (h, w, 4) uint8 BGRA, opaque."""
-        data = encode_jpeg(pixels)
+        data = encode_jpeg(pixels, text=self.text)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_beside(self.path, ".jpg")
         self.staged = [(tmp, self.path)]
@@ -144,9 +146,15 @@ class WebWriter(Together):
                     frames=frames, first=first, overwrite=overwrite,
                     transparent=scene.output.transparent)
         size, fps = scene.output.size, scene.output.fps
+        from .. import __version__
+        from .still import provenance
+
+        text = provenance(scene.to_toml(), scene.scene.seed, first / Fraction(fps),
+                          __version__)
         super().__init__([_WebClip(h264, h264_args(size, fps), **clip),
                           _WebClip(av1, av1_args(fps), **clip),
-                          PosterWriter(poster, first=first)], overwrite=overwrite)
+                          PosterWriter(poster, first=first, text=text)],
+                         overwrite=overwrite)
         self.size = scene.output.size
 
     def _commit(self) -> None:
