@@ -133,7 +133,7 @@ def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> i
         raise UsageError("a still needs -o: FILE.png (print), FILE.jpg, FILE.exr, FILE.pdf "
                          "or FILE.svg")
     require_still_output(args.output, transparent=scene.output.transparent,
-                         bit_depth=args.bit_depth, tile_size=args.tile_size)
+                         bit_depth=args.bit_depth, tile_size=args.tile_size, dpi=args.dpi)
     time = parse_time(args.still, scene.output.fps) if args.still is not None \
         else recorded_time
     options = dict(dpi=args.dpi or (300 if args.paper else 72), bit_depth=args.bit_depth,

@@ -1,10 +1,11 @@
 """Stills: one frame as a PNG for print (drawn whole, supersampled to 16 bits, or in tiles
-streamed into the file, recording the scene it was drawn from), a PDF/SVG page, or the
-frame a JPEG or OpenEXR sequence holds at that time."""
+streamed into the file), a PDF/SVG page, or the frame a JPEG or OpenEXR sequence holds at
+that time; the raster ones record the scene they were drawn from."""
 
 from __future__ import annotations
 
 import itertools
+import os
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,20 +22,25 @@ from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulated, simulation
 
 
-# What a still can be, by suffix: a PNG (tiles, 16 bits, the scene recorded), a vector
-# page, or one frame of a JPEG (the web's poster) or OpenEXR sequence (a compositor's
-# plate), drawn whole.
+# What a still can be, by suffix: a PNG (tiles, 16 bits), a vector page, or one frame of
+# a JPEG (the web's poster) or OpenEXR sequence (a compositor's plate), drawn whole.
 VECTOR = (".pdf", ".svg")
 STILLS = (".png", ".jpg", ".jpeg", ".exr", *VECTOR)
+# A JPEG records its resolution as a 16-bit whole number of dpi.
+JPEG_DPI = (1, 65535)
 
 
 def require_still_output(output: str | Path, *, transparent: bool, bit_depth: int = 8,
-                         tile_size: int | None = None) -> None:
+                         tile_size: int | None = None, dpi: float | None = None) -> None:
     """UsageError unless `output` names a still these options apply to."""
     suffix = Path(output).suffix.lower()
-    if suffix not in STILLS:
-        raise UsageError(f"{output}: a still is written as PNG, JPEG, OpenEXR, PDF or SVG: "
-                         f"expected a name ending in {', '.join(STILLS)}")
+    if suffix not in STILLS or str(output).endswith(("/", os.sep)):
+        raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
+                         f"or SVG: expected a name ending in {', '.join(STILLS)}")
+    if suffix in (".jpg", ".jpeg") and dpi is not None and \
+            not JPEG_DPI[0] <= round(dpi) <= JPEG_DPI[1]:
+        raise UsageError(f"{output}: --dpi {dpi:g}: a JPEG records its resolution as a "
+                         f"whole number of dpi from {JPEG_DPI[0]} to {JPEG_DPI[1]}")
     if bit_depth == 16 and suffix != ".png":
         raise UsageError("--bit-depth 16 applies to PNG stills")
     if tile_size is not None and suffix != ".png":
@@ -52,8 +58,8 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
                  overwrite: bool = True, bit_depth: int = 8,
                  tile_size: int | None = None, quiet: bool = True) -> None:
-    """One frame at `time` (seconds, exact) as a PNG still that embeds the resolved scene,
-    as a vector PDF/SVG page of the same picture, or as a JPEG or OpenEXR image.
+    """One frame at `time` (seconds, exact) as a PNG, JPEG or OpenEXR still that records
+    the resolved scene, or as a vector PDF/SVG page of the same picture.
 
     It is the frame a sequence of the same scene, size and format shows at that time,
     pixel for pixel: the same sampling of the simulation and the same drawing. A PNG still
@@ -66,7 +72,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     output = Path(output)
     # Everything that can refuse the still does so before the flock is simulated.
     require_still_output(output, transparent=scene.output.transparent, bit_depth=bit_depth,
-                         tile_size=tile_size)
+                         tile_size=tile_size, dpi=dpi)
     tile_size = budget.still_cost(scene, output, time, dpi=dpi, bit_depth=bit_depth,
                                   tile_size=tile_size).tile
     if not overwrite and output.exists():

@@ -24,16 +24,29 @@ ROOT = Path(__file__).resolve().parents[1]
 HAWK = {"hawk.start": 0.2, "hawk.duration": 0.3, "hawk.period": 5.0}
 
 
-def test_import_render_loads_nothing_heavy():
-    code = ("import sys, render\n"
-            "scene = render.load_scene('scenes/classic.toml', {'flock.count': 50})\n"
-            "heavy = {'numpy', 'numba', 'cairo'} & set(sys.modules)\n"
+def loads_nothing_heavy(code: str) -> None:
+    """`code` runs in a fresh interpreter without importing numpy, numba or cairo."""
+    code += "\nimport sys\nheavy = {'numpy', 'numba', 'cairo'} & set(sys.modules)\n" \
             "assert not heavy, heavy\n"
-            "assert callable(render.simulate) and callable(render.frame)\n"
-            "assert {'load_scene', 'simulate', 'frame', 'render'} <= set(dir(render))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_import_render_loads_nothing_heavy():
+    loads_nothing_heavy(
+        "import render\n"
+        "scene = render.load_scene('scenes/classic.toml', {'flock.count': 50})\n"
+        "assert callable(render.simulate) and callable(render.frame)\n"
+        "assert {'load_scene', 'simulate', 'frame', 'render'} <= set(dir(render))")
+
+
+def test_estimating_a_3d_render_loads_nothing_heavy():
+    # --check answers before the simulator loads: whether the settling is on disk is read
+    # from its key alone.
+    loads_nothing_heavy("import render\nfrom render import budget\n"
+                        "print(budget.estimate(render.load_scene('scenes/flock3d.toml'), "
+                        "'x.mp4'))")
 
 
 def test_a_missing_name_is_an_attribute_error():
@@ -202,7 +215,7 @@ def test_render_refuses_keywords_it_does_not_take(small_scene, tmp_path):
         render.render(scene, tmp_path / "x.mp4", cache_dir=tmp_path)
     with pytest.raises(UsageError, match="nothing to do"):
         render.render(scene)
-    with pytest.raises(UsageError, match="a still is written as PNG, JPEG, OpenEXR, PDF"):
+    with pytest.raises(UsageError, match="a still is one file written as PNG, JPEG, OpenEXR, PDF"):
         render.render(scene, tmp_path / "x.mp4", still=1)
     assert not list(tmp_path.glob("x*"))
 

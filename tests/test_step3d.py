@@ -250,6 +250,18 @@ def test_the_settled_key_follows_the_simulation_settings_only():
     renamed = build_scene({**base, "scene": {"name": "other", "duration": 3.0}}, "b.toml")
     faster = build_scene({**base, "flight": {"cruise_speed": 12.0}}, "c.toml")
     assert settled.key(one) == settled.key(renamed) != settled.key(faster)
+    # The follow camera's spring settles with the flock; where the camera stands does not.
+    follow = {**base, "camera": {"follow": "centroid", "follow_time": 0.6}}
+    keys = {settled.key(build_scene(body, "d.toml")) for body in (
+        follow, {**follow, "camera": {"follow": "centroid", "follow_time": 0.9}},
+        {**follow, "camera": {"follow": "none", "follow_time": 0.6}})}
+    assert len(keys) == 3
+    moved = {**follow, "camera": {**follow["camera"], "position": [0.0, -300.0, 1.7]}}
+    assert settled.key(build_scene(moved, "e.toml")) == \
+        settled.key(build_scene(follow, "f.toml"))
+    assert settled.key(build_scene({**base, "camera": {"follow": "none"}}, "g.toml")) == \
+        settled.key(build_scene({**base, "camera": {"follow": "none", "follow_time": 0.9}},
+                                "h.toml"))
 
 
 def test_settling_shows_progress_on_stderr_only_when_asked(capsys):

@@ -94,8 +94,40 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.jpg", "--transparent")
     assert r.code == 2 and "JPEG has no alpha channel" in r.err and ".exr" in r.err
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.tif")
-    assert r.code == 2 and "x.tif: a still is written as" in r.err and ".jpg" in r.err
+    assert r.code == 2 and "x.tif: a still is one file written as" in r.err and ".jpg" in r.err
     assert [p for p in tmp_path.iterdir() if p != small_scene] == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-o", "{tmp}/x.jpg", "--dpi", "70000"), "whole number of dpi from 1 to 65535"),
+    (("-o", "{tmp}/x.png/",), "a still is one file"),
+])
+def test_a_still_refuses_what_its_file_cannot_hold(cli, small_scene, tmp_path, args, message):
+    r = cli(small_scene, "--still", "0.5", *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert r.code == 2 and message in r.err, r.err
+    assert [p for p in tmp_path.iterdir() if p != small_scene] == []
+
+
+def test_info_on_a_damaged_jpeg_or_exr_says_so(cli, still, tmp_path):
+    png = still("0.5")
+    for suffix in (".jpg", ".exr"):
+        whole = tmp_path / f"whole{suffix}"
+        assert cli("--from", png, "-o", whole, "-q").code == 0
+        cut = tmp_path / f"cut{suffix}"
+        cut.write_bytes(whole.read_bytes()[:12])
+        r = cli("--info", cut)
+        assert r.code == 2 and "not a readable" in r.err, r.err
+
+
+def test_a_jpeg_record_survives_a_comment_another_program_adds(cli, still, tmp_path):
+    first = tmp_path / "first.jpg"
+    assert cli("--from", still("0.5"), "-o", first, "-q").code == 0
+    data = first.read_bytes()
+    note = b"edited elsewhere"
+    segment = b"\xff\xfe" + (len(note) + 2).to_bytes(2, "big") + note
+    (tmp_path / "noted.jpg").write_bytes(data[:2] + segment + data[2:])
+    r = cli("--info", tmp_path / "noted.jpg")
+    assert r.code == 0 and "time: 1/2" in r.out, r.err
 
 
 def test_a_jpeg_still_past_cairos_side_is_refused_not_tiled(cli, small_scene, tmp_path):
@@ -177,7 +209,7 @@ def test_info_on_a_file_that_is_no_still_says_what_it_reads(cli, tmp_path):
     assert r.code == 2 and "not a PNG, JPEG or OpenEXR file" in r.err
 
 
-def test_still_needs_a_png_output(cli, small_scene, tmp_path):
+def test_a_still_needs_a_still_format(cli, small_scene, tmp_path):
     r = cli(small_scene, "--still", "1", "-o", tmp_path / "x.mp4")
     assert r.code == 2 and ".png" in r.err
     assert cli(small_scene, "--still", "soon", "-o", tmp_path / "x.png").code == 2

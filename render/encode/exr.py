@@ -25,7 +25,7 @@ def require_openexr() -> None:
     try:
         import OpenEXR  # noqa: F401
     except ImportError:
-        raise UsageError(f"OpenEXR frames need the openexr package: {INSTALL}") from None
+        raise UsageError(f"OpenEXR files need the openexr package: {INSTALL}") from None
 
 
 def srgb_to_linear(encoded: np.ndarray) -> np.ndarray:

@@ -90,27 +90,39 @@ def jpeg_comment(text: dict[str, str]) -> bytes:
 
 
 def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
+    """Its JFIF dpi and the first comment that is a JSON object of strings (another
+    program may have added comments of its own)."""
     from PIL import Image
 
-    with Image.open(path) as image:
-        dpi, comment = image.info.get("dpi"), image.info.get("comment", b"")
     try:
-        text = json.loads(comment)
-    except ValueError:  # a comment some other program wrote
-        text = {}
-    text = {k: v for k, v in text.items() if isinstance(v, str)} \
-        if isinstance(text, dict) else {}
-    return (float(dpi[0]) if dpi else None), text
+        with Image.open(path) as image:
+            dpi = image.info.get("dpi")
+            comments = [data for marker, data in image.applist if marker == "COM"]
+    except (OSError, SyntaxError, ValueError) as e:
+        raise UsageError(f"{path}: not a readable JPEG file ({e})") from None
+    for comment in comments:
+        try:
+            text = json.loads(comment)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(text, dict):
+            return (float(dpi[0]) if dpi else None), \
+                {k: v for k, v in text.items() if isinstance(v, str)}
+    return (float(dpi[0]) if dpi else None), {}
 
 
 def _exr_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
+    """Its header's string attributes (the pixels are not read)."""
     from .exr import require_openexr
 
     require_openexr()
     import OpenEXR
 
-    with OpenEXR.File(str(path)) as exr:  # closing it empties its header
-        return None, {k: v for k, v in exr.header().items() if isinstance(v, str)}
+    try:
+        with OpenEXR.File(str(path), header_only=True) as exr:  # closing empties the header
+            return None, {k: v for k, v in exr.header().items() if isinstance(v, str)}
+    except (RuntimeError, ValueError, OSError) as e:
+        raise UsageError(f"{path}: not a readable OpenEXR file ({e})") from None
 
 
 def read_record(path: str | Path) -> tuple[float | None, dict[str, str]]:

@@ -4,7 +4,9 @@ not pay for that again.
 
 The file is <user cache>/boids-render/settled/<key>.npz, the key a sha256 over every
 setting that decides the settled state (the seed, dt, settle_steps, the world, the flock,
-the rules, flight and roost) and the simulator's sources; written atomically.
+the rules, flight and roost, and the follow camera's spring, which settles with the
+flock) and the simulator's sources; written atomically. Only `load` and `save` import
+numpy: render.budget reads `path` to know whether a render will settle.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..scene import Scene
 from .cache import sources_digest, user_cache_dir
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _SECTIONS = ("world", "flock", "rules", "flight", "roost")
 FIELDS = ("positions", "velocities", "bank", "radius", "homing", "follow", "lists_idx",
@@ -31,6 +35,9 @@ def key(scene: Scene) -> str:
     what = {name: body.get(name) for name in _SECTIONS}
     what["scene"] = {k: body["scene"][k] for k in ("seed", "dt", "settle_steps")}
     what["accent_every"] = scene.render.accent_every
+    camera = body.get("camera") or {}
+    following = camera.get("follow", "none") != "none"
+    what["follow_time"] = camera.get("follow_time") if following else None
     text = json.dumps(what, sort_keys=True) + sources_digest()
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -42,6 +49,8 @@ def path(scene: Scene) -> Path:
 def load(scene: Scene) -> dict[str, np.ndarray] | None:
     """The arrays FIELDS of this scene's settled state, or None when not kept (or the file
     is unreadable: then it is settled again and rewritten)."""
+    import numpy as np
+
     try:
         with np.load(path(scene)) as data:
             return {name: data[name] for name in FIELDS}
@@ -52,6 +61,8 @@ def load(scene: Scene) -> dict[str, np.ndarray] | None:
 def save(scene: Scene, arrays: dict[str, np.ndarray]) -> None:
     """Keep the settled state; a folder that cannot be written is skipped silently (the
     cache only saves time)."""
+    import numpy as np
+
     target = path(scene)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
