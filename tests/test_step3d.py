@@ -220,6 +220,22 @@ def test_the_settled_state_is_kept_and_loaded_with_the_same_bits(tmp_path, monke
         assert np.array_equal(x.positions, y.positions)
 
 
+def test_a_follow_camera_of_another_pace_settles_its_own_spring(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def scene(follow_time):
+        return build_scene({"scene": {"seed": 2, "dt": 0.01, "settle_steps": 30},
+                            "world": {"dimensions": 3}, "flock": {"count": 80},
+                            "rules": {"neighbours": "topological"}, "flight": {},
+                            "roost": {}, "camera": {"follow": "centroid",
+                                                     "follow_time": follow_time}},
+                           "test.toml")
+
+    Simulation(scene(0.6))  # kept on disk
+    kept, fresh = Simulation(scene(0.9)), Simulation(scene(0.9), cache=False)
+    assert kept.advance().followed == fresh.advance().followed
+
+
 def test_the_estimate_leaves_out_a_settling_already_on_disk(tmp_path, monkeypatch):
     from render import budget
 
