@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -42,6 +43,28 @@ def test_the_bar_starts_once_the_flock_is_settled_and_the_first_frame_simulated(
     monkeypatch.setattr(render.pipeline, "progress_bar", bar)
     assert cli(small_scene, "-o", tmp_path / "f.npz", "--frames", "3", "-q").code == 0
     assert events.index("settled") < events.index("step") < events.index("bar")
+
+
+def test_the_kernels_folder_follows_every_source_the_settled_states_the_simulators(
+        tmp_path, monkeypatch):
+    # A drawing kernel bakes in constants from other files (the haze's from sky.py), so
+    # an edit anywhere in the package starts a fresh kernels folder; settled states
+    # depend on the simulator alone.
+    from render.sim import cache
+    from render.sim.cache import sources_digest
+
+    copy = tmp_path / "render"
+    shutil.copytree(ROOT / "render", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = sources_digest(copy), sources_digest(copy / "sim")
+    sky = copy / "draw3d" / "sky.py"
+    sky.write_text(sky.read_text() + "\n# edited\n")
+    after = sources_digest(copy), sources_digest(copy / "sim")
+    assert after[0] != before[0] and after[1] == before[1]
+    assert before[1] == sources_digest()
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(cache, "portable_target", lambda: None)
+    cache.use_numba_cache()
+    assert os.environ["NUMBA_CACHE_DIR"].endswith(f"numba-{sources_digest(ROOT / 'render')}")
 
 
 def test_an_empty_or_missing_cache_folder_is_cold(tmp_path, monkeypatch):

@@ -275,6 +275,12 @@ def test_the_settled_key_follows_the_simulation_settings_only():
     moved = {**follow, "camera": {**follow["camera"], "position": [0.0, -300.0, 1.7]}}
     assert settled.key(build_scene(moved, "e.toml")) == \
         settled.key(build_scene(follow, "f.toml"))
+    # A hunt's settling keeps the neighbours its hawk reads at frame 0.
+    hunted = {**base, "rules": {"neighbours": "topological"},
+              "hawk": {"mode": "hunt", "speed": 20.0}}
+    calm = {**hunted, "hawk": {"mode": "hunt", "speed": 20.0, "enabled": False}}
+    assert settled.key(build_scene(hunted, "i.toml")) != settled.key(build_scene(calm,
+                                                                                "j.toml"))
     assert settled.key(build_scene({**base, "camera": {"follow": "none"}}, "g.toml")) == \
         settled.key(build_scene({**base, "camera": {"follow": "none", "follow_time": 0.9}},
                                 "h.toml"))

@@ -9,8 +9,9 @@ from .values import show
 
 def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> None:
     """Append a one-line problem for each: [hawk] mode against the world's dimension, a
-    hunting hawk no faster than the flock (or whose dive is slower than its pursuit), a
-    hunt without topological neighbours (the waves spread over the k nearest), and
+    hunting hawk no faster than the flock (or whose dive is slower than its pursuit) or
+    starting before frame 0 (settling is the flock's alone: its kept state holds no hawk),
+    a hunt without topological neighbours (the waves spread over the k nearest), and
     roost.landing_at outside the clip (before settling ends is negative time). A clip cut
     short of its landing by a later setting (`--duration` over the file's landing_at:
     `rank` orders where settings came from) is an excerpt, not a mistake."""
@@ -49,6 +50,10 @@ def _check_hunter(values, where, usable, problems) -> None:
     if hawk.dive_speed < hawk.speed and usable("hawk.dive_speed", "hawk.speed"):
         problems.append(f"{where('hawk.dive_speed')}: expected ≥ hawk.speed "
                         f"({show(hawk.speed)} m/s), got {show(hawk.dive_speed)}")
+    if hawk.enabled and hawk.start < 0.0 and usable("hawk.start"):
+        problems.append(f"{where('hawk.start')}: the hunt starts before settling is over "
+                        f"(times count from frame 0, after settling): expected ≥ 0 s, got "
+                        f"{show(hawk.start)}")
     if values["rules"].neighbours != "topological" and usable("rules.neighbours"):
         problems.append(f"{where('rules.neighbours')}: a hunt's agitation waves spread over "
                         f"the k nearest: expected \"topological\", got "

@@ -1,10 +1,13 @@
-"""Where numba keeps the simulator's compiled kernels. Imports no numba.
+"""Where numba keeps the package's compiled kernels (the simulator's, the 3D drawing's and
+the loop's). Imports no numba.
 
 numba invalidates a cached kernel when the file defining it changes, but a kernel is
 compiled together with the kernels it calls from other files (step.py inlines neighbours.py,
-motion.py and every force): after an edit there, the old machine code would still load. So
-the cache folder is named after the sources of the whole simulator, and any edit to any of
-them starts a fresh folder.
+motion.py and every force) and with the constants it reads from them (the 3D streaks'
+haze from sky.py, the sky's and the compositor's encoding steps from colour.py): after an
+edit there, the old machine code would still load. So the cache folder is named after the
+sources of the whole package, and any edit to any of them starts a fresh folder. The
+settled states (settled.py) are named after the simulator's sources alone.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from pathlib import Path
 _SIM = Path(__file__).resolve().parent
 
 
-def sources_digest() -> str:
-    """16 hex digits of the sha256 over every render/sim source file (names and bytes)."""
+def sources_digest(root: Path = _SIM) -> str:
+    """16 hex digits of the sha256 over every source file under `root` (names and bytes):
+    by default render/sim's."""
     digest = hashlib.sha256()
-    for path in sorted(_SIM.rglob("*.py")):
-        digest.update(path.relative_to(_SIM).as_posix().encode() + b"\0")
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -38,9 +42,10 @@ def user_cache_dir() -> Path:
 
 
 def use_numba_cache() -> None:
-    """Point NUMBA_CACHE_DIR at <user cache>/boids-render/numba-<sources digest>, unless it
-    is set already. numba reads it once, on its first import: call this before that."""
-    folder = user_cache_dir() / "boids-render" / f"numba-{sources_digest()}"
+    """Point NUMBA_CACHE_DIR at <user cache>/boids-render/numba-<the package's sources
+    digest>, unless it is set already. numba reads it once, on its first import: call this
+    before that."""
+    folder = user_cache_dir() / "boids-render" / f"numba-{sources_digest(_SIM.parent)}"
     os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
     portable_target()
 

@@ -4,8 +4,8 @@ not pay for that again.
 
 The file is <user cache>/boids-render/settled/<key>.npz, the key a sha256 over every
 setting that decides the settled state (the seed, dt, settle_steps, the world, the flock,
-the rules, flight and roost, and the follow camera's spring, which settles with the
-flock) and the simulator's sources; written atomically. Only `load` and `save` import
+the rules, flight and roost, the follow camera's spring, which settles with the flock,
+and whether a hunt keeps the neighbours it reads) and the simulator's sources; written atomically. Only `load` and `save` import
 numpy: render.budget reads `path` to know whether a render will settle.
 """
 
@@ -38,6 +38,9 @@ def key(scene: Scene) -> str:
     camera = body.get("camera") or {}
     following = camera.get("follow", "none") != "none"
     what["follow_time"] = camera.get("follow_time") if following else None
+    # A hunt's settling steps keep each bird's neighbours for the hawk's first target and
+    # the waves (the hunt itself starts at frame 0 or later: scene.checks3d).
+    what["hunt"] = scene.hawk is not None and scene.hawk.mode == "hunt"
     text = json.dumps(what, sort_keys=True) + sources_digest()
     return hashlib.sha256(text.encode()).hexdigest()
 
