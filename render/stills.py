@@ -34,7 +34,7 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
                          tile_size: int | None = None, dpi: float | None = None) -> None:
     """UsageError unless `output` names a still these options apply to."""
     suffix = Path(output).suffix.lower()
-    if suffix not in STILLS or str(output).endswith(("/", os.sep)):
+    if suffix not in STILLS or str(output).endswith(("/", os.sep)) or Path(output).is_dir():
         raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
                          f"or SVG: expected a name ending in {', '.join(STILLS)}")
     if suffix in (".jpg", ".jpeg") and dpi is not None and \

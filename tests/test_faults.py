@@ -292,6 +292,18 @@ def test_no_overwrite_refuses_an_existing_clip_before_any_work(
     assert target.read_bytes() == b"keep me"
 
 
+def test_a_folder_at_a_clips_name_is_refused_before_any_work(cli, small_scene, tmp_path,
+                                                              monkeypatch):
+    (tmp_path / "clip.mp4").mkdir()
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("nothing may be simulated, drawn or encoded")
+
+    monkeypatch.setattr(states, "Simulation", no_work)
+    r = cli(small_scene, "-o", tmp_path / "clip.mp4", "--frames", "4", "-q")
+    assert r.code == 2 and "clip.mp4: is a folder" in r.err, r.err
+
+
 def test_no_overwrite_writes_a_clip_that_does_not_exist_yet(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", tmp_path / "new.mp4", "--frames", "2", "--no-overwrite", "-q")
     assert r.code == 0, r.err

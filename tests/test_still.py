@@ -101,11 +101,13 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("-o", "{tmp}/x.jpg", "--dpi", "70000"), "whole number of dpi from 1 to 65535"),
     (("-o", "{tmp}/x.png/",), "a still is one file"),
+    (("-o", "{tmp}/folder.jpg",), "a still is one file"),
 ])
 def test_a_still_refuses_what_its_file_cannot_hold(cli, small_scene, tmp_path, args, message):
+    (tmp_path / "folder.jpg").mkdir()
     r = cli(small_scene, "--still", "0.5", *[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert r.code == 2 and message in r.err, r.err
-    assert [p for p in tmp_path.iterdir() if p != small_scene] == []
+    assert sorted(p.name for p in tmp_path.iterdir() if p != small_scene) == ["folder.jpg"]
 
 
 def test_info_on_a_damaged_jpeg_or_exr_says_so(cli, still, tmp_path):
@@ -207,6 +209,9 @@ def test_info_on_a_file_that_is_no_still_says_what_it_reads(cli, tmp_path):
     notes.write_text("not a picture")
     r = cli("--info", notes)
     assert r.code == 2 and "not a PNG, JPEG or OpenEXR file" in r.err
+    for missing in (tmp_path / "nothing.png", tmp_path):
+        r = cli("--info", missing)
+        assert r.code == 2 and "cannot read it" in r.err, r.err
 
 
 def test_a_still_needs_a_still_format(cli, small_scene, tmp_path):

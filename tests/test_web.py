@@ -269,6 +269,36 @@ def test_a_rename_failing_midway_takes_back_the_files_already_placed(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
 
 
+def test_a_set_that_fails_midway_puts_back_the_files_it_replaced(tmp_path, monkeypatch):
+    real, calls = files.place, []
+
+    def place(tmp, path, **kw):
+        calls.append(path.name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device", str(path))
+        return real(tmp, path, **kw)
+
+    staged = []
+    for name in ("a.mp4", "b.jpg", "c.html"):
+        (tmp_path / name).write_text(f"old {name}")
+        tmp = files.temp_beside(tmp_path / name, ".x")
+        tmp.write_text(f"new {name}")
+        staged.append((tmp, tmp_path / name))
+    monkeypatch.setattr(files, "place", place)
+    with pytest.raises(OSError, match="No space"):
+        files.place_together(staged)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
+        name: f"old {name}" for name in ("a.mp4", "b.jpg", "c.html")}
+
+
+def test_a_folder_at_one_of_the_pages_names_is_refused_before_any_work(cli, small_scene,
+                                                                       tmp_path):
+    (tmp_path / "hero.html").mkdir()
+    r = render_web(cli, small_scene, tmp_path)
+    assert r.code == 2 and "hero.html: is a folder" in r.err, r.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hero.html", "small.toml"]
+
+
 def test_place_together_with_no_overwrite_places_none_when_one_name_is_taken(tmp_path):
     pairs = []
     for name in ("a.mp4", "b.jpg", "c.html"):

@@ -64,7 +64,10 @@ def write_atomically(path: Path, write: Callable[[Path], None], *,
 
 
 def refuse_existing(path: Path, overwrite: bool) -> None:
-    """UsageError when `overwrite` is off and `path` exists: checked before any work."""
+    """UsageError when `path` is a folder, or when `overwrite` is off and `path` exists:
+    checked before any work."""
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder; a file cannot take its name")
     if not overwrite and path.exists():
         raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
                          f"or drop --no-overwrite to replace it")
@@ -78,11 +81,30 @@ def place_finished(tmp: Path, path: Path, *, overwrite: bool) -> None:
                          f"the new render was discarded")
 
 
+def _kept_aside(path: Path) -> Path | None:
+    """A second name (a hard link, else a copy) for the file at `path`, to put back if the
+    files placed with it fail; None when there is no file there."""
+    if not path.is_file():
+        return None
+    while True:
+        kept = path.parent / f".{path.stem}.{secrets.token_hex(4)}.kept{path.suffix}"
+        try:
+            os.link(path, kept)
+        except FileExistsError:
+            continue
+        except OSError:  # a filesystem without hard links
+            import shutil
+
+            shutil.copy2(path, kept)
+        return kept
+
+
 def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -> None:
     """`place` each finished (temporary, final) pair as one step: all of them, or (when one
     fails, or with `overwrite` off finds its final name taken) none, the ones already
-    placed removed again and every temporary removed. Ctrl-C and SIGTERM wait until the
-    renames are done, so an interruption cannot split them either."""
+    placed removed again (the files they replaced put back) and every temporary removed.
+    Ctrl-C and SIGTERM wait until the renames are done, so an interruption cannot split
+    them either."""
     import signal
     import threading
 
@@ -91,19 +113,28 @@ def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -
     signals = {signal.SIGINT, signal.SIGTERM}
     if block:
         signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    placed: list[Path] = []
+    placed: list[tuple[Path, Path | None]] = []  # each final name, its old file kept
+    kept: list[Path] = []
     try:
         for tmp, path in staged:
+            old = _kept_aside(path) if overwrite else None
+            if old is not None:
+                kept.append(old)
             if not place(tmp, path, overwrite=overwrite):
                 raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps "
                                  f"it; the new render ({len(staged)} files) was discarded")
-            placed.append(path)
+            placed.append((path, old))
     except BaseException:
-        for path in placed:
-            path.unlink(missing_ok=True)
+        for path, old in placed:
+            if old is not None:
+                os.replace(old, path)
+            else:
+                path.unlink(missing_ok=True)
         raise
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
+        for old in kept:
+            old.unlink(missing_ok=True)
         if block:  # a signal that arrived meanwhile is delivered here
             signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)

@@ -127,8 +127,11 @@ def _exr_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
 
 def read_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
     """(dpi or None, text entries) of a PNG, JPEG or OpenEXR still."""
-    with open(path, "rb") as f:
-        head = f.read(8)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
     if head.startswith(_JPEG):
         return _jpeg_record(path)
     if head.startswith(_EXR):

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
-from .files import place_finished, temp_beside
+from .files import place_finished, refuse_existing, temp_beside
 from .pipe import grow_pipe, hand_over
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
@@ -124,9 +124,7 @@ class VideoWriter:
         check_clip(path, size, fps, transparent)
         self.transparent = transparent
         self.path = Path(path)
-        if not overwrite and self.path.exists():
-            raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
-                             f"or drop --no-overwrite to replace it")
+        refuse_existing(self.path, overwrite)
         self.size = size
         self.fps = fps
         self.rate = fps  # the rate ffmpeg reads the frames at
