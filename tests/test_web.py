@@ -252,8 +252,8 @@ def test_the_h264_clip_failing_its_check_last_leaves_no_av1_either(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
 
 
-def test_a_rename_failing_midway_takes_back_the_files_already_placed(
-        cli, small_scene, tmp_path, monkeypatch):
+def third_place_fails(monkeypatch) -> list[str]:
+    """files.place failing on its third call (a full disk); returns the names it got."""
     real, calls = files.place, []
 
     def place(tmp, path, **kw):
@@ -263,6 +263,12 @@ def test_a_rename_failing_midway_takes_back_the_files_already_placed(
         return real(tmp, path, **kw)
 
     monkeypatch.setattr(files, "place", place)
+    return calls
+
+
+def test_a_rename_failing_midway_takes_back_the_files_already_placed(
+        cli, small_scene, tmp_path, monkeypatch):
+    calls = third_place_fails(monkeypatch)
     r = render_web(cli, small_scene, tmp_path)
     assert r.code == 1 and "No space left on device" in r.err, r.err
     assert calls == ["hero.mp4", "hero.av1.mp4", "hero.jpg"]
@@ -270,21 +276,13 @@ def test_a_rename_failing_midway_takes_back_the_files_already_placed(
 
 
 def test_a_set_that_fails_midway_puts_back_the_files_it_replaced(tmp_path, monkeypatch):
-    real, calls = files.place, []
-
-    def place(tmp, path, **kw):
-        calls.append(path.name)
-        if len(calls) == 3:
-            raise OSError(28, "No space left on device", str(path))
-        return real(tmp, path, **kw)
-
     staged = []
     for name in ("a.mp4", "b.jpg", "c.html"):
         (tmp_path / name).write_text(f"old {name}")
         tmp = files.temp_beside(tmp_path / name, ".x")
         tmp.write_text(f"new {name}")
         staged.append((tmp, tmp_path / name))
-    monkeypatch.setattr(files, "place", place)
+    third_place_fails(monkeypatch)
     with pytest.raises(OSError, match="No space"):
         files.place_together(staged)
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
