@@ -14,7 +14,7 @@ import numpy as np
 from . import budget
 from .draw.surface import Canvas
 from .encode.files import write_atomically
-from .encode.images import FRAME_FORMATS, encode_jpeg, write_png
+from .encode.images import FRAME_FORMATS, encode_jpeg, usable, write_png
 from .encode.still import provenance
 from .errors import UsageError
 from .scene import Scene
@@ -45,14 +45,9 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
         raise UsageError("--bit-depth 16 applies to PNG stills")
     if tile_size is not None and suffix != ".png":
         raise UsageError("--tile-size applies to PNG stills; the others are drawn whole")
-    found = FRAME_FORMATS.get(suffix)
-    if transparent and found is not None and not found.alpha:
-        raise UsageError(f"{output}: {found.name} has no alpha channel; a transparent still "
-                         f"needs .png, .exr, .pdf or .svg")
-    if suffix == ".exr":
-        from .encode.exr import require_openexr
-
-        require_openexr()
+    if suffix in FRAME_FORMATS:
+        usable(FRAME_FORMATS[suffix], output, transparent,
+               "a transparent still needs .png, .exr, .pdf or .svg")
 
 
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,8 +94,6 @@ def _kept_aside(path: Path) -> Path | None:
         except FileExistsError:
             continue
         except OSError:  # a filesystem without hard links
-            import shutil
-
             shutil.copy2(path, kept)
         return kept
 

@@ -148,9 +148,14 @@ def frame_format(output: str, transparent: bool = False) -> FrameFormat:
     if found is None:
         raise UsageError(f"{output}: a sequence of frames in {suffix or 'no format'}: "
                          f"expected one of {', '.join(FRAME_FORMATS)}")
+    return usable(found, output, transparent, "transparent frames need .png or .exr")
+
+
+def usable(found: FrameFormat, output, transparent: bool, instead: str) -> FrameFormat:
+    """`found`, for a frame or a still at `output`; UsageError when a transparent render
+    needs alpha it cannot hold (`instead`: what can), or its library is not installed."""
     if transparent and not found.alpha:
-        raise UsageError(f"{output}: {found.name} has no alpha channel; transparent frames "
-                         f"need .png or .exr")
+        raise UsageError(f"{output}: {found.name} has no alpha channel; {instead}")
     if found.name == "OpenEXR":
         from .exr import require_openexr
 
