@@ -216,7 +216,8 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
         scheduler="local" the local cluster's processes.
       scheduler: a Dask scheduler's address, or "local"; cache_dir: storage every worker
         reads, through which states travel.
-      stats: a .csv or .json of per-frame diagnostics; plot: a .png of them over time.
+      stats: a .csv or .json of per-frame diagnostics; plot: a .png, .pdf or .svg of
+        them over time.
       quiet: no progress bar and no first-run note. resume: keep a PNG sequence's
         complete frames. overwrite=False: keep what exists.
       web: a path NAME.mp4 becomes a web page's four files, as `--quality web` writes
@@ -253,15 +254,41 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
     return Path(path)
 
 
-def _clip_render(scene: Scene, path, *, frames=None, workers: int | None = None,
-                 scheduler: str | None = None, cache_dir: str | Path | None = None,
-                 stats: str | Path | None = None, plot: str | Path | None = None,
-                 quiet: bool = False, resume: bool = False, overwrite: bool = True,
-                 web: bool = False, **still_only) -> list[Path]:
+def _clip_render(scene: Scene, path, *, quiet: bool = False, **options) -> list[Path]:
     """render(...) of a clip, a sequence, trajectories or diagnostics."""
-    from .encode import Target
     from .encode.images import is_sequence, sequence_pattern
-    from .pipeline import Diagnostics, render as run
+    from .pipeline import render as run
+
+    scene, paths, target, executor, diagnostics = _planned(scene, path, **options)
+    run(scene, target, executor, diagnostics, quiet=quiet)
+    written = []
+    for p in paths:
+        if is_sequence(p):
+            pattern = sequence_pattern(p)
+            written += [Path(pattern % k) for k in range(target.first, target.end)]
+        else:
+            written.append(Path(p))
+    return written + [Path(p) for p in (diagnostics.stats, diagnostics.plot) if p is not None]
+
+
+def _refuse(scene: Scene, path, **options) -> None:
+    """UsageError for what render(scene, path, **options) of a clip would refuse, found
+    without rendering (--check)."""
+    from .pipeline import refuse
+
+    scene, _, target, executor, diagnostics = _planned(scene, path, **options)
+    refuse(scene, target, executor, diagnostics)
+
+
+def _planned(scene: Scene, path, *, frames=None, workers: int | None = None,
+             scheduler: str | None = None, cache_dir: str | Path | None = None,
+             stats: str | Path | None = None, plot: str | Path | None = None,
+             resume: bool = False, overwrite: bool = True, web: bool = False,
+             **still_only):
+    """(the scene of the clip, its outputs' paths, the pipeline's Target, executor and
+    Diagnostics) of a render(...) of a clip."""
+    from .encode import Target
+    from .pipeline import Diagnostics
 
     if still_only:
         raise TypeError(f"{', '.join(sorted(still_only))} apply to stills: add still=t")
@@ -271,16 +298,8 @@ def _clip_render(scene: Scene, path, *, frames=None, workers: int | None = None,
         raise UsageError("nothing to do: give a path, stats or plot")
     scene, first = _clip(scene, frames)
     target = Target(paths, first, scene.frame_count, resume, overwrite, web)
-    run(scene, target, _executor(workers, scheduler, cache_dir), Diagnostics(stats, plot),
-        quiet=quiet)
-    written = []
-    for p in paths:
-        if is_sequence(p):
-            pattern = sequence_pattern(p)
-            written += [Path(pattern % k) for k in range(target.first, target.end)]
-        else:
-            written.append(Path(p))
-    return written + [Path(p) for p in (stats, plot) if p is not None]
+    return (scene, paths, target, _executor(workers, scheduler, cache_dir),
+            Diagnostics(stats, plot))
 
 
 def _output(path: str | Path) -> str:

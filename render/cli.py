@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     """Parsed options → scene → pipeline. Raises the errors `main` reports."""
     if args.info:
         return _info(args.info)
+    _refuse_dropped(args)
     scene, recorded_time = _scene(args)
     if args.scheduler is not None and (args.still is not None or args.from_png
                                        or args.contact_sheet):
@@ -86,9 +87,37 @@ def run(args: argparse.Namespace) -> int:
                              "settings of its own (docs/loops.md): drop --crf")
     if args.contact_sheet:
         return _contact_sheet(args, scene)
-    if args.check:
-        return _check(args, scene)
     return _clip(args, scene)
+
+
+def _refuse_dropped(args: argparse.Namespace) -> None:
+    """UsageError for options that the request would leave unused (a user who gives one
+    expects it to act), and for -o given twice where one file is written. Leaves the first
+    -o in args.output and all of them in args.outputs."""
+    outputs = args.output or []
+    args.outputs, args.output = outputs, outputs[0] if outputs else None
+    twice = sorted({o for o in outputs if outputs.count(o) > 1})
+    if twice:
+        raise UsageError(f"-o {twice[0]}: given twice")
+    still = args.still is not None or args.from_png is not None
+    if len(outputs) > 1 and (still or args.contact_sheet or args.quality == "web"):
+        what = "a still" if still else "--contact-sheet" if args.contact_sheet else \
+            "--quality web"
+        raise UsageError(f"{what} writes from one -o; several -o apply to clips, "
+                         f"sequences and trajectories: give one")
+    if args.landscape and not args.paper:
+        raise UsageError("--landscape turns a --paper sheet: add --paper (e.g. --paper A3 "
+                         "--landscape), or give the size with --size WxH")
+    if args.paper and args.size:
+        raise UsageError(f"--paper {args.paper} sets the size (at --dpi): drop --size "
+                         f"{args.size}")
+    if still:
+        clip_only = [flag for flag, given in (("--stats", args.stats), ("--plot", args.plot),
+                                              ("--resume", args.resume)) if given]
+        if clip_only:
+            verb = "applies" if len(clip_only) == 1 else "apply"
+            raise UsageError(f"{', '.join(clip_only)} {verb} to a clip's frames; a still is "
+                             f"one: drop {', '.join(clip_only)}")
 
 
 def _scene(args: argparse.Namespace):
@@ -113,12 +142,13 @@ def _contact_sheet(args: argparse.Namespace, scene) -> int:
     from .scene import describe
 
     first = frame_range(args.frames)[0]
-    cost = sheet_cost(scene, args.contact_sheet, first)
+    cost = sheet_cost(scene, args.contact_sheet, first, overwrite=args.overwrite)
     if args.check:
         print(describe(scene))
         print(f"# estimate to {args.contact_sheet}: {cost}")
         return 0
-    render_contact_sheet(scene, args.contact_sheet, first=first, quiet=args.quiet)
+    render_contact_sheet(scene, args.contact_sheet, first=first, quiet=args.quiet,
+                         overwrite=args.overwrite)
     return 0
 
 
@@ -151,22 +181,9 @@ def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> i
     return 0
 
 
-def _check(args: argparse.Namespace, scene) -> int:
-    """--check: the resolved settings and what rendering them would cost."""
-    from . import budget
-    from .scene import describe
-
-    print(describe(scene))
-    scope = f"to {args.output}" if args.output else "(simulation only; -o adds drawing)"
-    first = frame_range(args.frames)[0]
-    stats = args.stats is not None or args.plot is not None
-    print(f"# estimate {scope}: {budget.estimate(scene, args.output, first, stats=stats)}")
-    budget.check(scene, args.output, first=first)
-    return 0
-
-
 def _clip(args: argparse.Namespace, scene) -> int:
-    """A clip or PNG sequence (-o), diagnostics (--stats, --plot), or both."""
+    """A clip or PNG sequence (-o), diagnostics (--stats, --plot), or both; or, with
+    --check, what they would cost."""
     if args.scheduler is not None and args.output is None:
         raise UsageError("--scheduler draws on a cluster: give -o OUT (without it the flock "
                          "is only simulated, here)")
@@ -176,6 +193,13 @@ def _clip(args: argparse.Namespace, scene) -> int:
                          "--nworkers N)")
     if args.cache_dir is not None and args.scheduler is None:
         raise UsageError("--cache-dir hands states to cluster workers: add --scheduler")
+    first = frame_range(args.frames)[0]
+    options = dict(frames=(first, scene.frame_count) if first else None,
+                   workers=args.workers, scheduler=args.scheduler, cache_dir=args.cache_dir,
+                   stats=args.stats, plot=args.plot, resume=args.resume,
+                   overwrite=args.overwrite, web=args.quality == "web")
+    if args.check:
+        return _check(args, scene, first, options)
     if args.output is None and args.stats is None and args.plot is None:
         print("boids-render: nothing to do: give -o OUT, --stats FILE, --plot FILE or "
               "--check",
@@ -183,11 +207,27 @@ def _clip(args: argparse.Namespace, scene) -> int:
         return 2
     from .api import render
 
-    first = frame_range(args.frames)[0]
-    render(scene, args.output, frames=(first, scene.frame_count) if first else None,
-           workers=args.workers, scheduler=args.scheduler, cache_dir=args.cache_dir,
-           stats=args.stats, plot=args.plot, quiet=args.quiet, resume=args.resume,
-           overwrite=args.overwrite, web=args.quality == "web")
+    render(scene, args.outputs or None, quiet=args.quiet, **options)
+    return 0
+
+
+def _check(args: argparse.Namespace, scene, first: int, options: dict) -> int:
+    """--check: the resolved settings and what rendering them would cost; then what the
+    render would refuse, as it would."""
+    from . import budget
+    from .scene import describe
+
+    print(describe(scene))
+    stats = args.stats is not None or args.plot is not None
+    for output in args.outputs or [None]:
+        scope = f"to {output}" if output else "(simulation only; -o adds drawing)"
+        print(f"# estimate {scope}: {budget.estimate(scene, output, first, stats=stats)}")
+    if args.output is None and not stats:
+        budget.check(scene, None, first=first)
+        return 0
+    from .api import _refuse
+
+    _refuse(scene, args.outputs or None, **options)
     return 0
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from . import budget
 from .draw.surface import Canvas
+from .encode.files import refuse_existing
 from .encode.images import write_png
 from .errors import UsageError
 from .progress import progress_bar
@@ -41,9 +42,21 @@ def layout(scene: Scene, output: str | Path, first: int = 0, columns: int = COLU
     return picks, thumb, sheet_size
 
 
-def sheet_cost(scene: Scene, output: str | Path, first: int = 0) -> budget.Estimate:
+def require_output(output: str | Path, overwrite: bool = True) -> None:
+    """UsageError, before any work, when a sheet cannot be written to `output`: not a
+    .png, a folder's name, or (overwrite off) a file that exists."""
+    if Path(output).suffix.lower() != ".png":
+        raise UsageError(f"{output}: a contact sheet is a PNG: expected FILE.png, got "
+                         f"{Path(output).suffix or 'no suffix'}")
+    refuse_existing(Path(output), overwrite)
+
+
+def sheet_cost(scene: Scene, output: str | Path, first: int = 0, *,
+               overwrite: bool = True) -> budget.Estimate:
     """What the contact sheet to `output` (frames first … the last) will cost, or
-    UsageError when it cannot be drawn or does not fit (budget.check)."""
+    UsageError when it cannot be drawn (`require_output`) or does not fit
+    (budget.check)."""
+    require_output(output, overwrite)
     picks, thumb, sheet = layout(scene, output, first)
     cost = budget.sheet_estimate(scene, len(picks), thumb[0] * thumb[1], sheet[0] * sheet[1])
     return budget.check(scene, str(output), cost)
@@ -51,11 +64,14 @@ def sheet_cost(scene: Scene, output: str | Path, first: int = 0) -> budget.Estim
 
 def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
                          columns: int = COLUMNS, rows: int = ROWS,
-                         thumb_width: int = THUMB_WIDTH, quiet: bool = True) -> None:
+                         thumb_width: int = THUMB_WIDTH, quiet: bool = True,
+                         overwrite: bool = True) -> None:
     """A grid of thumbnails spread evenly across the clip (from frame `first`: --frames
     A:B), each labelled with its time: the look of a clip without playing it. Thumbnails
     are the clip's own frames, drawn smaller (the same picture: widths are in world
-    units). Unless `quiet`, a first run's kernel compilation is announced."""
+    units). Unless `quiet`, a first run's kernel compilation is announced. overwrite=False:
+    an existing `output` is kept (UsageError)."""
+    require_output(output, overwrite)
     picks, thumb, sheet_size = layout(scene, output, first, columns, rows, thumb_width)
     gap, label = GAP_PX, LABEL_PX
     sheet = Canvas(sheet_size)
@@ -89,5 +105,6 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
             target = next(wanted, None)
             if target is None:
                 break
-    if not write_png(sheet.flush(), output):
-        raise UsageError(f"{output}: exists (--no-overwrite)")
+    if not write_png(sheet.flush(), output, overwrite=overwrite):
+        raise UsageError(f"{output}: appeared while rendering and --no-overwrite keeps it; "
+                         f"the new sheet was discarded")

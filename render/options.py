@@ -36,12 +36,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("scene", nargs="?",
                    help="scene file (TOML), e.g. scenes/murmuration.toml (not needed with "
                         "--from or --info)")
-    p.add_argument("-o", "--output", metavar="OUT",
+    p.add_argument("-o", "--output", metavar="OUT", action="append",
                    help="output: a clip FILE.mp4|.webm|.mov, an animated image "
                         "FILE.gif|.webp|.apng, a folder ending in '/' (PNG frames), a "
                         "pattern such as out/f_%%05d.png|.exr|.jpg (a file per frame), or "
                         "the trajectories, nothing drawn: FILE.npz (numpy), FILE.usd|.usdc "
-                        "(binary USD) or FILE.usda (text USD), e.g. -o out/murmuration.mp4")
+                        "(binary USD) or FILE.usda (text USD), e.g. -o out/murmuration.mp4; "
+                        "repeat it to write several from one simulation, e.g. -o "
+                        "out/f.mp4 -o out/f.npz")
     p.add_argument("--size", metavar="WxH", help="frame size, e.g. --size 1280x720")
     p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001")
     length = p.add_mutually_exclusive_group()
@@ -70,8 +72,8 @@ def parser() -> argparse.ArgumentParser:
                    help="write per-frame diagnostics to FILE.csv or FILE.json, e.g. --stats "
                         "out/stats.csv; without -o the flock is simulated but not drawn")
     p.add_argument("--plot", metavar="FILE.png",
-                   help="draw the per-frame diagnostics over time as a PNG, e.g. "
-                        "--plot out/diagnostics.png (needs the [plot] extra)")
+                   help="draw the per-frame diagnostics over time as a PNG (or .pdf, .svg), "
+                        "e.g. --plot out/diagnostics.png (needs the [plot] extra)")
     p.add_argument("--check", action="store_true",
                    help="validate the scene, print the resolved settings, where each "
                         "came from and what -o OUT (or --still, --contact-sheet) would "

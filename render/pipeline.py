@@ -21,6 +21,7 @@ from pathlib import Path
 from . import budget
 from .drawing import draw_range
 from .encode import StateWriter, Target, open_state_writer, open_writer
+from .encode.files import place_or_refuse, refuse_existing
 from .errors import UsageError
 from .executor import Cluster, Executor, Threads
 from .loop import SeamMeter, crossfade_frames
@@ -43,6 +44,22 @@ class Diagnostics:
     def wanted(self) -> bool:
         return self.stats is not None or self.plot is not None
 
+    def refuse(self, overwrite: bool) -> None:
+        """UsageError, before any work, for a file these cannot be written to: a suffix
+        that names no format they are written in, a folder's name, or (overwrite off) a
+        file that exists."""
+        from .plot import require
+
+        if self.stats is not None:
+            if Path(self.stats).suffix.lower() not in measures.SUFFIXES:
+                raise UsageError(f"{self.stats}: --stats writes "
+                                 f"{' or '.join(measures.SUFFIXES)}; got "
+                                 f"{Path(self.stats).suffix or 'no suffix'}")
+            refuse_existing(Path(self.stats), overwrite)
+        if self.plot is not None:
+            require(self.plot)
+            refuse_existing(Path(self.plot), overwrite)
+
 
 def render(scene: Scene, target: Target, executor: Executor | None = None,
            diagnostics: Diagnostics = Diagnostics(), *, quiet: bool = False) -> int:
@@ -50,17 +67,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     `Threads()`), and keep the `diagnostics` asked for; `quiet`: no progress bar, and no
     note that a first run compiles the kernels. Returns the number of frames. A kept
     frame (see `Target`) is still simulated, not drawn."""
-    if target.state_paths and isinstance(executor, Cluster):
-        raise UsageError(f"{target.state_paths[0]}: trajectories are written here, as the "
-                         f"flock is simulated (sequential, and cheap next to drawing): drop "
-                         f"--scheduler")
-    if target.web and isinstance(executor, Cluster):
-        raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
-                         f"encoders and a poster fed the same frames): drop --scheduler")
-    for path in target.paths or (None,):
-        budget.check(scene, path, first=target.first)  # before anything large is allocated
-    if target.paths:
-        open_writer(target, scene)  # refuses what cannot be written; opens nothing
+    refuse(scene, target, executor, diagnostics)
     crossfade = crossfade_frames(scene, target.first)
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
@@ -92,8 +99,28 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         if rows is not None:
             for row, loop in zip(rows, seam.rows()):
                 row.update(loop)
-    _keep(diagnostics, rows, scene)
+    _keep(diagnostics, rows, scene, target.overwrite)
     return target.count
+
+
+def refuse(scene: Scene, target: Target, executor: Executor | None = None,
+           diagnostics: Diagnostics = Diagnostics()) -> None:
+    """UsageError for anything `render` cannot do, raised before any work: what --check
+    refuses too."""
+    if target.state_paths and isinstance(executor, Cluster):
+        raise UsageError(f"{target.state_paths[0]}: trajectories are written here, as the "
+                         f"flock is simulated (sequential, and cheap next to drawing): drop "
+                         f"--scheduler")
+    if target.web and isinstance(executor, Cluster):
+        raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
+                         f"encoders and a poster fed the same frames): drop --scheduler")
+    for path in target.paths or (None,):
+        budget.check(scene, path, first=target.first)  # before anything large is allocated
+    if target.frame_paths:
+        open_writer(target, scene)  # refuses what cannot be written; opens nothing
+    if target.state_paths:
+        open_state_writer(target, scene)  # refuses as open_writer does
+    diagnostics.refuse(target.overwrite)
 
 
 def _meter(scene: Scene, target: Target, crossfade: int, quiet: bool) -> SeamMeter | None:
@@ -188,10 +215,15 @@ def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,
             bar.update()
 
 
-def _keep(diagnostics: Diagnostics, rows: list[dict] | None, scene: Scene) -> None:
+def _keep(diagnostics: Diagnostics, rows: list[dict] | None, scene: Scene,
+          overwrite: bool) -> None:
     if diagnostics.stats is not None:
-        measures.write(rows, diagnostics.stats)
+        text = measures.formatted(rows, diagnostics.stats)
+        # Whole or not at all, creating the folder (newline="": the CSV's own line ends).
+        place_or_refuse(Path(diagnostics.stats), lambda tmp: tmp.write_text(text, newline=""),
+                        overwrite=overwrite)
     if diagnostics.plot is not None:
         from .plot import plot
 
-        plot(rows, diagnostics.plot, title=f"{scene.scene.name}, seed {scene.scene.seed}")
+        plot(rows, diagnostics.plot, title=f"{scene.scene.name}, seed {scene.scene.seed}",
+             overwrite=overwrite)

@@ -7,6 +7,21 @@ from pathlib import Path
 
 from .errors import UsageError
 
+# matplotlib writes each as its suffix says: a picture for the screen, or vectors for print.
+SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def require(path: str | Path) -> None:
+    """UsageError, before any work, when a plot cannot be written to `path`: a suffix
+    other than SUFFIXES, or matplotlib missing."""
+    import importlib.util
+
+    if Path(path).suffix.lower() not in SUFFIXES:
+        raise UsageError(f"{path}: --plot draws {', '.join(SUFFIXES)}; got "
+                         f"{Path(path).suffix or 'no suffix'}")
+    if importlib.util.find_spec("matplotlib") is None:
+        _pyplot()  # says how to install it
+
 
 def _pyplot():
     try:
@@ -26,12 +41,14 @@ def _panels(rows: list[dict]):
     return plt, fig, axes, [r["time_s"] for r in rows]
 
 
-def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
+def plot(rows: list[dict], path: str | Path, title: str = "", *,
+         overwrite: bool = True) -> None:
     """Four stacked panels against time: in 2D polarisation (global, local), neighbour-count
     percentiles, nearest-neighbour distance, and containment share / hawk hole radius; in
-    3D (rows with altitudes) see `plot3d`."""
+    3D (rows with altitudes) see `plot3d`. overwrite=False: UsageError when `path` exists
+    by the time the plot is drawn."""
     if rows and "altitude_p50" in rows[0]:
-        return plot3d(rows, path, title)
+        return plot3d(rows, path, title, overwrite=overwrite)
     plt, fig, axes, time = _panels(rows)
     col = lambda key: [r[key] for r in rows]  # noqa: E731
     ax = axes[0]
@@ -63,11 +80,11 @@ def plot(rows: list[dict], path: str | Path, title: str = "") -> None:
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path, overwrite)
 
 
-def plot3d(rows: list[dict], path: str | Path, title: str = "") -> None:
+def plot3d(rows: list[dict], path: str | Path, title: str = "", *,
+           overwrite: bool = True) -> None:
     """A 3D flock's four panels against time, the hawk's attacks shaded in each: the
     polarisation and the largest cluster's share; the proportions (middle and longest
     over thinnest); the altitude percentiles and the median speed; the border ratio and
@@ -102,8 +119,18 @@ def plot3d(rows: list[dict], path: str | Path, title: str = "") -> None:
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(f"{title} (attacks shaded)" if attacks else title)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path, overwrite)
+
+
+def _save(plt, fig, path: str | Path, overwrite: bool) -> None:
+    """`fig` into `path` in the format its suffix names, whole or not at all, and closed."""
+    from .encode.files import place_or_refuse
+
+    try:
+        place_or_refuse(Path(path), lambda tmp: fig.savefig(
+            tmp, dpi=110, format=Path(path).suffix.lower()[1:]), overwrite=overwrite)
+    finally:
+        plt.close(fig)
 
 
 def _runs(time: list[float], flag: list[float]) -> list[tuple[float, float]]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import budget
 from .draw.surface import Canvas
-from .encode.files import write_atomically
+from .encode.files import refuse_existing, write_atomically
 from .encode.images import FRAME_FORMATS, encode_jpeg, usable, write_png
 from .encode.still import provenance
 from .errors import UsageError
@@ -70,8 +70,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
                          tile_size=tile_size, dpi=dpi)
     tile_size = budget.still_cost(scene, output, time, dpi=dpi, bit_depth=bit_depth,
                                   tile_size=tile_size).tile
-    if not overwrite and output.exists():
-        raise UsageError(f"{output}: exists (--no-overwrite)")
+    refuse_existing(output, overwrite)
     # Only the birds drawn, for every way of drawing the still below.
     still = state_at(scene, time, quiet=quiet).visible(scene)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
@@ -98,7 +97,8 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
             still.draw(Canvas(scene.output.size), scene)
         written = write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite)
     if not written:
-        raise UsageError(f"{output}: exists (--no-overwrite)")
+        raise UsageError(f"{output}: appeared while rendering and --no-overwrite keeps it; "
+                         f"the new still was discarded")
 
 
 def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:

@@ -143,3 +143,30 @@ def test_timing_rounds_each_start_to_the_nearest_tick():
     assert fast.kept == (0, 1, 2, 3, 4, 6, 7, 8) and fast.rate == 50
     assert fast.delays == [2] * 7 + [3]
     assert Timing.of(1, Fraction(120), 100, max_fps=50).delays == [1]  # one frame: as is
+
+
+@pytest.mark.parametrize("still", [[0, 0, 0, 0, 0], [0, 1, 1, 1, 1], [0, 1, 1, 0, 0],
+                                   [0, 1, 0, 1, 0]])
+def test_a_webp_keeps_the_clip_s_timing_through_still_stretches(tmp_path, still):
+    """libwebp stores a frame identical to the one before as a longer duration of that
+    one: the file then has fewer frames, each shown from its own time for as long as the
+    clip shows it, and the whole lasts as long as the clip."""
+    from render.encode.animated import AnimatedWriter
+
+    pictures = [np.full((48, 64, 4), 200, np.uint8) for _ in range(2)]
+    pictures[1][10:20, 10:30] = (40, 60, 80, 255)
+    out = tmp_path / "still.webp"
+    with AnimatedWriter(out, size=(64, 48), fps=Fraction(24), crf=18, frames=5) as writer:
+        for k, which in enumerate(still):
+            writer.write(k, pictures[which])
+    _, durations, _, frames = read_back(out)
+    want = expected_ms(5, Fraction(24), 1000)
+    runs = [k for k in range(5) if k == 0 or still[k] != still[k - 1]]  # each new picture
+    if len(runs) == 1:
+        assert len(frames) == 1  # one picture: a still image, no timing
+    else:
+        assert durations == [float(sum(want[a:b])) for a, b in zip(runs, runs[1:] + [5])]
+    for frame, k in zip(frames, runs):
+        rgba = pictures[still[k]][..., [2, 1, 0, 3]]
+        assert np.abs(frame.astype(int) - rgba).mean() < 3
+    assert not list(tmp_path.glob(".*partial*"))

@@ -392,12 +392,20 @@ def test_debug_variable_shows_the_traceback(cli, small_scene, tmp_path, monkeypa
     assert "Traceback" in r.err and "drawing broke" in r.err
 
 
-def test_output_that_cannot_be_created_is_one_line_exit_1(cli, small_scene, tmp_path):
+@pytest.mark.parametrize("args", [("-o", "{file}/clip.mp4"), ("-o", "{file}/deeper/f.npz"),
+                                  ("-o", "{file}/f_%03d.png"), ("--stats", "{file}/s.csv"),
+                                  ("--plot", "{file}/p.png"),
+                                  ("--contact-sheet", "{file}/sheet.png"),
+                                  ("--still", "0", "-o", "{file}/still.png")])
+def test_an_output_under_a_file_is_bad_input_refused_before_any_work(cli, small_scene,
+                                                                      tmp_path, args):
     (tmp_path / "file").write_text("not a folder")
-    r = cli(small_scene, "-o", tmp_path / "file" / "clip.mp4", "--frames", "2", "-q")
-    assert r.code == 1
-    assert len(r.err_lines) == 1, r.err
-    assert str(tmp_path / "file") in r.err
+    args = [a.format(file=tmp_path / "file") for a in args]
+    r = cli(small_scene, *args, "--frames", "2", "-q")
+    assert r.code == 2
+    assert r.err_lines == [f"boids-render: {args[-1]}: {tmp_path / 'file'} is a file, not a "
+                           f"folder"]
+    assert (tmp_path / "file").read_text() == "not a folder"
 
 
 def test_nan_from_the_simulation_stops_before_drawing(cli, small_scene, tmp_path,
@@ -463,13 +471,14 @@ def test_clip_or_sequence_larger_than_cairo_draws_is_refused_pointing_to_stills(
     (("--bit-depth", "16"), "≤ 16383 px for a 16-bit still"),
     (("--transparent",), "≤ 32767 px for a transparent still"),
     (("--motion-blur", "4"), "≤ 32767 px for a still with motion blur"),
-    (("-o", "poster.pdf", "--dpi", "1"), "≤ 58254 px for a PDF or SVG page at 1 dpi"),
+    (("-o", "{tmp}/poster.pdf", "--dpi", "1"), "≤ 58254 px for a PDF or SVG page at 1 dpi"),
     (("--tile-size", "40000"), "--tile-size 40000: expected at most 32703"),
 ], ids=["16 bit", "transparent", "motion blur", "pdf at 1 dpi", "huge tiles"])
 def test_still_that_cannot_be_drawn_in_tiles_is_refused_beyond_cairos_limit(
         cli, small_scene, tmp_path, no_allocation, argv, expected):
-    r = cli(small_scene, "--still", "0.5", "--size", "60000x100", "-o",
-            tmp_path / "poster.png", *argv)
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    output = () if "-o" in argv else ("-o", tmp_path / "poster.png")
+    r = cli(small_scene, "--still", "0.5", "--size", "60000x100", *output, *argv)
     assert r.code == 2
     assert len(r.err_lines) == 1, r.err
     assert expected in r.err
@@ -587,3 +596,90 @@ def test_a_contact_sheet_of_a_range_spreads_its_thumbnails_over_that_range(small
     picks = contact_sheet.layout(scene, "sheet.png", first=10)[0]
     assert picks[0] == 10 and picks[-1] == 29 and len(picks) == 12
     assert contact_sheet.layout(scene, "sheet.png")[0][:2] == [0, 3]
+
+
+def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
+        cli, small_scene, tmp_path, monkeypatch):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    if os.geteuid() == 0:  # root writes anywhere: the permission check is what is tested
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode: real(p, mode) and
+                            Path(p) != locked)
+    for args in (("-o", locked / "clip.mp4"), ("-o", locked / "f_%03d.png"),
+                 ("--stats", locked / "s.csv"), ("--still", "0", "-o", locked / "a.png")):
+        r = cli(small_scene, *args, "--frames", "2", "-q")
+        assert r.code == 2, r.err
+        assert r.err_lines == [f"boids-render: {args[-1]}: cannot write in {locked} "
+                               f"(permission denied)"]
+    assert list(locked.iterdir()) == []
+
+
+# Diagnostics, plots and contact sheets: refused before any work, written whole
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--stats", "{tmp}/s.txt"), "--stats writes .csv or .json; got .txt"),
+    (("--plot", "{tmp}/p.txt"), "--plot draws .png, .pdf, .svg; got .txt"),
+    (("--contact-sheet", "{tmp}/c.jpg"), "a contact sheet is a PNG: expected FILE.png"),
+    (("-o", "{tmp}/f_%04d_%02d.png"), "a frame pattern holds one %0Nd"),
+    (("-o", "{tmp}/f_%04d_%s.png"), "a frame pattern holds one %0Nd"),
+])
+def test_a_side_output_in_a_format_it_is_not_written_in_is_refused_before_any_work(
+        cli, small_scene, tmp_path, no_allocation, args, says):
+    r = cli(small_scene, *[a.format(tmp=tmp_path) for a in args], "--frames", "2", "-q")
+    assert r.code == 2 and len(r.err_lines) == 1 and says in r.err, r.err
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
+@pytest.mark.parametrize("args", [("--stats", "{out}.csv"), ("--stats", "{out}.json"),
+                                  ("--plot", "{out}.png"), ("-o", "{out}.npz"),
+                                  ("-o", "{out}.usda"), ("--contact-sheet", "{out}.png")])
+def test_no_overwrite_keeps_every_kind_of_output_refused_before_any_work(
+        cli, small_scene, tmp_path, no_allocation, args):
+    flag, name = args[0], args[1].format(out=tmp_path / "kept")
+    Path(name).write_bytes(b"kept")
+    r = cli(small_scene, flag, name, "--frames", "2", "--no-overwrite", "-q")
+    assert r.code == 2 and "already exists and --no-overwrite keeps it" in r.err, r.err
+    assert Path(name).read_bytes() == b"kept"
+
+
+def test_no_overwrite_refuses_a_3d_trajectory_before_the_flock_is_settled(
+        cli, tmp_path, no_allocation):
+    out = tmp_path / "f.npz"
+    out.write_bytes(b"kept")
+    r = cli("scenes/flock3d.toml", "-o", out, "--frames", "2", "--no-overwrite", "-q")
+    assert r.code == 2 and "already exists" in r.err, r.err
+    assert out.read_bytes() == b"kept"
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".pdf", b"%PDF"),
+                                           (".svg", b"<?xml")])
+def test_a_plot_is_written_in_its_suffix_s_format_replacing_what_was_there(
+        cli, small_scene, tmp_path, suffix, magic):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / f"p{suffix}"
+    out.write_bytes(b"an earlier plot")
+    r = cli(small_scene, "--plot", out, "--frames", "3", "-q")
+    assert r.code == 0, r.err
+    assert out.read_bytes().startswith(magic)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name, "small.toml"]
+
+
+@pytest.mark.parametrize("flag, name", [("--stats", "s.csv"), ("--stats", "s.json"),
+                                        ("--plot", "p.png")])
+def test_diagnostics_that_cannot_be_written_leave_the_old_file_and_no_temporary(
+        small_scene, tmp_path, flag, name):
+    if flag == "--plot":
+        pytest.importorskip("matplotlib")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("the earlier file\n")
+    proc = render_subprocess([small_scene, flag, out / name, "--frames", "30", "-q"],
+                             preexec_fn=limit_file_size(1_000))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert len(err.strip().splitlines()) == 1 and "File too large" in err, err
+    assert (out / name).read_text() == "the earlier file\n"
+    assert leftovers(out) == []

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -239,6 +240,69 @@ def test_no_output_and_no_stats_is_bad_input(cli, small_scene):
     r = cli(small_scene, "-q")
     assert r.code == 2
     assert "nothing to do" in r.err
+
+
+@pytest.mark.parametrize("args", [
+    ("-o", "{tmp}/x.tif"), ("-o", "{tmp}/x.mp4", "--transparent"),
+    ("-o", "{tmp}/x.mp4", "--resume"), ("-o", "{tmp}/x.npz", "--resume"),
+    ("--stats", "{tmp}/s.txt"), ("--plot", "{tmp}/p.txt"), ("-o", "{tmp}/f_%d_%d.png"),
+    ("-o", "{tmp}/x.mp4", "-o", "{tmp}/x.gif", "--transparent")])
+def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_scene,
+                                                                   tmp_path, args):
+    args = [a.format(tmp=tmp_path) for a in args]
+    rendered = cli(small_scene, *args, "--frames", "2", "-q")
+    checked = cli(small_scene, *args, "--frames", "2", "--check")
+    assert rendered.code == checked.code == 2, (rendered.err, checked.err)
+    assert checked.err_lines == rendered.err_lines and len(rendered.err_lines) == 1
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--still", "0", "-o", "a.png", "--stats", "s.csv"), "--stats applies to a clip's"),
+    (("--still", "0", "-o", "a.png", "--plot", "p.png", "--resume"),
+     "--plot, --resume apply to a clip's"),
+    (("--still", "0", "-o", "a.png", "--landscape"), "--landscape turns a --paper sheet"),
+    (("--still", "0", "-o", "a.png", "--paper", "A4", "--size", "640x480"),
+     "--paper A4 sets the size (at --dpi): drop --size 640x480"),
+    (("--still", "0", "-o", "a.png", "-o", "b.png"), "a still writes from one -o"),
+    (("--contact-sheet", "c.png", "-o", "a.mp4"), "drop -o"),
+    (("-o", "a.mp4", "-o", "a.mp4"), "-o a.mp4: given twice"),
+    (("--quality", "web", "-o", "a.mp4", "-o", "b.npz"), "--quality web writes from one -o"),
+])
+def test_an_option_the_request_would_leave_unused_is_bad_input(cli, small_scene, tmp_path,
+                                                               monkeypatch, args, says):
+    monkeypatch.chdir(tmp_path)
+    r = cli(small_scene, *args, "--frames", "2", "-q")
+    assert r.code == 2 and len(r.err_lines) == 1 and says in r.err, r.err
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
+def test_several_outputs_are_written_from_one_simulation(cli, small_scene, tmp_path,
+                                                          monkeypatch):
+    seeded = []
+    real = states.Simulation
+    monkeypatch.setattr(states, "Simulation",
+                        lambda *a, **k: seeded.append(1) or real(*a, **k))
+    r = cli(small_scene, "-o", tmp_path / "a.mp4", "-o", tmp_path / "f_%02d.png",
+            "-o", tmp_path / "a.npz", "--stats", tmp_path / "s.csv", "--frames", "3", "-q")
+    assert r.code == 0, r.err
+    assert len(seeded) == 1
+    assert imageio_ffmpeg.count_frames_and_secs(str(tmp_path / "a.mp4"))[0] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.mp4", "a.npz", "f_00.png", "f_01.png", "f_02.png", "s.csv", "small.toml"]
+    with np.load(tmp_path / "a.npz") as npz:
+        assert npz["positions"].shape[0] == 3
+    alone = tmp_path / "alone"
+    assert cli(small_scene, "-o", alone / "f_%02d.png", "--frames", "3", "-q").code == 0
+    for k in range(3):  # the frames a render of the sequence alone has
+        assert (alone / f"f_{k:02d}.png").read_bytes() == \
+            (tmp_path / f"f_{k:02d}.png").read_bytes()
+    shutil.rmtree(alone)
+    checked = cli(small_scene, "-o", tmp_path / "b.mp4", "-o", tmp_path / "b.npz",
+                  "--frames", "3", "--check")
+    assert checked.code == 0, checked.err
+    assert "# estimate to " + str(tmp_path / "b.mp4") in checked.out
+    assert "# estimate to " + str(tmp_path / "b.npz") in checked.out
 
 
 # ---------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ k of a clip starts at k / fps s, rounded to the format's unit (`Timing`), so the
 a 24 fps GIF run 4, 4, 5, 4, 4, 4 cs and any number of frames lasts as long as the clip,
 to the unit. ffmpeg is fed the frames with their rate and rescales each frame's time into
 the unit itself (rounding to nearest); the last frame's delay, which ffmpeg would guess, is
-set from the clip's end.
+set from the clip's end. A WebP may store fewer frames than it was given (`seal_webp`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from .video import VideoWriter
+from ..errors import EncodeError
+from .video import VideoWriter, count_frames
 
 # Browsers play GIF delays under 2 cs as 10 cs: faster clips drop frames to this rate.
 GIF_MAX_FPS = 50
@@ -113,24 +114,38 @@ class AnimatedWriter(VideoWriter):
                 "-plays", "0"], "apng"
 
     def _seal(self, tmp: Path) -> None:
-        if self.suffix == ".webp":
-            set_last_webp_duration(tmp, self.timing.delays[-1])
+        if self.suffix != ".webp":
+            return super()._seal(tmp)
+        stored = seal_webp(tmp, self.timing)
+        if stored is None or count_frames(tmp) != stored:
+            raise EncodeError(f"{self.path}: expected {self.expected} frames at the "
+                              f"clip's times, ffmpeg wrote others")
 
 
-def set_last_webp_duration(path: Path, ms: int) -> None:
-    """Set the duration of the last frame of the animated WebP at `path` to `ms`.
-
-    ffmpeg never tells libwebp when the last frame ends, and libwebp then guesses; the
-    duration is a 24-bit field of the frame's ANMF chunk (after its x, y, width and height,
-    3 bytes each; the WebP container specification)."""
+def seal_webp(path: Path, timing: Timing) -> int | None:
+    """End the animated WebP at `path` at timing.total ms (the last frame's duration, a
+    24-bit field of its ANMF chunk after its x, y, width and height, 3 bytes each, per the
+    WebP container specification: ffmpeg never tells libwebp when the last frame ends, and
+    libwebp guesses), and return how many frames it stores; None unless each starts where
+    a frame of `timing` does. libwebp stores a frame identical to the one before it as a
+    longer duration of that one: a still stretch of the clip is one frame, so there may be
+    fewer than timing.kept."""
     data = bytearray(path.read_bytes())
-    offset, last = 12, None  # after "RIFF", the size and "WEBP"
+    offset, frames = 12, []  # after "RIFF", the size and "WEBP"
     while offset + 8 <= len(data):
         fourcc, size = data[offset:offset + 4], struct.unpack_from("<I", data, offset + 4)[0]
         if fourcc == b"ANMF":
-            last = offset + 8
+            frames.append(offset + 8)
         offset += 8 + size + (size & 1)  # chunks are padded to an even size
-    if last is None:
-        return  # one frame, written as a still: it has no duration
-    data[last + 12:last + 15] = ms.to_bytes(3, "little")
+    if not frames:
+        return 1  # one frame, written as a still: it has no duration
+    starts, start = set(timing.starts), 0
+    for frame in frames[:-1]:
+        if start not in starts:
+            return None
+        start += int.from_bytes(data[frame + 12:frame + 15], "little")
+    if start not in starts or start >= timing.total:
+        return None
+    data[frames[-1] + 12:frames[-1] + 15] = (timing.total - start).to_bytes(3, "little")
     path.write_bytes(bytes(data))
+    return len(frames)

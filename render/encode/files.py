@@ -64,9 +64,31 @@ def write_atomically(path: Path, write: Callable[[Path], None], *,
         tmp.unlink(missing_ok=True)
 
 
+def place_or_refuse(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> None:
+    """`write_atomically`; UsageError when `overwrite` is off and `path` appeared while
+    rendering (it was checked by `refuse_existing` before)."""
+    if not write_atomically(path, write, overwrite=overwrite):
+        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
+                         f"the new file was discarded")
+
+
+def require_folder(path: Path, name: str | None = None) -> None:
+    """UsageError (naming `name`, by default `path`) when a file stands where a folder of
+    `path` is, or is to be created, or when that folder may not be written in."""
+    for folder in path.parents:  # the nearest that exists must be a folder we may write in
+        if folder.exists():
+            if not folder.is_dir():
+                raise UsageError(f"{name or path}: {folder} is a file, not a folder")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise UsageError(f"{name or path}: cannot write in {folder} (permission "
+                                 f"denied)")
+            break
+
+
 def refuse_existing(path: Path, overwrite: bool) -> None:
-    """UsageError when `path` is a folder, or when `overwrite` is off and `path` exists:
-    checked before any work."""
+    """UsageError when `path` is a folder or lies under a file (`require_folder`), or
+    when `overwrite` is off and `path` exists: checked before any work."""
+    require_folder(path)
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; a file cannot take its name")
     if not overwrite and path.exists():

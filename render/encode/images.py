@@ -14,7 +14,7 @@ import cairo
 import numpy as np
 
 from ..errors import UsageError
-from .files import write_atomically
+from .files import require_folder, write_atomically
 
 _PATTERN = re.compile(r"%0?(\d*)d")
 # JPEG frames are previews: quality 90 keeps thin streaks without ringing around them.
@@ -143,7 +143,13 @@ FRAME_FORMATS = {".png": _PNG,
 def frame_format(output: str, transparent: bool = False) -> FrameFormat:
     """The format of a sequence's frames: its pattern's suffix, PNG for a folder. UsageError
     for a suffix no frame format has, or alpha the format cannot hold."""
-    suffix = Path(sequence_pattern(output)).suffix.lower()
+    pattern = sequence_pattern(output)
+    try:
+        pattern % 0
+    except (TypeError, ValueError):  # two conversions, or a stray % ("%%" is a % sign)
+        raise UsageError(f"{output}: a frame pattern holds one %0Nd for the frame number "
+                         f"(e.g. out/frame_%05d.png; a literal % is written %%)") from None
+    suffix = Path(pattern).suffix.lower()
     found = FRAME_FORMATS.get(suffix)
     if found is None:
         raise UsageError(f"{output}: a sequence of frames in {suffix or 'no format'}: "
@@ -178,6 +184,7 @@ class SequenceWriter:
         self.format = frame_format(output, transparent)
         self.suffix = Path(sequence_pattern(output)).suffix.lower()
         self.pattern = sequence_pattern(output)
+        require_folder(Path(self.pattern % 0), output)
         self.size = size
         self.resume = resume
         self.overwrite = overwrite

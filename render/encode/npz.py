@@ -95,6 +95,7 @@ class NpzWriter:
         self.fps, self.frames, self.first = fps, frames, first
         self.hawk, self.attack, self.landed = hawk, attack, landed
         self.overwrite = overwrite
+        refuse_existing(self.path, overwrite)  # before the flock is settled
         self.fps_text = np.array(str(fps))  # "30" or "24000/1001": exact, as --fps takes it
         self.written = 0
         self.members: dict[str, _Member] = {}
@@ -102,7 +103,7 @@ class NpzWriter:
         self.fh: BinaryIO | None = None
 
     def __enter__(self) -> NpzWriter:
-        refuse_existing(self.path, self.overwrite)
+        refuse_existing(self.path, self.overwrite)  # again: it may have appeared since
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = temp_beside(self.path, self.path.suffix)
         self.fh = open(self.tmp, "r+b")

@@ -49,6 +49,7 @@ class UsdWriter:
             raise UsageError(f"{path}: writing USD needs the usd-core package: "
                              f"{INSTALL}")
         self.path = Path(path)
+        refuse_existing(self.path, overwrite)  # before the flock is settled
         self.format = FORMATS[self.path.suffix.lower()]
         self.fps, self.frames, self.first = fps, frames, first
         self.width, self.overwrite = width, overwrite
@@ -56,7 +57,7 @@ class UsdWriter:
         self.stage = self.points = None
 
     def __enter__(self) -> UsdWriter:
-        refuse_existing(self.path, self.overwrite)
+        refuse_existing(self.path, self.overwrite)  # again: it may have appeared since
         _, Usd, UsdGeom, _ = self.modules
         stage = Usd.Stage.CreateInMemory()
         UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)

@@ -217,14 +217,15 @@ class VideoWriter:
         if code != 0:
             raise EncodeError(f"ffmpeg failed writing {self.path}: {self._cause()}")
         self._seal(self._tmp)
-        _check_frames(self._tmp, self.path, self.expected, "ffmpeg wrote")
         if self.hold:
             self.staged = [(self._tmp, self.path)]
         else:
             place_finished(self._tmp, self.path, overwrite=self.overwrite)
 
     def _seal(self, tmp: Path) -> None:
-        """Last touches to the finished file `tmp`, before it is checked and placed."""
+        """Last touches to the finished file `tmp`, and the check that it holds every
+        frame, before it is placed."""
+        _check_frames(tmp, self.path, self.expected, "ffmpeg wrote")
 
     def _cause(self) -> str:
         return ffmpeg_account(self._log, self._proc.returncode)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from fractions import Fraction
@@ -100,17 +101,20 @@ def hole_radius(positions: np.ndarray, hawk, spacing: float) -> float:
     return float(dist[np.argmax(closed)]) if closed.any() else math.inf
 
 
-def write(rows: list[dict], path: str | Path) -> None:
-    """Rows as CSV (.csv) or a JSON list of objects (.json), creating the folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".json":
+# The formats `formatted` knows, by suffix.
+SUFFIXES = (".csv", ".json")
+
+
+def formatted(rows: list[dict], path: str | Path) -> str:
+    """Rows as the text of a CSV (.csv) or a JSON list of objects (.json) file at
+    `path`."""
+    if Path(path).suffix.lower() == ".json":
         # JSON has no NaN: a measure that does not apply (no hawk out) is null.
         plain = [{k: None if isinstance(v, float) and not math.isfinite(v) else v
                   for k, v in row.items()} for row in rows]
-        path.write_text(json.dumps(plain, indent=1, allow_nan=False) + "\n")
-        return
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+        return json.dumps(plain, indent=1, allow_nan=False) + "\n"
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
