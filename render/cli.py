@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Parsed options → scene → pipeline. Raises the errors `main` reports."""
     if args.info:
+        others = _given(args) - {"--info", "--quiet"}
+        if others:
+            raise UsageError(f"--info prints what a still records and does nothing else: "
+                             f"drop {', '.join(sorted(others))}")
         return _info(args.info)
     _refuse_dropped(args)
     scene, recorded_time = _scene(args)
@@ -88,6 +92,20 @@ def run(args: argparse.Namespace) -> int:
     if args.contact_sheet:
         return _contact_sheet(args, scene)
     return _clip(args, scene)
+
+
+def _given(args: argparse.Namespace) -> set[str]:
+    """The options given in `args` (those not at their default), as the user typed them:
+    "-o", "--stats", …, and "the scene file"."""
+    defaults = vars(parser().parse_args([]))
+    return {_FLAGS.get(dest, "--" + dest.replace("_", "-"))
+            for dest, value in vars(args).items()
+            if dest in defaults and value != defaults[dest]}
+
+
+# The options whose flag is not their parsed name with dashes.
+_FLAGS = {"scene": "the scene file", "output": "-o", "overrides": "--set",
+          "from_png": "--from", "overwrite": "--no-overwrite"}
 
 
 def _refuse_dropped(args: argparse.Namespace) -> None:

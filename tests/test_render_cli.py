@@ -268,6 +268,8 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("--contact-sheet", "c.png", "-o", "a.mp4"), "drop -o"),
     (("-o", "a.mp4", "-o", "a.mp4"), "-o a.mp4: given twice"),
     (("--quality", "web", "-o", "a.mp4", "-o", "b.npz"), "--quality web writes from one -o"),
+    (("--info", "a.png", "-o", "b.png"), "--info prints what a still records and does "
+                                         "nothing else: drop --frames, -o, the scene file"),
 ])
 def test_an_option_the_request_would_leave_unused_is_bad_input(cli, small_scene, tmp_path,
                                                                monkeypatch, args, says):
