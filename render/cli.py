@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if others:
             raise UsageError(f"--contact-sheet draws a sheet of the clip's frames on its "
                              f"own: drop {', '.join(others)} (or run it separately)")
-    if args.still is not None or (args.from_png and not args.check):
+    if args.still is not None or (args.from_png and (args.output or not args.check)):
         return _still(args, scene, recorded_time)
     if args.tile_size is not None or args.bit_depth != 8:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
@@ -110,32 +110,31 @@ _FLAGS = {"scene": "the scene file", "output": "-o", "overrides": "--set",
 
 def _refuse_dropped(args: argparse.Namespace) -> None:
     """UsageError for options that the request would leave unused (a user who gives one
-    expects it to act), and for -o given twice where one file is written. Leaves the first
-    -o in args.output and all of them in args.outputs."""
+    expects it to act), and for several -o where one file is written. Leaves the first -o
+    in args.output and all of them in args.outputs."""
     outputs = args.output or []
     args.outputs, args.output = outputs, outputs[0] if outputs else None
-    twice = sorted({o for o in outputs if outputs.count(o) > 1})
-    if twice:
-        raise UsageError(f"-o {twice[0]}: given twice")
     still = args.still is not None or args.from_png is not None
-    if len(outputs) > 1 and (still or args.contact_sheet or args.quality == "web"):
-        what = "a still" if still else "--contact-sheet" if args.contact_sheet else \
-            "--quality web"
-        raise UsageError(f"{what} writes from one -o; several -o apply to clips, "
-                         f"sequences and trajectories: give one")
+    if len(outputs) > 1 and (still or args.quality == "web"):
+        what = "a still" if still else "--quality web"
+        raise UsageError(f"{what} writes one -o; several -o apply to clips, sequences and "
+                         f"trajectories: give one")
     if args.landscape and not args.paper:
         raise UsageError("--landscape turns a --paper sheet: add --paper (e.g. --paper A3 "
                          "--landscape), or give the size with --size WxH")
     if args.paper and args.size:
         raise UsageError(f"--paper {args.paper} sets the size (at --dpi): drop --size "
                          f"{args.size}")
-    if still:
-        clip_only = [flag for flag, given in (("--stats", args.stats), ("--plot", args.plot),
-                                              ("--resume", args.resume)) if given]
-        if clip_only:
-            verb = "applies" if len(clip_only) == 1 else "apply"
-            raise UsageError(f"{', '.join(clip_only)} {verb} to a clip's frames; a still is "
-                             f"one: drop {', '.join(clip_only)}")
+    if not still and args.dpi is not None and not args.paper:
+        raise UsageError("--dpi is the resolution a still records (and with --paper, its "
+                         "size): add --still TIME, or drop --dpi")
+    dropped = [flag for flag, given in (("--stats", args.stats), ("--plot", args.plot),
+                                        ("--resume", args.resume), ("--workers", args.workers),
+                                        ("--crf", args.crf)) if given and still]
+    if dropped:
+        verb = "applies" if len(dropped) == 1 else "apply"
+        raise UsageError(f"{', '.join(dropped)} {verb} to a clip's frames; a still is one: "
+                         f"drop {', '.join(dropped)}")
 
 
 def _scene(args: argparse.Namespace):
@@ -181,7 +180,8 @@ def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> i
         raise UsageError("a still needs -o: FILE.png (print), FILE.jpg, FILE.exr, FILE.pdf "
                          "or FILE.svg")
     require_still_output(args.output, transparent=scene.output.transparent,
-                         bit_depth=args.bit_depth, tile_size=args.tile_size, dpi=args.dpi)
+                         bit_depth=args.bit_depth, tile_size=args.tile_size, dpi=args.dpi,
+                         overwrite=args.overwrite)
     time = parse_time(args.still, scene.output.fps) if args.still is not None \
         else recorded_time
     options = dict(dpi=args.dpi or (300 if args.paper else 72), bit_depth=args.bit_depth,

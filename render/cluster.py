@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
-from .encode import Target, open_writer
+from .encode import Target
 from .encode.images import SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError
 from .executor import Cluster, default_workers
@@ -55,16 +55,8 @@ SEGMENTS_PER_WORKER = 3
 def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
                     cluster: Cluster, bar) -> None:
     """Draw and encode `states` (`target`'s frames) on `cluster` into `target`'s one path,
-    advancing the tqdm `bar` as frames are drawn across all workers."""
-    if len(target.paths) != 1:
-        raise UsageError("--scheduler writes one output at a time")
-    if not is_sequence(target.paths[0]):
-        _check_clip(scene, target)
-    try:
-        import distributed  # noqa: F401  (the optional extra)
-    except ImportError:
-        raise UsageError(f"--scheduler needs Dask's distributed scheduler: {INSTALL}") \
-            from None
+    advancing the tqdm `bar` as frames are drawn across all workers (`refuse` has passed
+    them)."""
     with connect(cluster) as client, \
             _Destination(scene, target) as destination, \
             _Shipping(cluster.cache_dir) as shipping:
@@ -269,15 +261,23 @@ _WHOLE = {
 }
 
 
-def _check_clip(scene: Scene, target: Target) -> None:
-    """What a clip split across a cluster cannot be, before any work is done: an animated
-    image (GIF, WebP, APNG), or whatever a local render would refuse."""
+def refuse(target: Target) -> None:
+    """UsageError for what a cluster cannot render of `target`, before any work is done:
+    more than one output, an animated image (GIF, WebP, APNG), or a machine without
+    Dask's distributed scheduler. (What a local render refuses, pipeline.refuse checks.)"""
+    if len(target.paths) != 1:
+        raise UsageError(f"--scheduler writes one output at a time: give one -o (got "
+                         f"{len(target.paths)})")
     output = target.paths[0]
     why = _WHOLE.get(Path(output).suffix.lower())
-    if why:
+    if why and not is_sequence(output):
         raise UsageError(f"{output}: {why}, so it is not split across a cluster; render it "
                          f"without --scheduler, or render .mov or PNG frames on the cluster")
-    open_writer(target, scene)  # checks, opens nothing
+    try:
+        import distributed  # noqa: F401  (the optional extra)
+    except ImportError:
+        raise UsageError(f"--scheduler needs Dask's distributed scheduler: {INSTALL}") \
+            from None
 
 
 def _segment_length(total: int, slots: int, sample: FrameState, kind: str,

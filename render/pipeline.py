@@ -53,7 +53,7 @@ class Diagnostics:
         if self.stats is not None:
             if Path(self.stats).suffix.lower() not in measures.SUFFIXES:
                 raise UsageError(f"{self.stats}: --stats writes "
-                                 f"{' or '.join(measures.SUFFIXES)}; got "
+                                 f"{' or '.join(measures.SUFFIXES)}, as the suffix says; got "
                                  f"{Path(self.stats).suffix or 'no suffix'}")
             refuse_existing(Path(self.stats), overwrite)
         if self.plot is not None:
@@ -114,6 +114,10 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
     if target.web and isinstance(executor, Cluster):
         raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
                          f"encoders and a poster fed the same frames): drop --scheduler")
+    if isinstance(executor, Cluster):
+        from .cluster import refuse as refuse_on_cluster
+
+        refuse_on_cluster(target)
     for path in target.paths or (None,):
         budget.check(scene, path, first=target.first)  # before anything large is allocated
     if target.frame_paths:

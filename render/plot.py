@@ -17,7 +17,8 @@ def require(path: str | Path) -> None:
     import importlib.util
 
     if Path(path).suffix.lower() not in SUFFIXES:
-        raise UsageError(f"{path}: --plot draws {', '.join(SUFFIXES)}; got "
+        raise UsageError(f"{path}: --plot draws {', '.join(SUFFIXES[:-1])} or "
+                         f"{SUFFIXES[-1]}, as the suffix says; got "
                          f"{Path(path).suffix or 'no suffix'}")
     if importlib.util.find_spec("matplotlib") is None:
         _pyplot()  # says how to install it

@@ -31,8 +31,10 @@ JPEG_DPI = (1, 65535)
 
 
 def require_still_output(output: str | Path, *, transparent: bool, bit_depth: int = 8,
-                         tile_size: int | None = None, dpi: float | None = None) -> None:
-    """UsageError unless `output` names a still these options apply to."""
+                         tile_size: int | None = None, dpi: float | None = None,
+                         overwrite: bool = True) -> None:
+    """UsageError unless `output` names a still these options apply to, that can be
+    written there (`refuse_existing`)."""
     suffix = Path(output).suffix.lower()
     if suffix not in STILLS or str(output).endswith(("/", os.sep)) or Path(output).is_dir():
         raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
@@ -48,6 +50,7 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
     if suffix in FRAME_FORMATS:
         usable(FRAME_FORMATS[suffix], output, transparent,
                "a transparent still needs .png, .exr, .pdf or .svg")
+    refuse_existing(Path(output), overwrite)
 
 
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
@@ -67,10 +70,9 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     output = Path(output)
     # Everything that can refuse the still does so before the flock is simulated.
     require_still_output(output, transparent=scene.output.transparent, bit_depth=bit_depth,
-                         tile_size=tile_size, dpi=dpi)
+                         tile_size=tile_size, dpi=dpi, overwrite=overwrite)
     tile_size = budget.still_cost(scene, output, time, dpi=dpi, bit_depth=bit_depth,
                                   tile_size=tile_size).tile
-    refuse_existing(output, overwrite)
     # Only the birds drawn, for every way of drawing the still below.
     still = state_at(scene, time, quiet=quiet).visible(scene)
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)

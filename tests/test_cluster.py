@@ -15,7 +15,7 @@ import imageio_ffmpeg
 import pytest
 from distributed import Client, LocalCluster
 
-from render import cluster, segments
+from render import cluster, segments, states
 from render.budget import FILE_BYTES_PER_PX
 from render.encode import Target
 from render.executor import Cluster
@@ -315,6 +315,25 @@ def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, messag
     assert message in r.err
     assert time.monotonic() - started < 15
     assert not [p for p in tmp_path.iterdir() if p.name != "c"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
+    (("-o", "{tmp}/x.webp",), "assembles an animated WebP whole"),
+    (("-o", "{tmp}/x.mov", "-o", "{tmp}/y.mov"), "--scheduler writes one output at a time"),
+])
+def test_check_refuses_what_a_cluster_render_refuses_and_the_render_before_any_work(
+        cli, tmp_path, monkeypatch, args, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("nothing may be simulated before the refusal")
+
+    monkeypatch.setattr(states, "Simulation", no_work)
+    for check in ((), ("--check",)):
+        r = cli(PLATE, *args, "--scheduler", "local", "--frames", "3", *check)
+        assert r.code == 2 and len(r.err_lines) == 1 and message in r.err, r.err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_without_the_extra_the_error_says_how_to_install_it(cli, tmp_path, monkeypatch):

@@ -620,8 +620,8 @@ def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
 
 
 @pytest.mark.parametrize("args, says", [
-    (("--stats", "{tmp}/s.txt"), "--stats writes .csv or .json; got .txt"),
-    (("--plot", "{tmp}/p.txt"), "--plot draws .png, .pdf, .svg; got .txt"),
+    (("--stats", "{tmp}/s.txt"), "--stats writes .csv or .json, as the suffix says; got .txt"),
+    (("--plot", "{tmp}/p.txt"), "--plot draws .png, .pdf or .svg, as the suffix says; got .txt"),
     (("--contact-sheet", "{tmp}/c.jpg"), "a contact sheet is a PNG: expected FILE.png"),
     (("-o", "{tmp}/f_%04d_%02d.png"), "a frame pattern holds one %0Nd"),
     (("-o", "{tmp}/f_%04d_%s.png"), "a frame pattern holds one %0Nd"),

@@ -476,3 +476,27 @@ def test_check_with_a_still_prints_its_estimate_and_draws_nothing(cli, small_sce
     assert "[output]" in r.out
     assert f"# estimate to {out}: about " in r.out and " in 2048-px tiles" in r.out
     assert not out.exists()
+
+
+def test_check_of_a_still_refuses_what_its_render_refuses(cli, small_scene, tmp_path):
+    (tmp_path / "kept.png").write_bytes(b"kept")
+    (tmp_path / "file").write_text("not a folder")
+    for out, extra in ((tmp_path / "kept.png", ("--no-overwrite",)),
+                       (tmp_path / "file" / "a.png", ())):
+        rendered = cli(small_scene, "--still", "0", "-o", out, *extra, "-q")
+        checked = cli(small_scene, "--still", "0", "-o", out, *extra, "--check")
+        assert rendered.code == checked.code == 2, (rendered.err, checked.err)
+        assert rendered.err_lines == checked.err_lines and len(checked.err_lines) == 1
+    assert (tmp_path / "kept.png").read_bytes() == b"kept"
+
+
+def test_check_of_from_checks_the_still_it_would_render(cli, still, tmp_path):
+    source = still("0.5")
+    again = cli("--from", source, "-o", tmp_path / "again.png", "--check")
+    assert again.code == 0, again.err
+    assert f"# estimate to {tmp_path / 'again.png'}: about " in again.out
+    clip = cli("--from", source, "-o", tmp_path / "again.mp4", "--check")
+    rendered = cli("--from", source, "-o", tmp_path / "again.mp4", "-q")
+    assert clip.code == rendered.code == 2 and clip.err_lines == rendered.err_lines
+    assert "a still is one file" in clip.err
+    assert not (tmp_path / "again.png").exists() and not (tmp_path / "again.mp4").exists()
