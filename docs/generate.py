@@ -60,11 +60,11 @@ Precedence is one rule: built-in defaults < scene file < `--quality` preset < co
 (`--set section.key=value` and the explicit flags; see [the CLI reference](cli.md)).
 `boids-render SCENE --check` prints every resolved setting and where it came from.
 
-Every number lies within ±1e9, settings that must be positive are at least 1e-9, the world
-is at least 1e-6 units a side and a flock has at most 5,000,000 birds. Settings that must
-not exceed another (`min_speed` ≤ `max_speed`, `separation_radius` ≤ `perception_radius`,
-`width_min` ≤ `width_max`, hawk `duration` ≤ `period`) and alternatives (`count` or
-`spacing`) are checked together; see [troubleshooting](troubleshooting.md) for the messages.
+Every number lies within ±1e9 (a seed, from 0 to 2⁶⁴ − 1), settings that must be positive
+are at least 1e-9, the world is at least 1e-6 units a side and a flock has at most 5,000,000
+birds. Settings that must not exceed another (`min_speed` ≤ `max_speed`,
+`separation_radius` ≤ `perception_radius`, `width_min` ≤ `width_max`, hawk `duration` ≤
+`period`) and alternatives (`count` or `spacing`) are checked together; see [troubleshooting](troubleshooting.md) for the messages.
 The model behind the settings is described in [the model](model.md).
 
 Shipped scenes:

@@ -147,13 +147,14 @@ def _clip(scene: Scene, frames) -> tuple[Scene, int]:
 
 
 def frame(scene: Scene, t: float | Fraction | str,
-          size: tuple[int, int] | None = None) -> np.ndarray:
+          size: tuple[int, int] | None = None, *, quiet: bool = False) -> np.ndarray:
     """The frame at time `t` drawn at `size` (w, h) px (None: the scene's output.size):
     an (h, w, 4) uint8 array of RGBA with straight (not premultiplied) alpha, 255
     everywhere unless the scene is transparent.
 
     t: seconds (1.5, Fraction(3, 2), "1.5") or "frame:N"; a float is read as its decimal
     digits, as `--still 1.5` is. The pixels are those of `--still t` at that size.
+    quiet: no progress bar while the flock flies to `t`, and no first-run note.
     """
     import numpy as np
 
@@ -168,7 +169,7 @@ def frame(scene: Scene, t: float | Fraction | str,
     if budget.still_cost(scene, "frame.png", time, dpi=72).tile is not None:
         raise UsageError(f"size={scene.output.size}: too large to draw at once; "
                          f"render(scene, 'still.png', still={t!r}) draws it in tiles")
-    state = state_at(scene, time, quiet=False)
+    state = state_at(scene, time, quiet=quiet)
     bgra = state.draw(Canvas(scene.output.size), scene)
     rgba = np.empty_like(bgra)
     # A band of rows at a time: un-premultiplying works in uint32, 12 bytes a pixel.

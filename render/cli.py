@@ -11,7 +11,6 @@ import signal
 import sys
 import threading
 import traceback
-from fractions import Fraction
 
 from .errors import BoidsError, SceneError, UsageError
 from .options import frame_range, overrides_from, paper_size, parse_time, parser
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                              f"drop {', '.join(sorted(others))}")
         return _info(args.info)
     _refuse_dropped(args)
-    scene, recorded_time = _scene(args)
+    scene, recorded = _scene(args)
     if args.scheduler is not None and (args.still is not None or args.from_png
                                        or args.contact_sheet):
         raise UsageError("--scheduler splits a clip's frames across a cluster; stills and "
@@ -78,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--contact-sheet draws a sheet of the clip's frames on its "
                              f"own: drop {', '.join(others)} (or run it separately)")
     if args.still is not None or (args.from_png and (args.output or not args.check)):
-        return _still(args, scene, recorded_time)
-    if args.tile_size is not None or args.bit_depth != 8:
+        return _still(args, scene, recorded)
+    if args.tile_size is not None or args.bit_depth == 16:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
         raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
     if args.quality == "web":
@@ -138,7 +137,7 @@ def _refuse_dropped(args: argparse.Namespace) -> None:
 
 
 def _scene(args: argparse.Namespace):
-    """The scene the options describe, and the time a --from still records (else None)."""
+    """The scene the options describe, and what a --from still records (else None)."""
     from .api import load_scene
 
     overrides = overrides_from(args)
@@ -169,8 +168,9 @@ def _contact_sheet(args: argparse.Namespace, scene) -> int:
     return 0
 
 
-def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> int:
-    """--still (or --from): one frame as a PNG, JPEG, OpenEXR, PDF or SVG, or its cost
+def _still(args: argparse.Namespace, scene, recorded) -> int:
+    """--still (or --from, whose still's time, dpi and bit depth are the defaults: its
+    `recorded` Provenance): one frame as a PNG, JPEG, OpenEXR, PDF or SVG, or its cost
     with --check."""
     from .budget import still_cost
     from .scene import describe
@@ -179,13 +179,16 @@ def _still(args: argparse.Namespace, scene, recorded_time: Fraction | None) -> i
     if not args.output:
         raise UsageError("a still needs -o: FILE.png (print), FILE.jpg, FILE.exr, FILE.pdf "
                          "or FILE.svg")
+    png = args.output.lower().endswith(".png")
+    bit_depth = args.bit_depth or (recorded.bit_depth if recorded and png else 8)
+    dpi = args.dpi or (300 if args.paper else recorded.dpi if recorded and recorded.dpi
+                       else 72)
     require_still_output(args.output, transparent=scene.output.transparent,
-                         bit_depth=args.bit_depth, tile_size=args.tile_size, dpi=args.dpi,
+                         bit_depth=bit_depth, tile_size=args.tile_size, dpi=args.dpi,
                          overwrite=args.overwrite)
     time = parse_time(args.still, scene.output.fps) if args.still is not None \
-        else recorded_time
-    options = dict(dpi=args.dpi or (300 if args.paper else 72), bit_depth=args.bit_depth,
-                   tile_size=args.tile_size)
+        else recorded.time
+    options = dict(dpi=dpi, bit_depth=bit_depth, tile_size=args.tile_size)
     if args.check:
         print(describe(scene))
         cost = still_cost(scene, args.output, time, **options)
@@ -262,7 +265,7 @@ def _info(path: str) -> int:
 
 
 def _embedded_scene(path: str, overrides):
-    """The scene and time a still records; overrides apply on top as usual."""
+    """The scene a still records (overrides apply on top as usual), and its record."""
     import tomllib
 
     from .encode.still import read_provenance
@@ -270,8 +273,13 @@ def _embedded_scene(path: str, overrides):
 
     recorded = read_provenance(path)
     raw = tomllib.loads(recorded.scene_toml)
-    scene = build_scene(raw, f"{path} (recorded scene)", overrides)
-    return scene, recorded.time
+    # The record puts every setting at one rank, but the still may be of an excerpt: a
+    # clip whose length, given over the file's landing, ends before it (scene.checks3d).
+    # Its length is given again as it was, over the rest.
+    duration = raw.get("scene", {}).get("duration")
+    again = [] if duration is None else [("scene.duration", duration, f"--from {path}")]
+    scene = build_scene(raw, f"{path} (recorded scene)", again + list(overrides))
+    return scene, recorded
 
 
 def _caused_by_interrupt(exc: BaseException | None) -> bool:

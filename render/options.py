@@ -94,14 +94,14 @@ def parser() -> argparse.ArgumentParser:
                        help="size the still for a paper format at --dpi, e.g. --paper A3")
     still.add_argument("--dpi", type=_positive_float, metavar="N",
                        help="print resolution recorded in a PNG or JPEG still (and with "
-                            "--paper, its size); default 300 with --paper, else 72, e.g. "
-                            "--dpi 300")
+                            "--paper, its size); default 300 with --paper, else the --from "
+                            "still's own, else 72, e.g. --dpi 300")
     still.add_argument("--landscape", action="store_true",
                        help="with --paper: the long side across, e.g. --paper A2 --landscape")
-    still.add_argument("--bit-depth", type=int, choices=(8, 16), default=8,
+    still.add_argument("--bit-depth", type=int, choices=(8, 16),
                        help="PNG stills: 16 draws the still 4x larger and averages it down "
-                            "into 16-bit channels (smooth gradients for print), e.g. "
-                            "--bit-depth 16")
+                            "into 16-bit channels (smooth gradients for print); 8 by "
+                            "default, or with --from the still's own, e.g. --bit-depth 16")
     still.add_argument("--tile-size", type=_positive_int, metavar="N",
                        help="PNG stills: draw in N x N tiles streamed into the file, so a "
                             "poster never sits whole in memory (2048 without it for a "
@@ -198,7 +198,12 @@ def parse_time(text: str, fps) -> Fraction:
                          f"(frame:750)") from None
     if value < 0:
         raise UsageError(f"--still {text}: expected a time ≥ 0")
+    if value > MAX_TIME:  # as a scene's numbers: past it, a typo (and past floats)
+        raise UsageError(f"--still {text}: expected a time ≤ 1e9 s")
     return value
+
+
+MAX_TIME = 10**9
 
 
 def _positive_int(text: str) -> int:

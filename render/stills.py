@@ -13,6 +13,7 @@ import numpy as np
 
 from . import budget
 from .draw.surface import Canvas
+from .encode import STILL_SUFFIXES
 from .encode.files import refuse_existing, write_atomically
 from .encode.images import FRAME_FORMATS, encode_jpeg, usable, write_png
 from .encode.still import provenance
@@ -22,10 +23,8 @@ from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulated, simulation
 
 
-# What a still can be, by suffix: a PNG (tiles, 16 bits), a vector page, or one frame of
-# a JPEG (the web's poster) or OpenEXR sequence (a compositor's plate), drawn whole.
+STILLS = STILL_SUFFIXES
 VECTOR = (".pdf", ".svg")
-STILLS = (".png", ".jpg", ".jpeg", ".exr", *VECTOR)
 # A JPEG records its resolution as a 16-bit whole number of dpi.
 JPEG_DPI = (1, 65535)
 

@@ -135,6 +135,18 @@ def test_frame_is_the_clis_still(cli, small_scene, tmp_path, transparent):
     assert (render.frame(scene, "frame:12", size=(96, 54)) == picture).all()  # 12/30 s
 
 
+def test_frame_flies_to_its_time_quietly_when_asked(capfd):
+    from conftest import SCENES
+
+    scene = render.load_scene(SCENES / "flock3d.toml", overrides={
+        "flock.count": 200, "scene.settle_steps": 20, "output.size": (96, 54)})
+    capfd.readouterr()
+    loud = render.frame(scene, 0.5)
+    assert "flying to 0.5 s" in capfd.readouterr().err
+    assert (render.frame(scene, 0.5, quiet=True) == loud).all()
+    assert capfd.readouterr().err == ""
+
+
 def test_render_writes_what_the_cli_writes(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/cli/", "--frames", "3:6", "-q").code == 0
     scene = render.load_scene(small_scene)

@@ -236,6 +236,13 @@ def test_unsupported_output_suffix_is_bad_input(cli, small_scene, tmp_path):
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.parametrize("suffix", [".png", ".jpg", ".exr", ".pdf", ".svg"])
+def test_one_frame_s_format_as_a_clip_points_to_still(cli, small_scene, tmp_path, suffix):
+    r = cli(small_scene, "-o", tmp_path / f"x{suffix}", "--frames", "2", "-q")
+    assert r.code == 2 and r.err.rstrip().endswith("one frame is a still: add --still TIME")
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
 def test_no_output_and_no_stats_is_bad_input(cli, small_scene):
     r = cli(small_scene, "-q")
     assert r.code == 2

@@ -39,6 +39,28 @@ def test_flight_and_roost_are_named_3d_only_in_a_2d_scene():
     assert "[flight] is 3D-only" in text and "[roost] is 3D-only" in text
 
 
+@pytest.mark.parametrize("hawk, override, line", [
+    (15.0, ("world.dimensions", 2, "--set"), "--set world.dimensions: the scene is written "
+     "for 3D ([flight], [roost]): expected 3, got 2"),
+    (25.0, ("flight.cruise_speed", 20.0, "--set"), "--set flight.cruise_speed: expected ≤ "
+     "flock.max_speed (18.0), got 20.0"),
+    (15.0, ("flight.cruise_speed", 2.0, "--set"), "--set flight.cruise_speed: expected ≥ "
+     "flock.min_speed (5.0), got 2.0"),
+    (15.0, ("flight.cruise_speed", 17.0, "--set"), "--set flight.cruise_speed: a hunting "
+     "hawk must outfly the flock to catch it: expected less than hawk.speed (15.0 m/s), "
+     "got 17.0"),
+    (15.0, ("hawk.speed", 9.0, "--set"), "--set hawk.speed: a hunting hawk must outfly the "
+     "flock to catch it: expected more than flight.cruise_speed (10.0 m/s), got 9.0"),
+])
+def test_a_contradiction_is_one_line_at_the_setting_given_last(hawk, override, line):
+    raw = {**{k: dict(v) for k, v in BASE.items()},
+           "flock": {"count": 100, "min_speed": 5.0, "max_speed": 18.0},
+           "hawk": {"mode": "hunt", "speed": hawk, "dive_speed": 30.0}}
+    with pytest.raises(SceneError) as err:
+        build_scene(raw, "s.toml", [override])
+    assert err.value.problems == [line]
+
+
 def test_2d_forces_are_refused_in_3d():
     assert "[containment] is 2D-only" in problems(with_("containment"))
 

@@ -258,6 +258,26 @@ def test_the_estimate_leaves_out_a_settling_already_on_disk(tmp_path, monkeypatc
                     "test.toml"), 0.05).seconds
 
 
+@pytest.mark.parametrize("damage", ["cut short", "emptied", "garbage"])
+def test_a_damaged_settled_state_is_settled_again_and_rewritten(tmp_path, monkeypatch,
+                                                                  damage):
+    from render.sim import settled
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    scene = build_scene({"scene": {"seed": 3, "dt": 0.01, "settle_steps": 20},
+                         "world": {"dimensions": 3}, "flock": {"count": 60},
+                         "rules": {"neighbours": "topological"}, "flight": {},
+                         "roost": {}}, "test.toml")
+    first = Simulation(scene)
+    kept = settled.path(scene)
+    whole = kept.read_bytes()
+    kept.write_bytes({"cut short": whole[:len(whole) // 2], "emptied": b"",
+                      "garbage": b"PK\x03\x04" + bytes(200)}[damage])
+    again = Simulation(scene)
+    assert np.array_equal(first.positions, again.positions)
+    assert kept.read_bytes() == whole
+
+
 def test_the_settled_key_follows_the_simulation_settings_only():
     from render.sim import settled
 

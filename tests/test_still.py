@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import SCENES
 from render.encode.still import add_chunks, read_chunks
 
 
@@ -195,6 +196,41 @@ def test_from_rerenders_the_same_picture_from_the_file_alone(cli, still, tmp_pat
     other = tmp_path / "other.png"
     assert cli("--from", first, "--seed", "4", "-o", other).code == 0
     assert not np.array_equal(pixels(first), pixels(other))
+
+
+@pytest.mark.parametrize("suffix, extra", [(".png", ("--bit-depth", "16")), (".jpg", ())])
+def test_from_keeps_the_still_s_dpi_and_bit_depth_unless_told_otherwise(
+        cli, small_scene, tmp_path, suffix, extra):
+    first = tmp_path / f"first{suffix}"
+    r = cli(small_scene, "--still", "0.5", "--size", "160x90", "--dpi", "150", *extra,
+            "-o", first, "-q")
+    assert r.code == 0, r.err
+    again, other = tmp_path / f"again{suffix}", tmp_path / f"other{suffix}"
+    assert cli("--from", first, "-o", again, "-q").code == 0
+    assert first.read_bytes() == again.read_bytes()  # the same file: pixels, dpi, record
+    with Image.open(again) as image:
+        assert round(image.info["dpi"][0]) == 150
+    if suffix == ".png":
+        assert again.read_bytes()[24] == 16  # IHDR's bit depth
+        assert cli("--from", first, "--bit-depth", "8", "--dpi", "300", "-o", other,
+                   "-q").code == 0
+        assert other.read_bytes()[24] == 8
+        with Image.open(other) as image:
+            assert round(image.info["dpi"][0]) == 300
+
+
+def test_from_re_renders_a_still_of_a_clip_that_ends_before_its_landing(cli, tmp_path):
+    """--duration over the file's landing_at is an excerpt; the still's record holds both
+    at one rank, and --from still reads it as the excerpt it was."""
+    first = tmp_path / "excerpt.png"
+    r = cli(SCENES / "murmuration.toml", "--set", "flock.count=200", "--set",
+            "scene.settle_steps=20", "--size", "96x54", "--duration", "1", "--still", "0.5",
+            "-o", first, "-q")
+    assert r.code == 0, r.err
+    again = tmp_path / "again.png"
+    r = cli("--from", first, "-o", again, "-q")
+    assert r.code == 0, r.err
+    assert first.read_bytes() == again.read_bytes()
 
 
 def test_from_a_png_without_a_scene_is_bad_input(cli, tmp_path):

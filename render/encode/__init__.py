@@ -20,6 +20,9 @@ VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", *ANIMATED_SUFFIXES)
 # A frame pattern's suffix (the keys of images.FRAME_FORMATS, which imports no numpy
 # here); a folder ending in "/" means PNG.
 FRAME_SUFFIXES = (".png", ".exr", ".jpg", ".jpeg")
+# What a still can be (stills.py), not a clip's output: a PNG (tiles, 16 bits), one frame
+# of a JPEG (the web's poster) or OpenEXR sequence (a compositor's plate), a vector page.
+STILL_SUFFIXES = (".png", ".jpg", ".jpeg", ".exr", ".pdf", ".svg")
 # Trajectories: the states themselves, nothing drawn (npz.py, usd.py).
 STATE_SUFFIXES = (".npz", ".usd", ".usda", ".usdc")
 
@@ -179,7 +182,8 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
         return Writer(output, size=scene.output.size, fps=scene.output.fps,
                       crf=scene.output.crf, frames=target.count, first=target.first,
                       transparent=scene.output.transparent, overwrite=target.overwrite)
+    still = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
     raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
                      f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "
                      f"such as out/frame_%05d.png (or {', '.join(FRAME_SUFFIXES[1:])}), or "
-                     f"{', '.join(STATE_SUFFIXES)} (trajectories)")
+                     f"{', '.join(STATE_SUFFIXES)} (trajectories){still}")

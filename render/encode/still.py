@@ -162,12 +162,14 @@ def provenance(scene_toml: str, seed: int, time: Fraction, version: str) -> dict
 @dataclass(frozen=True)
 class Provenance:
     """What a still records: its scene's TOML, its time (exact seconds, 0 when not
-    recorded), its dpi (None: none), and each of RECORDED as text ("?" when missing)."""
+    recorded), its dpi (None: none), each of RECORDED as text ("?" when missing), and its
+    bits a channel (16: a 16-bit PNG; else 8)."""
 
     scene_toml: str
     time: Fraction
     dpi: float | None
     fields: dict[str, str]
+    bit_depth: int = 8
 
 
 def read_provenance(path: str | Path) -> Provenance:
@@ -175,8 +177,12 @@ def read_provenance(path: str | Path) -> Provenance:
     dpi, text = read_record(path)
     if f"{_PREFIX}scene" not in text:
         raise UsageError(f"{path}: no boids-render scene recorded in this file")
+    with open(path, "rb") as f:
+        head = f.read(25)  # a PNG's IHDR holds its bit depth at byte 24
+    depth = head[24] if head.startswith(_SIGNATURE) and len(head) == 25 else 8
     return Provenance(text[f"{_PREFIX}scene"], Fraction(text.get(f"{_PREFIX}time", "0")),
-                      dpi, {key: text.get(_PREFIX + key, "?") for key in RECORDED})
+                      dpi, {key: text.get(_PREFIX + key, "?") for key in RECORDED},
+                      16 if depth == 16 else 8)
 
 
 def png16(rgb: np.ndarray) -> bytes:

@@ -24,7 +24,7 @@ def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> Non
                             f"{'hunts' if three else 'flies chords'}: expected \"{wanted}\", "
                             f"got {show(hawk.mode)}")
         elif three:
-            _check_hunter(values, where, usable, problems)
+            _check_hunter(values, where, usable, problems, rank)
     if roost is not None and roost.landing_at is not None and usable(
             "roost.landing_at", "scene.duration"):
         duration = values["scene"].duration
@@ -39,14 +39,19 @@ def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> Non
                             f"s), got {show(roost.landing_at)}")
 
 
-def _check_hunter(values, where, usable, problems) -> None:
+def _check_hunter(values, where, usable, problems, rank) -> None:
     hawk, flight, flock = values["hawk"], values["flight"], values["flock"]
     flock_speed, name = (flight.cruise_speed, "flight.cruise_speed") if flight is not None \
         else (flock.max_speed, "flock.max_speed")
     if hawk.speed <= flock_speed and usable("hawk.speed", name):
-        problems.append(f"{where('hawk.speed')}: a hunting hawk must outfly the flock to "
-                        f"catch it: expected more than {name} ({show(flock_speed)} m/s), "
-                        f"got {show(hawk.speed)}")
+        if rank(name) > rank("hawk.speed"):  # the flock's speed is what was just changed
+            problems.append(f"{where(name)}: a hunting hawk must outfly the flock to catch "
+                            f"it: expected less than hawk.speed ({show(hawk.speed)} m/s), "
+                            f"got {show(flock_speed)}")
+        else:
+            problems.append(f"{where('hawk.speed')}: a hunting hawk must outfly the flock "
+                            f"to catch it: expected more than {name} ({show(flock_speed)} "
+                            f"m/s), got {show(hawk.speed)}")
     if hawk.dive_speed < hawk.speed and usable("hawk.dive_speed", "hawk.speed"):
         problems.append(f"{where('hawk.dive_speed')}: expected ≥ hawk.speed "
                         f"({show(hawk.speed)} m/s), got {show(hawk.dive_speed)}")

@@ -18,7 +18,7 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
-from .schema3d import MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, keyframes
+from .schema3d import MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, keyframes
 from .values import convert, show, suggest
 
 
@@ -98,6 +98,11 @@ def build_scene(raw: dict, path: str = "<scene>",
         # A 3D bird is two thin streaks whose ink is exact at any width: a 1 px floor
         # widens them more at a small size than at a large one (same picture, any size).
         merged.setdefault("render", {}).setdefault("min_width_px", MIN_WIDTH_3D_PX)
+        # Metres a second, a starling's range: the plate's defaults (world units a second)
+        # would hold a flight's cruise above its top speed.
+        flock = merged.setdefault("flock", {})
+        flock.setdefault("min_speed", MIN_SPEED_3D)
+        flock.setdefault("max_speed", MAX_SPEED_3D)
 
     three = world.get("dimensions") == 3
     values: dict[str, Any] = {}
@@ -158,6 +163,8 @@ def _build_section(cls, name, body, path, sources, problems, rejected):
 
 # Settings that must not exceed another: (lower, upper).
 _ORDERED = (("flock.min_speed", "flock.max_speed"),
+            ("flock.min_speed", "flight.cruise_speed"),
+            ("flight.cruise_speed", "flock.max_speed"),
             ("rules.separation_radius", "rules.perception_radius"),
             ("render.width_min", "render.width_max"),
             ("hawk.duration", "hawk.period"))
@@ -191,8 +198,8 @@ def _check_relations(values, merged, path, sources, rejected, problems):
             problems.append(f"{where(low)}: expected ≤ {high} ({show(hi)}), got {show(lo)}")
 
     flock, world = values["flock"], values["world"]
-    _check_dimensions(values, merged, where, usable, problems)
-    check_hunt_and_landing(values, merged, where, usable, problems, rank)
+    if _check_dimensions(values, merged, where, usable, problems, rank):
+        check_hunt_and_landing(values, merged, where, usable, problems, rank)
     if world.dimensions == 3 and values["camera"] is not None:
         _check_camera3d(values, where, usable, problems)
     output = values["output"]
@@ -233,23 +240,34 @@ def _check_relations(values, merged, path, sources, rejected, problems):
                                 f"{show(flock.spacing or 1.0)} ({shown} birds)")
 
 
-def _check_dimensions(values, merged, where, usable, problems):
-    """Sections and settings that exist in one dimension only; topological k below the
-    flock size; the blind cone's aperture below a full turn."""
+def _check_dimensions(values, merged, where, usable, problems, rank):
+    """Sections and settings that exist in one dimension only (one problem at
+    world.dimensions when the command line changed it under a scene written for the other
+    dimension: then False, and the checks that depend on the dimension are not made);
+    topological k below the flock size; the blind cone's aperture below a full turn."""
     world, rules = values["world"], values["rules"]
     if not usable("world.dimensions"):
-        return
+        return False
     three = world.dimensions == 3
-    for name in SECTIONS_3D if not three else SECTIONS_2D:
-        if name in merged:
-            kind = "3D-only" if not three else "2D-only"
-            problems.append(f"{where(name)}: [{name}] is {kind}: expected world.dimensions = "
-                            f"{3 if not three else 2}, got {world.dimensions}")
+    other = [f"[{name}]" for name in (SECTIONS_3D if not three else SECTIONS_2D)
+             if name in merged]
     if not three:
-        for key in PALETTE_3D_KEYS:
-            if key in merged.get("palette", {}):
-                problems.append(f"{where('palette.' + key)}: a 3D-only key: "
-                                f"expected world.dimensions = 3, got {world.dimensions}")
+        other += [f"palette.{key}" for key in PALETTE_3D_KEYS
+                  if key in merged.get("palette", {})]
+    if other and rank("world.dimensions") > _PRECEDENCE["scene file"]:
+        problems.append(f"{where('world.dimensions')}: the scene is written for "
+                        f"{2 if three else 3}D ({', '.join(other)}): expected "
+                        f"{2 if three else 3}, got {world.dimensions}")
+        return False  # what follows from the other dimension would only repeat it
+    for name in other:
+        kind = "3D-only" if not three else "2D-only"
+        if name.startswith("["):
+            problems.append(f"{where(name[1:-1])}: {name} is {kind}: expected "
+                            f"world.dimensions = {3 if not three else 2}, got "
+                            f"{world.dimensions}")
+        else:
+            problems.append(f"{where(name)}: a 3D-only key: expected world.dimensions = 3, "
+                            f"got {world.dimensions}")
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")
@@ -270,6 +288,7 @@ def _check_dimensions(values, merged, where, usable, problems):
         if rules.topological_count >= birds:
             problems.append(f"{where('rules.topological_count')}: expected k below the "
                             f"flock size ({birds:,.0f} birds), got {rules.topological_count}")
+    return True
 
 
 def _check_camera3d(values, where, usable, problems):

@@ -25,7 +25,8 @@ class SceneSettings:
     """The clip as a whole: its name, seed, length and simulation step."""
 
     name: str = setting("untitled", "Name shown in --check and metadata.", kind="str")
-    seed: int = setting(0, "Seed of every random draw (numpy PCG64).", kind="int", lo=0)
+    seed: int = setting(0, "Seed of every random draw (numpy PCG64).", kind="int", lo=0,
+                        hi=2**64 - 1)
     duration: float = setting(10.0, "Length of the clip.", unit="s", lo=0, lo_open=True)
     settle_steps: int = setting(60, "Simulation steps run before frame 0.", kind="int", lo=0)
     dt: float = setting(1 / 60, "Fixed simulation step, independent of the output fps.",
@@ -61,9 +62,10 @@ class FlockSettings:
                                 kind="int", lo=1, optional=True)
     spacing: float | None = setting(None, "Mean spacing: count = world area / spacing².",
                                     unit="world units", lo=0, lo_open=True, optional=True)
-    min_speed: float = setting(3.6, "Lowest speed after each step.", unit="world units/s", lo=0)
-    max_speed: float = setting(5.7, "Highest speed after each step.", unit="world units/s",
-                               lo=0)
+    min_speed: float = setting(3.6, "Lowest speed after each step (in 3D, 5 m/s by "
+                               "default).", unit="world units/s", lo=0)
+    max_speed: float = setting(5.7, "Highest speed after each step (in 3D, 18 m/s by "
+                               "default).", unit="world units/s", lo=0)
     init: str = setting("uniform", "Initial positions: uniform over the world, or uniform "
                         "inside the centred ellipse; headings uniform, speeds uniform in "
                         "[min_speed, max_speed].", kind="choice", choices=("uniform", "ellipse"))

@@ -8,6 +8,8 @@ from .fields import easing_setting, follow_setting, follow_time_setting, setting
 
 # The streaks' width floor in 3D (render.min_width_px's default there), px.
 MIN_WIDTH_3D_PX = 0.5
+# flock.min_speed and max_speed's defaults in 3D, m/s: starlings in display (SPEC §9).
+MIN_SPEED_3D, MAX_SPEED_3D = 5.0, 18.0
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,8 +58,8 @@ def load(scene: Scene) -> dict[str, np.ndarray] | None:
     try:
         with np.load(path(scene)) as data:
             return {name: data[name] for name in FIELDS}
-    except (OSError, KeyError, ValueError):
-        return None
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        return None  # missing, or damaged (cut short, emptied, overwritten)
 
 
 def save(scene: Scene, arrays: dict[str, np.ndarray]) -> None:
