@@ -250,6 +250,11 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
     if not isinstance(path, (str, Path)):
         raise UsageError(f"render(still=...) writes one file: expected a path such as "
                          f"FILE.png, got {path!r}")
+    if bit_depth not in (8, 16):
+        raise UsageError(f"bit_depth: expected 8 or 16, got {bit_depth!r}")
+    if tile_size is not None and (isinstance(tile_size, bool) or
+                                  not isinstance(tile_size, int) or tile_size < 1):
+        raise UsageError(f"tile_size: expected a whole number of px ≥ 1, got {tile_size!r}")
     render_still(scene, path, _seconds(still, scene.output.fps), dpi=dpi,
                  bit_depth=bit_depth, tile_size=tile_size, overwrite=overwrite, quiet=quiet)
     return Path(path)
@@ -263,6 +268,11 @@ def _clip_render(scene: Scene, path, *, quiet: bool = False, **options) -> list[
     scene, paths, target, executor, diagnostics = _planned(scene, path, **options)
     run(scene, target, executor, diagnostics, quiet=quiet)
     written = []
+    if target.web:
+        from .encode.web import web_paths
+
+        paths = ()
+        written += list(web_paths(target.paths[0]))
     for p in paths:
         if is_sequence(p):
             pattern = sequence_pattern(p)
@@ -315,6 +325,9 @@ def _executor(workers: int | None, scheduler: str | None, cache_dir):
     """Where frames are drawn: this process's threads, or a Dask cluster."""
     from .executor import Cluster, Threads
 
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise UsageError(f"workers: expected a whole number ≥ 1, got {workers!r}")
     if scheduler is None:
         if cache_dir is not None:
             raise UsageError("cache_dir hands states to cluster workers: give a scheduler")

@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         return _info(args.info)
     _refuse_dropped(args)
     scene, recorded = _scene(args)
+    if args.crossfade is not None and not scene.output.loop:
+        raise UsageError("--crossfade sets a loop's morph: add --loop (or output.loop = "
+                         "true), or drop --crossfade")
     if args.scheduler is not None and (args.still is not None or args.from_png
                                        or args.contact_sheet):
         raise UsageError("--scheduler splits a clip's frames across a cluster; stills and "

@@ -147,6 +147,26 @@ def test_frame_flies_to_its_time_quietly_when_asked(capfd):
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.parametrize("options, says", [
+    (dict(still=0.5, tile_size=0), "tile_size: expected a whole number of px ≥ 1"),
+    (dict(still=0.5, bit_depth=12), "bit_depth: expected 8 or 16, got 12"),
+    (dict(frames=2, workers=0), "workers: expected a whole number ≥ 1, got 0"),
+])
+def test_render_refuses_what_the_cli_refuses(small_scene, tmp_path, options, says):
+    scene = render.load_scene(small_scene)
+    with pytest.raises(UsageError, match=says):
+        render.render(scene, tmp_path / ("a.png" if "still" in options else "a.mp4"),
+                      quiet=True, **options)
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
+def test_render_of_a_web_page_returns_its_four_files(small_scene, tmp_path):
+    scene = render.load_scene(small_scene, {"output.size": (160, 90)})
+    written = render.render(scene, tmp_path / "hero.mp4", web=True, frames=3, quiet=True)
+    assert [p.name for p in written] == ["hero.mp4", "hero.av1.mp4", "hero.jpg", "hero.html"]
+    assert all(p.is_file() for p in written)
+
+
 def test_render_writes_what_the_cli_writes(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/cli/", "--frames", "3:6", "-q").code == 0
     scene = render.load_scene(small_scene)

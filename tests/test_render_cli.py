@@ -281,6 +281,11 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("-o", "a.mp4", "-o", "./a.mp4"), "./a.mp4: given twice as an output (as a.mp4)"),
     (("-o", "sq/", "-o", "sq/frame_%05d.png"), "given twice as an output (as sq/)"),
     (("--quality", "web", "-o", "a.mp4", "-o", "b.npz"), "--quality web writes one -o"),
+    (("-o", "a.webm", "--crossfade", "0.5"), "--crossfade sets a loop's morph: add --loop"),
+    (("-o", "a.webm", "--loop", "--crossfade", "0.01"),
+     "--crossfade output.crossfade: expected a crossfade of at least 2 frames"),
+    (("-o", "a.webm", "--loop"),  # the test's --frames 2 under the default 1 s crossfade
+     "--frames output.frames: expected a clip longer than the loop's crossfade"),
     (("--info", "a.png", "-o", "b.png"), "--info prints what a still records and does "
                                          "nothing else: drop --frames, -o, the scene file"),
 ])

@@ -207,8 +207,18 @@ def _check_relations(values, merged, path, sources, rejected, problems):
                               "output.frames", "scene.duration"):
         count = output.frames if output.frames is not None else \
             max(1, round(Fraction(values["scene"].duration) * output.fps))
-        crossfade = max(1, round(output.crossfade * output.fps))
-        if crossfade >= count:
+        crossfade = round(output.crossfade * output.fps)
+        length = "output.frames" if output.frames is not None else "scene.duration"
+        if crossfade < 2:  # a morph of one frame is a cut: the seam shows
+            problems.append(f"{where('output.crossfade')}: expected a crossfade of at least "
+                            f"2 frames ({float(2 / output.fps):.3g} s at {show(output.fps)} "
+                            f"fps), got {show(output.crossfade)} s ({crossfade} "
+                            f"frame{'' if crossfade == 1 else 's'})")
+        elif crossfade >= count and rank(length) > rank("output.crossfade"):
+            problems.append(f"{where(length)}: expected a clip longer than the loop's "
+                            f"crossfade ({crossfade} frames, output.crossfade "
+                            f"{show(output.crossfade)} s), got {count} frames")
+        elif crossfade >= count:
             problems.append(f"{where('output.crossfade')}: expected a crossfade shorter than "
                             f"the clip ({count} frames), got {show(output.crossfade)} s "
                             f"({crossfade} frames)")
