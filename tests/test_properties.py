@@ -190,7 +190,8 @@ def run(scene_text: str, sets: list[str]) -> None:
             assert line.startswith("boids-render: "), line
             # Each line names where the problem is: the file, the flag that set it, or
             # (a request too large to work) the output.
-            assert str(path) in line or "--set" in line or str(out) in line, line
+            assert str(path) in line or any(flag in line for flag in ("--set", "--frames")) \
+                or str(out) in line, line
             assert any(word in line for word in (
                 "expected", "unknown", "not both", "TOML syntax", "needs", "would take")), line
         assert not out.exists() or not any(out.iterdir())
