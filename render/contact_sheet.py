@@ -6,8 +6,8 @@ from pathlib import Path
 
 from . import budget
 from .draw.surface import Canvas
-from .encode.files import refuse_existing
-from .encode.images import write_png
+from .encode.files import place_or_refuse, refuse_existing
+from .encode.images import encode_png
 from .errors import UsageError
 from .progress import progress_bar
 from .scene import Scene
@@ -105,6 +105,5 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
             target = next(wanted, None)
             if target is None:
                 break
-    if not write_png(sheet.flush(), output, overwrite=overwrite):
-        raise UsageError(f"{output}: appeared while rendering and --no-overwrite keeps it; "
-                         f"the new sheet was discarded")
+    data = encode_png(sheet.flush())
+    place_or_refuse(Path(output), lambda tmp: tmp.write_bytes(data), overwrite=overwrite)

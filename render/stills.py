@@ -14,8 +14,8 @@ import numpy as np
 from . import budget
 from .draw.surface import Canvas
 from .encode import STILL_SUFFIXES
-from .encode.files import refuse_existing, write_atomically
-from .encode.images import FRAME_FORMATS, encode_jpeg, usable, write_png
+from .encode.files import place_or_refuse, refuse_existing
+from .encode.images import FRAME_FORMATS, encode_jpeg, encode_png, usable
 from .encode.still import provenance
 from .errors import UsageError
 from .scene import Scene
@@ -78,28 +78,25 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     suffix = output.suffix.lower()
     if suffix in VECTOR:
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
-        written = write_atomically(output, lambda tmp: _vector_still(
-            scene, still, tmp, dpi=dpi, title=title), overwrite=overwrite)
-    elif suffix != ".png":
-        pixels = still.draw(Canvas(scene.output.size), scene)
-        if suffix == ".exr":
-            from .encode.exr import encode_exr
-
-            data = encode_exr(pixels, text)
-        else:
-            data = encode_jpeg(pixels, dpi, text)
-        written = write_atomically(output, lambda tmp: tmp.write_bytes(data),
-                                   overwrite=overwrite)
-    elif tile_size is not None:
-        written = write_atomically(output, lambda tmp: _tiled_still(
-            scene, still, tile_size, tmp, dpi=dpi, text=text), overwrite=overwrite)
-    else:
+        place_or_refuse(output, lambda tmp: _vector_still(scene, still, tmp, dpi=dpi,
+                                                          title=title), overwrite=overwrite)
+        return
+    if tile_size is not None:
+        place_or_refuse(output, lambda tmp: _tiled_still(scene, still, tile_size, tmp,
+                                                         dpi=dpi, text=text),
+                        overwrite=overwrite)
+        return
+    if suffix == ".png":
         pixels = _supersampled(scene, still) if bit_depth == 16 else \
             still.draw(Canvas(scene.output.size), scene)
-        written = write_png(pixels, output, dpi=dpi, text=text, overwrite=overwrite)
-    if not written:
-        raise UsageError(f"{output}: appeared while rendering and --no-overwrite keeps it; "
-                         f"the new still was discarded")
+        data = encode_png(pixels, dpi=dpi, text=text)
+    elif suffix == ".exr":
+        from .encode.exr import encode_exr
+
+        data = encode_exr(still.draw(Canvas(scene.output.size), scene), text)
+    else:
+        data = encode_jpeg(still.draw(Canvas(scene.output.size), scene), dpi, text)
+    place_or_refuse(output, lambda tmp: tmp.write_bytes(data), overwrite=overwrite)
 
 
 def state_at(scene: Scene, time: Fraction, *, quiet: bool = True) -> FrameState:
