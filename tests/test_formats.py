@@ -57,6 +57,18 @@ def test_frames_counted_without_decoding_agree_with_a_decoder(cli, small_scene, 
     assert count_frames(out) == imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 37
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", list(FORMATS))
+def test_the_same_render_twice_is_the_same_file(cli, small_scene, tmp_path, suffix):
+    # A WebM once drew a random Matroska segment UID into every file.
+    files = [tmp_path / f"{name}{suffix}" for name in "ab"]
+    for out in files:
+        r = cli(small_scene, "-o", out, "--size", "160x90", "--fps", "25", "--frames", "6",
+                "--quiet")
+        assert r.code == 0, r.err
+    assert files[0].read_bytes() == files[1].read_bytes()
+
+
 def test_a_file_that_is_no_clip_is_reported_by_name(tmp_path):
     from render.encode.video import count_frames
     from render.errors import EncodeError

@@ -39,6 +39,9 @@ _BT709_FRAMES = "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt70
 # x264's crf 18 ("visually lossless") is about VP9's 31; the scale keeps the scene's crf the
 # one quality knob for both.
 _VP9_CRF_OFFSET = 13
+# Matroska draws a random segment UID into every file unless asked to be bit-exact: without
+# it two renders of one scene held the same frames in different bytes.
+_WEBM_SAME_BYTES = ["-fflags", "+bitexact"]
 # ffmpeg's progress line: "frame=  600 fps=…"; the last one has the total.
 _FRAME_COUNT = re.compile(rb"frame=\s*(\d+)")
 
@@ -64,7 +67,7 @@ def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[s
                 "-deadline", "good", "-cpu-used", "4", "-row-mt", "1",
                 "-vf", f"scale=out_color_matrix=bt709:out_range=tv,{_BT709_FRAMES}:range=tv",
                 "-pix_fmt", "yuva420p" if transparent else "yuv420p",
-                *_BT709_TAGS], "webm"
+                *_BT709_TAGS, *_WEBM_SAME_BYTES], "webm"
     if suffix == ".mov":
         # ProRes 4444: 10-bit 4:4:4, the editing and compositing codec.
         return ["-c:v", "prores_ks", "-profile:v", "4", "-vendor", "apl0",
@@ -298,7 +301,7 @@ def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: in
                                        for p in parts))
             if muxer == "webm":
                 extra = ["-bsf:v", f"setts=ts=round(N*{fps.denominator}/"
-                                   f"({fps.numerator}*TB))"]
+                                   f"({fps.numerator}*TB))", *_WEBM_SAME_BYTES]
             else:
                 extra = ["-movflags", "+faststart"] if muxer in ("mp4", "mov") else []
             cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
