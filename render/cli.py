@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                              f"own: drop {', '.join(others)} (or run it separately)")
     if args.still is not None or (args.from_png and (args.output or not args.check)):
         return _still(args, scene, recorded)
-    if args.tile_size is not None or args.bit_depth == 16:
+    if args.tile_size is not None or args.bit_depth is not None:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
         raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
     if args.quality == "web":

@@ -119,9 +119,11 @@ def _loop_state(scene: Scene, time: Fraction, *, quiet: bool) -> FrameState:
     """The loop's frame at `time`: a frame time of the clip (the morph exists only there)."""
     index = time * scene.output.fps
     if index.denominator != 1 or not 0 <= index < scene.frame_count:
-        raise UsageError(f"--still {time}: a loop's still is one of its frames: expected a "
-                         f"multiple of 1/{scene.output.fps} s, frames 0 to "
-                         f"{scene.frame_count - 1}, got {time} s")
+        fps, last = scene.output.fps, scene.frame_count - 1
+        near = min(max(round(index), 0), last)
+        raise UsageError(f"--still {float(time):g}: a loop's still is one of its frames, at "
+                         f"a multiple of 1/{fps} s from 0 to {float(last / fps):g} s (frames "
+                         f"0 to {last}); the nearest is frame {near}: --still {near / fps}")
     states = simulated(scene, 0, scene.frame_count, quiet=quiet)
     return next(itertools.islice(states, int(index), None))
 

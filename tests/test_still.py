@@ -434,6 +434,7 @@ def test_a_transparent_16_bit_still_keeps_its_alpha(cli, small_scene, tmp_path):
     ("--still", "0.5", "-o", "{tmp}/x.jpg", "--bit-depth", "16"),
     ("--still", "0.5", "-o", "{tmp}/x.exr", "--tile-size", "64"),
     ("-o", "{tmp}/x.mp4", "--bit-depth", "16"),
+    ("-o", "{tmp}/x.mp4", "--bit-depth", "8"),  # the default, but given: a still was meant
     ("-o", "{tmp}/frames/", "--tile-size", "64"),
 ])
 def test_16_bit_and_tiles_apply_to_png_stills_only(cli, small_scene, tmp_path, args):
