@@ -202,6 +202,16 @@ def test_web_refuses_no_output_crf_and_transparency(cli, small_scene, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
 
 
+def test_web_refuses_a_size_its_encoders_fail_on_before_any_work(cli, small_scene,
+                                                                  tmp_path):
+    for check in (["--check"], []):
+        r = cli(small_scene, "-o", tmp_path / "hero.mp4", *ARGS, "--size", "16x8", *check)
+        assert r.code == 2 and r.err_lines == [
+            "boids-render: --quality web needs a size of at least 16x16 px, got 16x8"], r.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
+    assert render_web(cli, small_scene, tmp_path, "--size", "16x16").code == 0
+
+
 def test_web_sets_720p30_and_leaves_loop_to_loop(cli, small_scene):
     r = cli(small_scene, "--quality", "web", "--check", "-o", "out/hero.mp4")
     assert r.code == 0, r.err

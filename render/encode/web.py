@@ -68,6 +68,18 @@ def web_paths(output: str | Path) -> tuple[Path, Path, Path, Path]:
             path.with_suffix(".html"))
 
 
+# SVT-AV1 fails on frames whose sides are both under 10 px (8x8 and 6x8 measured), after
+# the whole clip is drawn; a page's video one macroblock or more a side is no loss.
+MIN_SIDE = 16
+
+
+def check_web_size(size: tuple[int, int]) -> None:
+    """UsageError for a web clip too small for its encoders."""
+    if min(size) < MIN_SIDE:
+        raise UsageError(f"--quality web needs a size of at least {MIN_SIDE}x{MIN_SIDE} px, "
+                         f"got {size[0]}x{size[1]}")
+
+
 def check_web_output(paths: tuple[str, ...]) -> None:
     """UsageError unless `paths` is the one NAME.mp4 a web page's files are named after."""
     hint = "e.g. --quality web -o out/hero.mp4 (writes hero.mp4, hero.av1.mp4, hero.jpg, " \
@@ -138,6 +150,7 @@ class WebWriter(Together):
     def __init__(self, output: str | Path, scene: Scene, *, frames: int, first: int = 0,
                  overwrite: bool = True):
         check_web_output((str(output),))
+        check_web_size(scene.output.size)
         self.paths = web_paths(output)
         h264, av1, poster, page = self.paths
         for path in (poster, page):  # the clips refuse theirs themselves
