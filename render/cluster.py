@@ -21,7 +21,6 @@ import os
 import pickle
 import shutil
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -37,6 +36,7 @@ from .encode import Target
 from .encode.images import SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError
 from .executor import Cluster, default_workers
+from .progress import note
 from .scene import Scene
 from .segments import (INSTALL, TOPIC, Shipment, render_clip_segment,
                        render_frames_segment, version)
@@ -294,9 +294,9 @@ def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
             sum(p.nbytes + v.nbytes for p, v in sample.exposure)
         fit = max(1, TASK_BYTES // max(states, 1))
         if fit < per:
-            print(f"boids-render: segments of {fit} frames keep each task's states within "
-                  f"{TASK_BYTES // 2**20} MiB; --cache-dir DIR on storage every worker "
-                  f"reads allows longer ones ({per} frames)", file=sys.stderr)
+            note(f"segments of {fit} frames keep each task's states within "
+                 f"{TASK_BYTES // 2**20} MiB; --cache-dir DIR on storage every worker reads "
+                 f"allows longer ones ({per} frames)")
             per = fit
     return max(1, per)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from .encode.files import place_or_refuse, refuse_existing
 from .errors import UsageError
 from .executor import Cluster, Executor, Threads
 from .loop import SeamMeter, crossfade_frames
-from .progress import progress_bar
+from .progress import note, progress_bar
 from .scene import Scene
 from .sim import diagnostics as measures
 from .sim.loop import loop_start
@@ -95,7 +94,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
             _draw_here(scene, _paced(_metered(states, seam)), target, executor or Threads(),
                        bar, seam)
     if seam and seam.report():
-        print(f"boids-render: {seam.report()}", file=sys.stderr)
+        note(seam.report())
         if rows is not None:
             for row, loop in zip(rows, seam.rows()):
                 row.update(loop)

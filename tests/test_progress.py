@@ -76,3 +76,14 @@ def test_a_loop_shows_the_search_for_its_start_unless_quiet(cli, small_scene, tm
     loop._SEARCHES.clear()
     quiet = cli(small_scene, "--loop", "--crossfade", "0.2", "-o", tmp_path / "b.webm", "-q")
     assert quiet.code == 0 and "searching" not in quiet.err
+
+
+def test_a_note_during_a_bar_starts_a_line_of_its_own(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with progress.progress_bar(total=3, desc="clip.gif", file=terminal) as bar:
+        bar.update()
+        progress.note("60 fps is faster than a GIF plays")
+        bar.update()
+    lines = terminal.getvalue().replace("\r", "\n").split("\n")
+    assert "boids-render: 60 fps is faster than a GIF plays" in lines, lines

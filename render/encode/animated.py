@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import struct
-import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 from ..errors import EncodeError
+from ..progress import note
 from .video import VideoWriter, count_frames
 
 # Browsers play GIF delays under 2 cs as 10 cs: faster clips drop frames to this rate.
@@ -83,10 +83,9 @@ class AnimatedWriter(VideoWriter):
 
     def __enter__(self) -> AnimatedWriter:
         if self.rate != self.fps:
-            print(f"boids-render: {self.path}: {float(self.fps):g} fps is faster than a GIF "
-                  f"plays (browsers show delays under 2 cs as 10 cs), so it shows "
-                  f"{self.expected} of the {self.clip_frames} frames, at {GIF_MAX_FPS} fps",
-                  file=sys.stderr)
+            note(f"{self.path}: {float(self.fps):g} fps is faster than a GIF plays (browsers "
+                 f"show delays under 2 cs as 10 cs), so it shows {self.expected} of the "
+                 f"{self.clip_frames} frames, at {GIF_MAX_FPS} fps")
         return super().__enter__()
 
     def wants(self, index: int) -> bool:

@@ -38,7 +38,6 @@ import copy
 import dataclasses
 import math
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import UsageError
-from ..progress import progress_bar
+from ..progress import note, progress_bar
 from .flight import flight
 from .pairing import pair
 from .simulate import Frame, Simulation, between, frames, step_fraction
@@ -137,7 +136,7 @@ def search(scene, count: int, crossfade: int, *, progress: bool = False,
                     and held.frames[0].index == _SEARCHES[key].start:
                 _KEPT[key] = (held.frames[:count], held.accent)
             if progress and (advice := dissolving(scene, _SEARCHES[key])):
-                print(f"boids-render: {advice}", file=sys.stderr, flush=True)
+                note(advice)
         return _SEARCHES[key]
 
 
