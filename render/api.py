@@ -111,18 +111,20 @@ class State:
                    state.neighbours)
 
 
-def simulate(scene: Scene, frames: int | tuple[int, int] | None = None) -> Iterator[State]:
+def simulate(scene: Scene, frames: int | tuple[int, int] | None = None, *,
+             quiet: bool = False) -> Iterator[State]:
     """The flock's `State` at each frame of the clip, in order, as a render draws them.
 
     frames: None, the scene's whole clip; n, frames 0 .. n−1; (a, b), frames a .. b−1 of a
     clip of b frames (the same states a whole render has there: the flock is simulated
-    from the start). The flock is seeded and settled when this is called; each state is
-    simulated as it is asked for.
+    from the start). A loop scene's clip is the loop: n frames are a loop of n frames.
+    The flock is seeded and settled when this is called; each state is simulated as it is
+    asked for. quiet: no progress bars (settling, a loop's search) and no first-run note.
     """
     from .states import simulated
 
     scene, first = _clip(scene, frames)
-    states = simulated(scene, first, scene.frame_count - first, quiet=False)
+    states = simulated(scene, first, scene.frame_count - first, quiet=quiet)
     return (State.of(state) for state in states)
 
 

@@ -111,6 +111,14 @@ def test_simulate_counts_frames_like_the_cli(small_scene):
         render.simulate(scene, frames="4")
 
 
+def test_simulate_quiet_draws_no_bar_even_for_a_loop(small_scene, capfd):
+    scene = render.load_scene(small_scene, {"output.loop": True, "output.crossfade": 0.2})
+    assert [s.index for s in render.simulate(scene, quiet=True)][-1] == 29
+    assert capfd.readouterr().err == ""
+    next(render.simulate(scene))  # the search is kept; flying to its start shows
+    assert "0%|" in capfd.readouterr().err
+
+
 def decoded_png(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         return np.asarray(image.convert("RGBA"))
