@@ -317,7 +317,8 @@ def test_a_resized_pose_is_the_same_picture():
 BAD = [
     ({"position": [0, 0, 10], "look_at": [0, 0, 10]}, "looks at its own position"),
     ({"position": [0, 0, 10], "look_at": [0, 0, 60]}, "not parallel to the view"),
-    ({"up": [0, 0, 0]}, "not parallel to the view"),
+    ({"up": [0, 0, 0]}, "camera.up: expected a direction, got a zero vector"),
+    ({"up": [0, 0, 0], "follow": "centroid"}, "camera.up: expected a direction"),
     ({"fov": 180.0}, "expected a value < 180 degrees, got 180"),
     ({"fov": 0.0}, "camera.fov: expected a value > 0"),
     ({"fov": 200.0}, "camera.fov: expected a value < 180"),
@@ -343,6 +344,29 @@ def test_a_camera_that_cannot_see_is_refused_with_exit_2(tmp_path, capsys, camer
     assert cli.main([str(path), "--check"]) == 2
     err_text = capsys.readouterr().err
     assert message in err_text and "camera." in err_text
+
+
+@pytest.mark.parametrize("camera, overrides, line", [
+    # The view made vertical on the command line: its position is to blame, not up.
+    ({"position": [0, 0, 2], "look_at": [0, 300, 40]},
+     [("camera.look_at", "[0, 0, 50]", "--set")],
+     "--set camera.look_at: expected an up vector not parallel to the view direction "
+     "[0.0, 0.0, 48.0], got [0.0, 0.0, 1.0]"),
+    ({"position": [0, 0, 2], "look_at": [0, 300, 40]}, [("camera.up", "[0, 1, 0]", "--set")],
+     None),
+    ({"path": [[0, 0, -300, 2, 0, 0, 50, 30]]},
+     [("camera.path", "[[0, 0, 0, 2, 0, 0, 2, 22]]", "--set")],
+     "--set camera.path: the camera looks at its own position (keyframe t = 0.0): expected "
+     "look_at ≠ position, got [0.0, 0.0, 2.0] for both"),
+])
+def test_a_camera_problem_is_blamed_on_the_setting_given_last(camera, overrides, line):
+    raw = {**BASE, "camera": camera}
+    if line is None:
+        build_scene(raw, "s.toml", overrides)
+        return
+    with pytest.raises(SceneError) as err:
+        build_scene(raw, "s.toml", overrides)
+    assert err.value.problems == [line]
 
 
 def test_the_bird_body_and_3d_camera_keys_are_3d_only():

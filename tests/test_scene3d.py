@@ -65,6 +65,13 @@ def test_2d_forces_are_refused_in_3d():
     assert "[containment] is 2D-only" in problems(with_("containment"))
 
 
+def test_a_section_of_the_other_dimension_is_blamed_on_the_set_that_made_it():
+    with pytest.raises(SceneError) as err:
+        build_scene(BASE, "s.toml", [("field.turn_rate", "0.5", "--set")])
+    assert err.value.problems == ["--set field: [field] is 2D-only: expected "
+                                  "world.dimensions = 2, got 3"]
+
+
 @pytest.mark.parametrize("section, key, value, message", [
     ("world", "dimensions", 4, "≤ 3"),
     ("world", "dimensions", 1, "≥ 2"),

@@ -137,8 +137,12 @@ def build_scene(raw: dict, path: str = "<scene>",
 
 
 def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
-    """Message prefix naming where a setting came from: the file, or the flag that set it."""
+    """Message prefix naming where a setting came from: the file, or the flag that set it
+    (for a whole section, the flag that set any of its keys)."""
     label = sources.get(dotted, "scene file")
+    if "." not in dotted:
+        label = next((flag for key, flag in sources.items()
+                      if key.startswith(f"{dotted}.") and flag not in _PRECEDENCE), label)
     return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
 
 
@@ -201,7 +205,7 @@ def _check_relations(values, merged, path, sources, rejected, problems):
     if _check_dimensions(values, merged, where, usable, problems, rank):
         check_hunt_and_landing(values, merged, where, usable, problems, rank)
     if world.dimensions == 3 and values["camera"] is not None:
-        _check_camera3d(values, where, usable, problems)
+        _check_camera3d(values, where, usable, problems, rank)
     output = values["output"]
     if output.loop and usable("output.loop", "output.crossfade", "output.fps",
                               "output.frames", "scene.duration"):
@@ -301,14 +305,21 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     return True
 
 
-def _check_camera3d(values, where, usable, problems):
+def _check_camera3d(values, where, usable, problems, rank):
     """A pinhole that can see: above the ground, looking somewhere, with an up that is not
-    the view's own direction, at every keyframe (defaults filled in from the roost). A
-    followed centroid is checked as the camera flies."""
+    the view's own direction, at every keyframe (defaults filled in from the roost), each
+    problem at the setting given last. A followed centroid is checked as the camera
+    flies."""
     camera = values["camera"]
     name = "camera.path" if camera.path is not None else "camera.position"
     if not usable(name, "camera.look_at", "camera.up", "roost", "world"):
         return
+    if math.hypot(*camera.up) == 0.0:
+        problems.append(f"{where('camera.up')}: expected a direction, got a zero vector "
+                        f"{list(camera.up)}")
+        return
+    # The settings a keyframe's view comes from: a problem is blamed on the one given last.
+    looks = (name,) if camera.path is not None else ("camera.look_at", name)
     for key in keyframes(camera, values["world"], values["roost"]):
         at = f" (keyframe t = {show(key[0])})" if camera.path is not None else ""
         if key[3] < 0.0:
@@ -318,12 +329,13 @@ def _check_camera3d(values, where, usable, problems):
             continue
         view = [b - a for a, b in zip(key[1:4], key[4:7])]
         if math.hypot(*view) < 1e-6:
-            problems.append(f"{where('camera.look_at')}: the camera looks at its own "
+            problems.append(f"{where(max(looks, key=rank))}: the camera looks at its own "
                             f"position{at}: expected look_at ≠ position, got "
                             f"{list(key[4:7])} for both")
             continue
         if parallel(camera.up, view):
-            problems.append(f"{where('camera.up')}: expected an up vector not parallel to "
+            blamed = max(("camera.up", *looks), key=rank)
+            problems.append(f"{where(blamed)}: expected an up vector not parallel to "
                             f"the view direction {[round(c, 6) for c in view]}{at}, got "
                             f"{list(camera.up)}")
 
