@@ -10,6 +10,7 @@ honoured, both `render.errors.BoidsError`s; a keyword that does not exist is a T
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -47,18 +48,40 @@ def _labelled(overrides) -> list[tuple[str, Any, str]]:
     if overrides is None:
         return []
     if not isinstance(overrides, Mapping):
-        return list(overrides)  # the command line's triples
+        triples = list(overrides)  # the command line's
+        if not all(isinstance(t, tuple) and len(t) == 3 for t in triples):
+            raise TypeError(f"overrides: expected a mapping {{\"section.key\": value}}, "
+                            f"got {type(overrides).__name__}")
+        return triples
     out = []
     for key, value in overrides.items():
         if not isinstance(key, str) or "." not in key:
             raise SceneError([f"overrides: {key!r}: expected a key section.key, e.g. "
                               f"\"flock.count\""])
-        if isinstance(value, tuple):  # a size (w, h), as TOML's array
-            value = list(value)
-        elif isinstance(value, Fraction):  # a frame rate, exact: "24000/1001"
+        if isinstance(value, Fraction):  # a frame rate, exact: "24000/1001"
             value = f'"{value}"'
-        out.append((key, value, "overrides"))
+        out.append((key, _plain(value), "overrides"))
     return out
+
+
+def _plain(value):
+    """A Python value as TOML would hold it: tuples (a size (w, h), keyframes) and numpy
+    arrays as lists, numpy numbers as Python's."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if type(value).__module__ == "numpy":  # without importing numpy for plain values
+        return _plain(value.tolist())  # an array's nested lists, or a number
+    return value
+
+
+def _require_scene(scene) -> None:
+    """TypeError unless `scene` is a Scene (a path is the usual slip)."""
+    from .scene import Scene
+
+    if not isinstance(scene, Scene):
+        hint = f": load it first, render.load_scene({str(scene)!r})" \
+            if isinstance(scene, (str, Path)) else ""
+        raise TypeError(f"scene: expected a Scene, got {type(scene).__name__}{hint}")
 
 
 def _rebuilt(scene: Scene, overrides: list[tuple[str, Any, str]]) -> Scene:
@@ -123,6 +146,7 @@ def simulate(scene: Scene, frames: int | tuple[int, int] | None = None, *,
     """
     from .states import simulated
 
+    _require_scene(scene)
     scene, first = _clip(scene, frames)
     states = simulated(scene, first, scene.frame_count - first, quiet=quiet)
     return (State.of(state) for state in states)
@@ -165,8 +189,10 @@ def frame(scene: Scene, t: float | Fraction | str,
     from .encode.video import straight_alpha
     from .stills import state_at
 
-    if size is not None:
-        scene = _rebuilt(scene, [("output.size", list(size), "size=")])
+    _require_scene(scene)
+    if size is not None:  # (w, h), or "WxH" as a scene file writes it
+        size = size if isinstance(size, str) else _plain(size)
+        scene = _rebuilt(scene, [("output.size", size, "size=")])
     time = _seconds(t, scene.output.fps)
     if budget.still_cost(scene, "frame.png", time, dpi=72).tile is not None:
         raise UsageError(f"size={scene.output.size}: too large to draw at once; "
@@ -185,17 +211,22 @@ def frame(scene: Scene, t: float | Fraction | str,
 _BAND_ROWS = 256
 
 
-def _seconds(t, fps: Fraction) -> Fraction:
-    """A time as exact seconds (see `frame`)."""
+def _seconds(t, fps: Fraction, name: str = "t") -> Fraction:
+    """A time as exact seconds (see `frame`); `name`: the argument's, for errors."""
+    import numpy as np
+
     from .options import parse_time
 
+    given = f"{name}={t!r}"
+    if isinstance(t, np.generic):
+        t = t.item()
     if isinstance(t, Fraction):
-        return parse_time(str(t), fps)
+        return parse_time(str(t), fps, given)
     if isinstance(t, (int, float)) and not isinstance(t, bool):
-        return parse_time(repr(t), fps)  # 0.1 is 1/10, not the float's binary value
+        return parse_time(repr(t), fps, given)  # 0.1 is 1/10, not the float's binary value
     if isinstance(t, str):
-        return parse_time(t, fps)
-    raise TypeError(f"t: expected seconds (a number, a Fraction or a string) or "
+        return parse_time(t, fps, given)
+    raise TypeError(f"{name}: expected seconds (a number, a Fraction or a string) or "
                     f"\"frame:N\", got {t!r}")
 
 
@@ -229,6 +260,7 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
     A still instead: still=t (as `frame` takes it) with path a .png, .jpg, .exr, .pdf or
     .svg, and dpi (72), bit_depth (8 or 16), tile_size (px), overwrite, quiet.
     """
+    _require_scene(scene)
     known = set(_CLIP_OPTIONS) | set(_STILL_OPTIONS)
     unknown = sorted(set(options) - known)
     if unknown:
@@ -257,7 +289,9 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
     if tile_size is not None and (isinstance(tile_size, bool) or
                                   not isinstance(tile_size, int) or tile_size < 1):
         raise UsageError(f"tile_size: expected a whole number of px ≥ 1, got {tile_size!r}")
-    render_still(scene, path, _seconds(still, scene.output.fps), dpi=dpi,
+    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 0 < dpi < math.inf:
+        raise UsageError(f"dpi: expected a number > 0, got {dpi!r}")
+    render_still(scene, path, _seconds(still, scene.output.fps, "still"), dpi=dpi,
                  bit_depth=bit_depth, tile_size=tile_size, overwrite=overwrite, quiet=quiet)
     return Path(path)
 

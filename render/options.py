@@ -186,20 +186,22 @@ def paper_size(paper: str, dpi: float, landscape: bool) -> tuple[int, int]:
     return round(w_mm / 25.4 * dpi), round(h_mm / 25.4 * dpi)
 
 
-def parse_time(text: str, fps) -> Fraction:
-    """--still TIME: seconds ("12.5") or a frame ("frame:750"), as exact seconds."""
+def parse_time(text: str, fps, given: str | None = None) -> Fraction:
+    """--still TIME: seconds ("12.5") or a frame ("frame:750"), as exact seconds. `given`:
+    how errors name the value (default "--still TEXT")."""
+    given = f"--still {text}" if given is None else given
     try:
         if text.startswith("frame:"):
             value = Fraction(int(text[6:])) / fps
         else:
             value = Fraction(text)
     except (ValueError, ZeroDivisionError):
-        raise UsageError(f"--still {text}: expected seconds (12.5) or frame:N "
+        raise UsageError(f"{given}: expected seconds (12.5) or frame:N "
                          f"(frame:750)") from None
     if value < 0:
-        raise UsageError(f"--still {text}: expected a time ≥ 0")
+        raise UsageError(f"{given}: expected a time ≥ 0")
     if value > MAX_TIME:  # as a scene's numbers: past it, a typo (and past floats)
-        raise UsageError(f"--still {text}: expected a time ≤ 1e9 s")
+        raise UsageError(f"{given}: expected a time ≤ 1e9 s")
     return value
 
 

@@ -279,3 +279,31 @@ def test_the_docs_examples_run(tmp_path, monkeypatch, capsys):
     assert zipfile.is_zipfile(tmp_path / "out/flock.npz")
     png = io.BytesIO((tmp_path / "out/still.png").read_bytes())
     assert Image.open(png).info["dpi"][0] == pytest.approx(300, abs=0.1)
+
+
+def test_numpy_values_are_taken_as_python_ones(small_scene):
+    scene = render.load_scene(small_scene, {"flock.count": np.int64(40),
+                                            "output.size": np.array([96, 54]),
+                                            "render.tail": np.float32(2.5)})
+    assert (scene.count, scene.output.size, scene.render.tail) == (40, (96, 54), 2.5)
+    assert isinstance(scene.count, int)
+    assert render.frame(scene, np.float64(0.1), size="64x36", quiet=True).shape == (36, 64, 4)
+
+
+@pytest.mark.parametrize("call, error, says", [
+    (lambda path, scene: render.simulate(str(path)), TypeError,
+     "scene: expected a Scene, got str: load it first, render.load_scene("),
+    (lambda path, scene: render.frame(path, 0), TypeError, "expected a Scene, got PosixPath"),
+    (lambda path, scene: render.load_scene(path, [("flock.count", 3)]), TypeError,
+     'overrides: expected a mapping {"section.key": value}, got list'),
+    (lambda path, scene: render.frame(scene, "abc"), UsageError,
+     "t='abc': expected seconds (12.5) or frame:N"),
+    (lambda path, scene: render.render(scene, path.parent / "x.png", still=0.5, dpi="high"),
+     UsageError, "dpi: expected a number > 0, got 'high'"),
+])
+def test_a_slip_in_python_is_named_in_python_terms(small_scene, call, error, says):
+    scene = render.load_scene(small_scene)
+    with pytest.raises(error) as err:
+        call(small_scene, scene)
+    assert says in str(err.value)
+    assert "--" not in str(err.value)
