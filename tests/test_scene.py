@@ -252,6 +252,22 @@ def test_unknown_section_in_set_suggests_the_closest(cli, small_scene):
     assert "did you mean 'world'" in r.err
 
 
+@pytest.mark.parametrize("text, line", [
+    ("seed = 3\n[scene]\nduration = 1.0\n",
+     "seed: a key outside any section; it belongs under [scene]"),
+    ("zoom = 3\n", "zoom: a key outside any section; keys go under a section: scene, world,"),
+    ("[view]\nzoom = 2\n", "[view]: unknown section; sections: scene, world,"),
+    ("[[camera]]\nfov = 30.0\n", "[[camera]]: expected one [camera] table, got an array of 1"),
+    ("[scene]\nseed = 1\n[scene]\nseed = 2\n",
+     "TOML syntax error: [scene] appears twice (at line 3, column 7)"),
+])
+def test_a_scene_file_slip_is_named_as_written(cli, write_scene, text, line):
+    path = write_scene(text)
+    r = cli(path, "--check")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err_lines[0].startswith(f"boids-render: {path}: {line}"), r.err
+
+
 def test_set_without_section_dot_key_is_bad_input(cli, small_scene):
     r = cli(small_scene, "--check", "--set", "seed=3")
     assert r.code == 2

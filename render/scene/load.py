@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from fractions import Fraction
 from pathlib import Path
@@ -35,13 +36,20 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
     except FileNotFoundError:
         raise SceneError([f"{path}: no such scene file"]) from None
     except tomllib.TOMLDecodeError as exc:
-        raise SceneError([f"{path}: TOML syntax error: {exc}"]) from None
+        said = _REPEATED.sub(lambda m: f"[{'.'.join(_QUOTED.findall(m[1]))}] appears twice",
+                             str(exc))
+        raise SceneError([f"{path}: TOML syntax error: {said}"]) from None
     except UnicodeDecodeError as exc:
         raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
                           f"0x{exc.object[exc.start]:02x} at offset {exc.start}"]) from None
     except OSError as exc:
         raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
     return build_scene(raw, path, overrides)
+
+
+# tomllib names a repeated table by its key tuple: "Cannot declare ('camera',) twice".
+_REPEATED = re.compile(r"Cannot declare \(((?:'[^']*',? ?)+)\) twice")
+_QUOTED = re.compile(r"'([^']*)'")
 
 
 def parse_override(text: str) -> tuple[str, str]:
@@ -59,6 +67,24 @@ def _toml_value(raw: str):
         return raw
 
 
+def _closest(section: str) -> str:
+    """" (did you mean 'x'?)", or the sections there are when none is close."""
+    return suggest(section, SECTIONS) or f"; sections: {', '.join(SECTIONS)}"
+
+
+def _stray(name: str, body, path: str) -> str:
+    """The problem of a top-level name that is no section: an unknown [section], or a key
+    written above every section header (named with the sections that hold such a key)."""
+    if isinstance(body, dict):
+        return f"{path}: [{name}]: unknown section{_closest(name)}"
+    homes = [section for section, cls in SECTIONS.items()
+             if any(name in {f.name for f in dataclasses.fields(c)}
+                    for c in (cls, SECTIONS_3D_CLASSES.get(section, cls)))]
+    where = f"; it belongs under {' or '.join(f'[{h}]' for h in homes)}" if homes else \
+        f"; keys go under a section: {', '.join(SECTIONS)}"
+    return f"{path}: {name}: a key outside any section{where}"
+
+
 def build_scene(raw: dict, path: str = "<scene>",
                 overrides: list[tuple[str, str, str]] = ()) -> Scene:
     problems: list[str] = []
@@ -68,7 +94,12 @@ def build_scene(raw: dict, path: str = "<scene>",
 
     for name, body in raw.items():
         if name not in SECTIONS:
-            problems.append(f"{path}: [{name}]: unknown section{suggest(name, SECTIONS)}")
+            problems.append(_stray(name, body, path))
+            continue
+        if isinstance(body, list) and body and all(isinstance(b, dict) for b in body):
+            problems.append(f"{path}: [[{name}]]: expected one [{name}] table, got an "
+                            f"array of {len(body)}")
+            rejected.add(name)
             continue
         if not isinstance(body, dict):
             problems.append(f"{path}: {name}: expected a [{name}] table, got {show(body)}")
@@ -81,7 +112,7 @@ def build_scene(raw: dict, path: str = "<scene>",
     for dotted, value, label in overrides:
         section, _, key = dotted.partition(".")
         if section not in SECTIONS:
-            problems.append(f"{label} {dotted}: unknown section{suggest(section, SECTIONS)}")
+            problems.append(f"{label} {dotted}: unknown section{_closest(section)}")
             continue
         merged.setdefault(section, {})[key] = _toml_value(value) if isinstance(value, str) \
             else value
