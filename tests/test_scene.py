@@ -254,8 +254,8 @@ def test_unknown_section_in_set_suggests_the_closest(cli, small_scene):
 
 @pytest.mark.parametrize("text, line", [
     ("seed = 3\n[scene]\nduration = 1.0\n",
-     "seed: a key outside any section; it belongs under [scene]"),
-    ("zoom = 3\n", "zoom: a key outside any section; keys go under a section: scene, world,"),
+     "seed: expected under [scene], got it outside any section"),
+    ("zoom = 3\n", "zoom: unknown key outside any section; sections: scene, world,"),
     ("[view]\nzoom = 2\n", "[view]: unknown section; sections: scene, world,"),
     ("[[camera]]\nfov = 30.0\n", "[[camera]]: expected one [camera] table, got an array of 1"),
     ("[scene]\nseed = 1\n[scene]\nseed = 2\n",

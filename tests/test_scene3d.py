@@ -41,7 +41,7 @@ def test_flight_and_roost_are_named_3d_only_in_a_2d_scene():
 
 @pytest.mark.parametrize("hawk, override, line", [
     (15.0, ("world.dimensions", 2, "--set"), "--set world.dimensions: the scene is written "
-     "for 3D ([flight], [roost]): expected 3, got 2"),
+     "for 3D ([flight], [roost], hawk.dive_speed): expected 3, got 2"),
     (25.0, ("flight.cruise_speed", 20.0, "--set"), "--set flight.cruise_speed: expected ≤ "
      "flock.max_speed (18.0), got 20.0"),
     (15.0, ("flight.cruise_speed", 2.0, "--set"), "--set flight.cruise_speed: expected ≥ "
@@ -63,6 +63,27 @@ def test_a_contradiction_is_one_line_at_the_setting_given_last(hawk, override, l
 
 def test_2d_forces_are_refused_in_3d():
     assert "[containment] is 2D-only" in problems(with_("containment"))
+
+
+@pytest.mark.parametrize("dimensions, key, value", [
+    (3, "hawk.bearing", "20"), (3, "hawk.duration", "4"), (3, "world.wall_margin", "10"),
+    (2, "hawk.dive_speed", "40"), (2, "hawk.target", '"dense"'),
+])
+def test_a_key_only_the_other_dimension_reads_is_refused(dimensions, key, value):
+    # A hunting hawk has no chord to aim or time; a 3D sky has no walls; a 2D chord hawk
+    # does not dive: each was taken and never read.
+    raw = {**BASE, "hawk": {"mode": "hunt", "speed": 20.0}} if dimensions == 3 else \
+        {"flock": {"count": 100}, "hawk": {}}
+    with pytest.raises(SceneError) as err:
+        build_scene(raw, "s.toml", [(key, value, "--set")])
+    kind = "2D" if dimensions == 3 else "3D"
+    assert err.value.problems == [f"--set {key}: a {kind}-only key: expected "
+                                  f"world.dimensions = {5 - dimensions}, got {dimensions}"]
+
+
+def test_a_hunting_hawk_has_no_pass_for_its_period_to_outlast():
+    scene = build_scene({**BASE, "hawk": {"mode": "hunt", "speed": 20.0, "period": 3.0}})
+    assert scene.hawk.period == 3.0
 
 
 def test_a_section_of_the_other_dimension_is_blamed_on_the_set_that_made_it():

@@ -19,7 +19,8 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
-from .schema3d import MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, keyframes
+from .schema3d import (HAWK_3D_KEYS, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX,
+                       PALETTE_3D_KEYS, keyframes)
 from .values import convert, show, suggest
 
 
@@ -80,9 +81,10 @@ def _stray(name: str, body, path: str) -> str:
     homes = [section for section, cls in SECTIONS.items()
              if any(name in {f.name for f in dataclasses.fields(c)}
                     for c in (cls, SECTIONS_3D_CLASSES.get(section, cls)))]
-    where = f"; it belongs under {' or '.join(f'[{h}]' for h in homes)}" if homes else \
-        f"; keys go under a section: {', '.join(SECTIONS)}"
-    return f"{path}: {name}: a key outside any section{where}"
+    if homes:
+        return f"{path}: {name}: expected under {' or '.join(f'[{h}]' for h in homes)}, got " \
+               f"it outside any section"
+    return f"{path}: {name}: unknown key outside any section; sections: {', '.join(SECTIONS)}"
 
 
 def build_scene(raw: dict, path: str = "<scene>",
@@ -227,6 +229,8 @@ def _check_relations(values, merged, path, sources, rejected, problems):
         lo, hi = get(low), get(high)
         if lo is None or hi is None or lo <= hi or not usable(low, high):
             continue
+        if low == "hawk.duration" and values["world"].dimensions == 3:
+            continue  # a hunting hawk has no pass to last
         if rank(high) > rank(low):
             problems.append(f"{where(high)}: expected ≥ {low} ({show(lo)}), got {show(hi)}")
         else:
@@ -285,6 +289,11 @@ def _check_relations(values, merged, path, sources, rejected, problems):
                                 f"{show(flock.spacing or 1.0)} ({shown} birds)")
 
 
+# Keys of sections both dimensions have that only a 2D scene reads: the chord's pass (a
+# hunting hawk has no chord) and the walls (3D is open sky).
+_KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_strength")}
+
+
 def _check_dimensions(values, merged, where, usable, problems, rank):
     """Sections and settings that exist in one dimension only (one problem at
     world.dimensions when the command line changed it under a scene written for the other
@@ -296,9 +305,9 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     three = world.dimensions == 3
     other = [f"[{name}]" for name in (SECTIONS_3D if not three else SECTIONS_2D)
              if name in merged]
-    if not three:
-        other += [f"palette.{key}" for key in PALETTE_3D_KEYS
-                  if key in merged.get("palette", {})]
+    keys = _KEYS_2D if three else {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS}
+    other += [f"{section}.{key}" for section, names in keys.items() for key in names
+              if key in merged.get(section, {})]
     if other and rank("world.dimensions") > _PRECEDENCE["scene file"]:
         problems.append(f"{where('world.dimensions')}: the scene is written for "
                         f"{2 if three else 3}D ({', '.join(other)}): expected "
@@ -311,8 +320,8 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
                             f"world.dimensions = {3 if not three else 2}, got "
                             f"{world.dimensions}")
         else:
-            problems.append(f"{where(name)}: a 3D-only key: expected world.dimensions = 3, "
-                            f"got {world.dimensions}")
+            problems.append(f"{where(name)}: a {kind} key: expected world.dimensions = "
+                            f"{3 if not three else 2}, got {world.dimensions}")
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")
