@@ -4,7 +4,9 @@ and the scene overrides the options make (`overrides_from`)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import re
 from fractions import Fraction
 
 from . import __version__
@@ -28,8 +30,21 @@ exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C or 
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors one line as every other refusal is (not the usage block
+    before it), an unknown option with the closest known one."""
+
+    def error(self, message: str):
+        unknown = re.fullmatch(r"unrecognized arguments: (-\S+)( .*)?", message)
+        if unknown:
+            flags = [s for a in self._actions for s in a.option_strings]
+            close = difflib.get_close_matches(unknown[1].split("=")[0], flags, n=1)
+            message += f" (did you mean {close[0]}?)" if close else ""
+        self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="boids-render",
         description="Render a flock described by a TOML scene file to a video or PNG frames.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

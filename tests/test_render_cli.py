@@ -710,3 +710,15 @@ def test_a_3d_plot_says_attacks_are_shaded_only_when_there_are_some(tmp_path, mo
     rows = [dict(time_s=t / 10, attack=attack if 3 <= t < 6 else 0.0) for t in range(10)]
     plot3d(rows, tmp_path / "plot.png", title="flock")
     assert titles == (["flock (attacks shaded)"] if attack else ["flock"])
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--frmes", "3"], "unrecognized arguments: --frmes 3 (did you mean --frames?)"),
+    (["--workers", "0"], "argument --workers: expected a whole number ≥ 1, got '0'"),
+    (["--paper", "A5"], "argument --paper: invalid choice: 'A5'"),
+])
+def test_a_bad_option_is_one_line_naming_the_closest(cli, small_scene, args, line):
+    r = cli(small_scene, *args)
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err_lines[0].startswith(f"boids-render: {line}")
+    assert r.err_lines[0].endswith("; see boids-render --help")
