@@ -307,7 +307,7 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
              if name in merged]
     keys = _KEYS_2D if three else {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS}
     other += [f"{section}.{key}" for section, names in keys.items() for key in names
-              if key in merged.get(section, {})]
+              if key in merged.get(section, {}) and usable(f"{section}.{key}")]
     if other and rank("world.dimensions") > _PRECEDENCE["scene file"]:
         problems.append(f"{where('world.dimensions')}: the scene is written for "
                         f"{2 if three else 3}D ({', '.join(other)}): expected "
