@@ -170,7 +170,8 @@ options. The explicit flags (`--size`, `--fps`, `--duration`, `--frames`, `--see
 `--motion-blur`, `--loop`, `--crossfade`, `--transparent`) set one scene key each and win
 over `--set` of the same key; a later `--set` wins over an earlier one. `flock.count` and
 `flock.spacing` are alternatives: setting one on the command line drops the other from the
-file. `--check` shows where every value came from:
+file. `--check` shows where every value the scene reads came from (a 3D scene lists no
+walls or chord, a 2D one no hunt):
 
 ```
 $ boids-render scenes/murmuration.toml --check --seed 3

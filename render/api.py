@@ -10,6 +10,7 @@ honoured, both `render.errors.BoidsError`s; a keyword that does not exist is a T
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -85,12 +86,20 @@ def _require_scene(scene) -> None:
 
 
 def _rebuilt(scene: Scene, overrides: list[tuple[str, Any, str]]) -> Scene:
-    """`scene` with more overrides, validated as a scene file's would be."""
+    """`scene` with more overrides, validated as a scene file's would be. What the
+    scene's own overrides set is given again as theirs, so it keeps its precedence (an
+    excerpt's duration over the file's landing, scene.checks3d)."""
     import tomllib
 
     from .scene import build_scene
 
-    return build_scene(tomllib.loads(scene.to_toml()), scene.path, overrides)
+    body = scene.to_dict()
+    again = [(key, body[key.partition(".")[0]][key.partition(".")[2]], label)
+             for key, label in scene.sources if label not in ("default", "scene file")
+             and key.partition(".")[2] in body.get(key.partition(".")[0], {})]
+    # A string goes in quoted: unquoted, "123" or "true" would be read as TOML's.
+    again = [(k, json.dumps(v) if isinstance(v, str) else v, label) for k, v, label in again]
+    return build_scene(tomllib.loads(scene.to_toml()), scene.path, again + overrides)
 
 
 @dataclass(frozen=True)

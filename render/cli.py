@@ -273,9 +273,16 @@ def _embedded_scene(path: str, overrides):
 
     from .encode.still import read_provenance
     from .scene import build_scene
+    from .scene.schema import unread_keys
 
     recorded = read_provenance(path)
     raw = tomllib.loads(recorded.scene_toml)
+    # A record written before a scene left out the keys its dimension does not read holds
+    # them at their values then: they were never read, so they are not refused now.
+    three = raw.get("world", {}).get("dimensions") == 3
+    for section, keys in unread_keys(three).items():
+        for key in keys:
+            raw.get(section, {}).pop(key, None)
     # The record puts every setting at one rank, but the still may be of an excerpt: a
     # clip whose length, given over the file's landing, ends before it (scene.checks3d).
     # Its length is given again as it was, over the rest.

@@ -307,3 +307,13 @@ def test_a_slip_in_python_is_named_in_python_terms(small_scene, call, error, say
         call(small_scene, scene)
     assert says in str(err.value)
     assert "--" not in str(err.value)
+
+
+def test_an_excerpt_of_a_3d_film_is_simulated_and_drawn_at_another_size():
+    # Its duration, given over the file's landing, keeps its precedence when the API
+    # rebuilds the scene for frames= or size=.
+    scene = render.load_scene(ROOT / "scenes" / "murmuration.toml",
+                              {"flock.count": 300, "scene.duration": 2, "scene.settle_steps": 5,
+                               "output.size": "64x36", "palette.theme": "dark"})
+    assert [s.index for s in render.simulate(scene, 2, quiet=True)] == [0, 1]
+    assert render.frame(scene, 0.5, size=(32, 18), quiet=True).shape == (18, 32, 4)

@@ -194,3 +194,38 @@ def test_the_frames_counted_as_sampled_are_the_ones_measured(cli, write_scene, t
     # one every 0.5 s: every frame at 2 fps, every 11.988 frames at 23.976
     gaps = set(np.diff(measured).tolist())
     assert gaps == {1} if fps == "2" else gaps <= {11, 12}
+
+
+@pytest.mark.parametrize("name", ["murmuration", "flock3d", "plate", "classic"])
+def test_a_resolved_scene_writes_itself_back_without_keys_it_does_not_read(name):
+    import tomllib
+    from pathlib import Path
+
+    from render.scene import load_scene
+
+    scene = load_scene(Path(__file__).parents[1] / "scenes" / f"{name}.toml")
+    raw = tomllib.loads(scene.to_toml())
+    again = build_scene(raw, "again.toml")
+    assert again.to_dict() == scene.to_dict()
+    three = scene.world.dimensions == 3
+    assert ("bearing" in raw.get("hawk", {})) == (not three and "hawk" in raw)
+    assert ("wall_margin" in raw["world"]) == (not three)
+
+
+def test_a_still_recorded_with_keys_its_dimension_does_not_read_draws_again(cli, tmp_path):
+    # Records written before scenes left those keys out hold them: --from takes them.
+    from PIL import Image, PngImagePlugin
+
+    from render.encode.still import provenance
+
+    scene = build_scene({**BASE, "scene": {"settle_steps": 5}, "output": {"size": "32x18"},
+                         "hawk": {"mode": "hunt", "speed": 20.0}})
+    text = scene.to_toml().replace("[hawk]\n", "[hawk]\nbearing = 20.0\nduration = 4.3\n")
+    text = text.replace("[world]\n", "[world]\nwall_margin = 5.0\n")
+    info = PngImagePlugin.PngInfo()
+    for key, value in provenance(text, scene.scene.seed, 0, "0").items():
+        info.add_itxt(key, value)
+    old = tmp_path / "old.png"
+    Image.new("RGBA", (32, 18)).save(old, pnginfo=info)
+    r = cli("--from", old, "-o", tmp_path / "again.png", "--check")
+    assert r.code == 0, r.err

@@ -18,9 +18,8 @@ from typing import Any
 from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
-                     SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate)
-from .schema3d import (HAWK_3D_KEYS, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX,
-                       PALETTE_3D_KEYS, keyframes)
+                     SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, unread_keys)
+from .schema3d import MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, keyframes
 from .values import convert, show, suggest
 
 
@@ -289,11 +288,6 @@ def _check_relations(values, merged, path, sources, rejected, problems):
                                 f"{show(flock.spacing or 1.0)} ({shown} birds)")
 
 
-# Keys of sections both dimensions have that only a 2D scene reads: the chord's pass (a
-# hunting hawk has no chord) and the walls (3D is open sky).
-_KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_strength")}
-
-
 def _check_dimensions(values, merged, where, usable, problems, rank):
     """Sections and settings that exist in one dimension only (one problem at
     world.dimensions when the command line changed it under a scene written for the other
@@ -305,8 +299,8 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     three = world.dimensions == 3
     other = [f"[{name}]" for name in (SECTIONS_3D if not three else SECTIONS_2D)
              if name in merged]
-    keys = _KEYS_2D if three else {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS}
-    other += [f"{section}.{key}" for section, names in keys.items() for key in names
+    other += [f"{section}.{key}" for section, names in unread_keys(three).items()
+              for key in names
               if key in merged.get(section, {}) and usable(f"{section}.{key}")]
     if other and rank("world.dimensions") > _PRECEDENCE["scene file"]:
         problems.append(f"{where('world.dimensions')}: the scene is written for "

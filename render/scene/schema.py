@@ -16,7 +16,8 @@ from typing import Any
 
 from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
                      follow_setting, follow_time_setting, setting)
-from .schema3d import (MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, AtmosphereSettings, BirdSettings,
+from .schema3d import (HAWK_3D_KEYS, MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, AtmosphereSettings,
+                       BirdSettings,
                        Camera3DSettings, FlightSettings, RoostSettings)
 
 
@@ -375,6 +376,15 @@ SECTIONS_3D_CLASSES: dict[str, type] = {"camera": Camera3DSettings}
 # Built in 3D whether present or not (defaults); None in 2D.
 ALWAYS_3D = ("bird",)
 SECTIONS_2D = ("attractor", "field", "containment")
+# Keys of sections both dimensions have that only one reads: a 2D chord hawk has none of
+# the hunt's, a hunting hawk no chord to aim or time, and the 3D sky no walls.
+KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_strength")}
+KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS}
+
+
+def unread_keys(three: bool) -> dict[str, tuple[str, ...]]:
+    """The keys, by section, a scene of this dimension does not read."""
+    return KEYS_2D if three else KEYS_3D
 
 
 @dataclass(frozen=True)
@@ -424,15 +434,17 @@ class Scene:
         return out
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Every setting, resolved, in TOML-friendly types."""
+        """Every setting the scene reads, resolved, in TOML-friendly types."""
         out = {}
+        unread = unread_keys(self.world.dimensions == 3)
         for name in SECTIONS:
             section = getattr(self, name)
             if section is None:
                 continue
             out[name] = {f.name: _plain(getattr(section, f.name))
                          for f in dataclasses.fields(section)
-                         if getattr(section, f.name) is not None}
+                         if getattr(section, f.name) is not None
+                         and f.name not in unread.get(name, ())}
         return out
 
     def to_toml(self) -> str:
