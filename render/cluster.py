@@ -196,10 +196,10 @@ def _clients(scheduler: str, workers: int) -> Iterator:
 
     if scheduler == "local":
         # ":0": any free port for the scheduler's HTTP server; two renders at once would
-        # both want 8787
+        # both want 8787. The preload leaves a terminal's Ctrl-C to this process.
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0", silence_logs=logging.CRITICAL) \
-                as cluster, \
+                          dashboard_address=":0", silence_logs=logging.CRITICAL,
+                          preload=["render.local_worker"]) as cluster, \
                 Client(cluster) as client:
             yield client
         return

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import imageio_ffmpeg
 import pytest
@@ -21,7 +22,7 @@ from render.encode import Target
 from render.executor import Cluster
 from render.scene import load_scene
 
-from conftest import SCENES
+from conftest import SCENES, default_sigint
 
 pytestmark = pytest.mark.slow
 
@@ -292,6 +293,58 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
         cluster.draw_on_cluster(scene, simulated(scene, 0, 24), Target.of(str(out), scene),
                                 Cluster(scheduler), bar=Interrupting())
     assert list(tmp_path.iterdir()) == []
+
+
+def worker_encoders(pid: int) -> list[int]:
+    """Pids of the ffmpeg processes that the children of `pid` (its local cluster's
+    workers) started: segments being encoded."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(text[text.rindex(")") + 2:].split()[1])
+    found = []
+    for child, parent in parents.items():
+        if parents.get(parent) == pid:
+            try:
+                if b"ffmpeg" in (Path("/proc") / str(child) / "cmdline").read_bytes():
+                    found.append(child)
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
+def test_ctrl_c_in_a_terminal_stops_a_local_cluster_render_in_one_line(tmp_path):
+    """A terminal's Ctrl-C signals the whole foreground process group, the cluster's
+    worker processes too: still one line, exit 130, nothing under the output's name."""
+    out = tmp_path / "clip.mp4"
+    # Segments of a few seconds: an interrupted worker finishes its segment before the
+    # cluster's close would kill it, and then exits on its own (where it used to print a
+    # traceback). 1200 frames take longer to draw than to reach the first segment.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "render", str(PLATE), "-o", str(out), "--size", "320x180",
+         "--frames", "1200", "--quiet", "--scheduler", "local", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 60
+        while not worker_encoders(proc.pid):  # segments are being drawn and encoded
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no worker started encoding a segment"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and len(err.splitlines()) <= 2, err
+    assert err.strip().splitlines()[-1] == "boids-render: interrupted"
+    assert list(tmp_path.iterdir()) == []  # no clip, no segments
 
 
 @pytest.mark.parametrize("args, message", [
