@@ -37,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         print("boids-render: out of memory: try a smaller --size or fewer birds",
               file=sys.stderr)
         return 1
+    except BrokenPipeError if args.check or args.info else ():
+        # Whoever read what --check or --info prints has stopped (`--info f.png | head`):
+        # nothing is lost. Python would report the pipe again as it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # a file we read or write: permissions, a missing folder, …
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"boids-render: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -127,6 +132,12 @@ def _refuse_dropped(args: argparse.Namespace) -> None:
     if args.paper and args.size:
         raise UsageError(f"--paper {args.paper} sets the size (at --dpi): drop --size "
                          f"{args.size}")
+    if args.from_png and args.scene is not None:
+        raise UsageError(f"--from draws the scene {args.from_png} records: drop the scene "
+                         f"file {args.scene} (--set changes the recorded one)")
+    if still and args.frames is not None and ":" in args.frames:
+        raise UsageError(f"--frames {args.frames} renders part of a clip; a still is one "
+                         f"frame: drop it (--frames N sets a loop's length)")
     if not still and args.dpi is not None and not args.paper:
         raise UsageError("--dpi is the resolution a still records (and with --paper, its "
                          "size): add --still TIME, or drop --dpi")
@@ -262,7 +273,7 @@ def _info(path: str) -> int:
     for key, value in recorded.fields.items():
         print(f"{key}: {value}")
     if recorded.dpi is not None:
-        print(f"dpi: {recorded.dpi:.0f}")
+        print(f"dpi: {recorded.dpi:g}")
     print(recorded.scene_toml)
     return 0
 

@@ -286,6 +286,8 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
      "--crossfade output.crossfade: expected a crossfade of at least 2 frames"),
     (("-o", "a.webm", "--loop"),  # the test's --frames 2 under the default 1 s crossfade
      "--frames output.frames: expected a clip longer than the loop's crossfade"),
+    (("--from", "a.png", "-o", "b.png"), "--from draws the scene a.png records: drop the "
+                                         "scene file"),
     (("--info", "a.png", "-o", "b.png"), "--info prints what a still records and does "
                                          "nothing else: drop --frames, -o, the scene file"),
 ])
@@ -295,6 +297,13 @@ def test_an_option_the_request_would_leave_unused_is_bad_input(cli, small_scene,
     r = cli(small_scene, *args, "--frames", "2", "-q")
     assert r.code == 2 and len(r.err_lines) == 1 and says in r.err, r.err
     assert list(tmp_path.iterdir()) == [small_scene]
+
+
+def test_a_frame_range_with_a_still_is_bad_input(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--frames", "3:6")
+    assert r.code == 2 and r.err_lines == [
+        "boids-render: --frames 3:6 renders part of a clip; a still is one frame: drop it "
+        "(--frames N sets a loop's length)"], r.err
 
 
 def test_several_outputs_are_written_from_one_simulation(cli, small_scene, tmp_path,

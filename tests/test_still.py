@@ -186,6 +186,30 @@ def test_info_prints_what_a_still_records(cli, still):
         assert needle in r.out
 
 
+def test_info_into_a_reader_that_stops_early_says_nothing_more(still):
+    # `boids-render --info still.png | head -1`: the reader leaves before the scene's TOML.
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    proc = subprocess.run([sys.executable, "-m", "render", "--info", str(still("0.5"))],
+                          stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("dpi", ["72.5", "150", "299.7"])
+def test_a_stills_dpi_reads_back_as_it_was_given(cli, small_scene, tmp_path, dpi):
+    # pHYs holds whole pixels a metre: 150 dpi came back as 150.0124, and a PDF drawn
+    # --from the PNG had another page size.
+    out = tmp_path / "s.png"
+    assert cli(small_scene, "--still", "0.5", "--size", "32x18", "--dpi", dpi, "-o",
+               out).code == 0
+    assert read_chunks(out)[0] == float(dpi)
+
+
 def test_from_rerenders_the_same_picture_from_the_file_alone(cli, still, tmp_path):
     first = still("0.5")
     again = tmp_path / "again.png"

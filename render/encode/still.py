@@ -51,6 +51,18 @@ def add_chunks(png: bytes, dpi: float, text: dict[str, str]) -> bytes:
     return png[:ihdr_end] + head + png[ihdr_end:iend] + tail + png[iend:]
 
 
+def dpi_of(per_metre: int) -> float:
+    """The dpi a pHYs of `per_metre` pixels a metre was written for: the shortest decimal
+    that rounds to it, as `--dpi` is typed (150 is stored as 5906 px/m, 150.0124 dpi; read
+    back as that, a PDF redrawn from the PNG had another page size)."""
+    exact = per_metre * 0.0254
+    for digits in range(4):
+        dpi = round(exact, digits)
+        if dpi > 0 and round(dpi / 0.0254) == per_metre:
+            return dpi
+    return exact
+
+
 def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
     """(dpi or None, text entries) of a PNG file."""
     data = Path(path).read_bytes()
@@ -61,7 +73,7 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
         length, kind = struct.unpack(">I4s", data[pos:pos + 8])
         body = data[pos + 8:pos + 8 + length]
         if kind == b"pHYs" and body[8:9] == b"\x01":
-            dpi = struct.unpack(">I", body[:4])[0] * 0.0254
+            dpi = dpi_of(struct.unpack(">I", body[:4])[0])
         elif kind == b"iTXt":
             key, _, rest = body.partition(b"\x00")
             value = rest[2:].split(b"\x00", 2)[-1]  # skip flags, language, translated key
