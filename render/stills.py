@@ -169,17 +169,21 @@ def _windows2d(scene: Scene, still: FrameState):
     """(x, y, w, h) → that window of the 2D still, (h, w, 4) BGRA."""
     from .draw.streaks import crop_paths, fill_frame, frame_paths
 
+    width, height = scene.output.size
     paths = frame_paths(scene, scene.output.size, *still.drawn(), view=still.view)
     # cairo rasterises a streak cut by the surface's border a shade differently from one
-    # that runs on: each tile gets an apron, cropped away.
+    # that runs on: each tile gets an apron, cropped away, except past the frame's own
+    # border, where the whole frame's surface cuts the streaks too.
     a = budget.TILE_APRON
 
     def window(x0: int, y0: int, cols: int, rows: int) -> np.ndarray:
-        in_band = crop_paths(paths, y=(y0 - a, y0 + rows + a))
-        in_tile = crop_paths(in_band, x=(x0 - a, x0 + cols + a))
-        pixels = fill_frame(Canvas((cols + 2 * a, rows + 2 * a)), in_tile,
-                            origin=(x0 - a, y0 - a))
-        return pixels[a:a + rows, a:a + cols]
+        left, top = min(a, x0), min(a, y0)
+        right, bottom = min(a, width - x0 - cols), min(a, height - y0 - rows)
+        in_band = crop_paths(paths, y=(y0 - top, y0 + rows + bottom))
+        in_tile = crop_paths(in_band, x=(x0 - left, x0 + cols + right))
+        pixels = fill_frame(Canvas((left + cols + right, top + rows + bottom)), in_tile,
+                            origin=(x0 - left, y0 - top))
+        return pixels[top:top + rows, left:left + cols]
 
     return window
 

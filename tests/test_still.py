@@ -483,6 +483,17 @@ def test_a_tiled_still_equals_the_untiled_one(cli, small_scene, tmp_path, tile):
         assert im.size == (333, 187)
 
 
+@pytest.mark.slow
+def test_a_tiled_still_equals_the_untiled_one_along_the_frames_border(cli, tmp_path):
+    # Streaks run past the frame's edge here: a tile whose apron reached past it drew them
+    # uncut where the whole frame's surface cuts them, a shade different (2 pixels).
+    whole, tiled = tmp_path / "whole.png", tmp_path / "tiled.png"
+    args = (SCENES / "classic.toml", "--still", "0.5", "--size", "800x560", "-q")
+    assert cli(*args, "-o", whole).code == 0
+    assert cli(*args, "-o", tiled, "--tile-size", "256").code == 0
+    assert np.array_equal(pixels(tiled), pixels(whole))
+
+
 # 3300 x 8 world units at 10 px a unit: a strip wider than one cairo surface, cheap to draw.
 WIDE_SCENE = """\
 [scene]
