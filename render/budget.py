@@ -328,14 +328,17 @@ def fits(cost: Estimate) -> bool:
     return memory is None or cost.bytes <= memory
 
 
-def require_size(scene: Scene, where: str, limit: float, what: str, instead: str) -> None:
+def require_size(scene: Scene, where: str, limit: float, what: str, instead: str, *,
+                 even: bool = False) -> None:
     """UsageError unless both sides of the frame are at most `limit` px, for `what`; the
-    message gives the largest frame at the same aspect, or what to do `instead`."""
+    message gives the largest frame at the same aspect (`even`: sides a clip's 4:2:0 video
+    takes), or what to do `instead`."""
     width, height = scene.output.size
     if max(width, height) <= limit:
         return
     scale = limit / max(width, height)
-    fit = f"{max(2, int(width * scale) // 2 * 2)}x{max(2, int(height * scale) // 2 * 2)}"
+    step = 2 if even else 1
+    fit = "x".join(str(max(step, int(side * scale) // step * step)) for side in (width, height))
     raise UsageError(f"{where}: output.size: expected each side ≤ {int(limit)} px for "
                      f"{what}, got {width}x{height}: at this aspect the largest is {fit}; "
                      f"{instead}")
@@ -351,7 +354,7 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
             require_size(scene, output, IMAGE_MAX_SIDE,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
-                         "drawn in tiles")
+                         "drawn in tiles", even=True)
         cost = estimate(scene, output, first)
     where = output or scene.path
     memory = available_memory()

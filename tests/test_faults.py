@@ -485,6 +485,13 @@ def test_still_that_cannot_be_drawn_in_tiles_is_refused_beyond_cairos_limit(
     assert frame_names(tmp_path) == ["small.toml"]
 
 
+def test_a_still_too_large_is_told_the_largest_at_its_aspect_odd_sides_and_all(
+        cli, small_scene, tmp_path, no_allocation):
+    r = cli(small_scene, "--still", "0.5", "--size", "20000x20000", "--bit-depth", "16",
+            "-o", tmp_path / "poster.png")
+    assert r.code == 2 and "the largest is 16383x16383;" in r.err, r.err
+
+
 def test_contact_sheet_of_a_frame_too_tall_for_its_sheet_is_refused(
         cli, small_scene, tmp_path, no_allocation):
     r = cli(small_scene, "--contact-sheet", tmp_path / "sheet.png", "--size", "100x5000")
