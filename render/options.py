@@ -95,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
                         "cost, and exit without rendering")
     p.add_argument("--resume", action="store_true",
                    help="PNG sequences: keep the frames already complete (readable, right "
-                        "size) and render only the rest")
+                        "size, drawn from the same scene) and render only the rest")
     p.add_argument("--no-overwrite", action="store_false", dest="overwrite",
                    help="never replace an existing file: refuse a clip that exists; skip "
                         "PNG frames that exist (several machines can share one folder)")

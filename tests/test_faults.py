@@ -210,6 +210,22 @@ def test_resume_redraws_a_frame_of_the_wrong_size(cli, small_scene, tmp_path, mo
     assert len(drawn) == 2
 
 
+@pytest.mark.parametrize("change, drawn_again", [
+    (("--frames", "4"), 2),  # a longer clip: the same first frames, kept
+    (("--frames", "2", "--transparent"), 2),  # another picture: RGBA beside RGB frames
+    (("--frames", "2", "--seed", "9"), 2),
+    (("--frames", "2", "--crf", "30"), 0),  # the encoder's quality draws no frame
+])
+def test_resume_keeps_only_frames_of_the_same_picture(cli, small_scene, tmp_path,
+                                                      monkeypatch, change, drawn_again):
+    seq = tmp_path / "seq"
+    assert cli(small_scene, "-o", f"{seq}/", "--frames", "2", "-q").code == 0
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{seq}/", "--resume", "-q", *change)
+    assert r.code == 0, r.err
+    assert len(drawn) == drawn_again
+
+
 def test_without_resume_every_frame_is_drawn_again(cli, small_scene, tmp_path, monkeypatch,
                                                    uninterrupted):
     drawn = count_draws(monkeypatch)

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 import re
 from collections.abc import Callable
@@ -14,6 +16,7 @@ import cairo
 import numpy as np
 
 from ..errors import UsageError
+from ..scene import Scene
 from .files import require_folder, write_atomically
 
 _PATTERN = re.compile(r"%0?(\d*)d")
@@ -62,6 +65,10 @@ def encode_png(pixels: np.ndarray, *, dpi: float | None = None,
         from .still import add_chunks
 
         data = add_chunks(data, dpi, text or {})
+    elif text:
+        from .still import add_text
+
+        data = add_text(data, text)
     return data
 
 
@@ -110,21 +117,22 @@ def is_complete_jpeg(path: str | Path, size: tuple[int, int]) -> bool:
 
 @dataclass(frozen=True)
 class FrameFormat:
-    """How a sequence writes a frame: `encode` takes (h, w, 4) BGRA uint8 pixels as cairo
-    draws them (premultiplied) and returns the file's bytes; `is_complete(path, size)` says
-    whether a file on disk decodes whole at `size` (w, h) px (a frame --resume keeps)."""
+    """How a sequence writes a frame: `encode(pixels, text=…)` takes (h, w, 4) BGRA uint8
+    pixels as cairo draws them (premultiplied) and returns the file's bytes, `text`
+    recorded in them; `is_complete(path, size)` says whether a file on disk decodes whole
+    at `size` (w, h) px (a frame --resume keeps)."""
 
     name: str
-    encode: Callable[[np.ndarray], bytes]
+    encode: Callable[..., bytes]
     is_complete: Callable[[str | Path, tuple[int, int]], bool]
     alpha: bool
 
 
 # exr.py imports OpenEXR, an optional extra: only when an EXR frame is written or read.
-def _encode_exr(pixels: np.ndarray) -> bytes:
+def _encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None) -> bytes:
     from .exr import encode_exr
 
-    return encode_exr(pixels)
+    return encode_exr(pixels, text)
 
 
 def _is_complete_exr(path: str | Path, size: tuple[int, int]) -> bool:
@@ -138,6 +146,20 @@ _JPEG = FrameFormat("JPEG", encode_jpeg, is_complete_jpeg, alpha=False)
 FRAME_FORMATS = {".png": _PNG,
                  ".exr": FrameFormat("OpenEXR", _encode_exr, _is_complete_exr, alpha=True),
                  ".jpg": _JPEG, ".jpeg": _JPEG}
+
+
+def frames_record(scene: Scene) -> dict[str, str]:
+    """What each frame of a sequence records of the render that drew it: a digest of its
+    scene, all but the clip's length (frame k is the same in a longer clip, a loop's
+    excepted) and the encoder's quality, so --resume keeps only frames of the same
+    picture."""
+    body = scene.to_dict()
+    if not scene.output.loop:
+        body["output"].pop("frames", None)
+        body["scene"].pop("duration", None)
+    body["output"].pop("crf", None)
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return {"boids-render:frames-of": digest}
 
 
 def frame_format(output: str, transparent: bool = False) -> FrameFormat:
@@ -173,15 +195,19 @@ class SequenceWriter:
     """Writes frame k to `pattern % k`, in the format of the pattern's suffix
     (`frame_format`). A context manager, like the video writer.
 
-    Frames already on disk are kept instead of drawn again: with `resume`, those that
-    read back whole at `size` (an interrupted run's); without `overwrite`, any file at a
+    Each frame records `record` (`frames_record`: what drew it). Frames already on disk
+    are kept instead of drawn again: with `resume`, those that read back whole at `size`
+    and record the same (an interrupted run's of this render); without `overwrite`, any
+    file at a
     frame's name (so several machines can render into one folder, each skipping the frames
     another has finished).
     """
 
     def __init__(self, output: str, *, size: tuple[int, int], resume: bool = False,
-                 overwrite: bool = True, transparent: bool = False):
+                 overwrite: bool = True, transparent: bool = False,
+                 record: dict[str, str] | None = None):
         self.format = frame_format(output, transparent)
+        self.record = record or {}
         self.suffix = Path(sequence_pattern(output)).suffix.lower()
         self.pattern = sequence_pattern(output)
         require_folder(Path(self.pattern % 0), output)
@@ -199,10 +225,19 @@ class SequenceWriter:
         path = self.pattern % index
         if not self.overwrite and os.path.exists(path):
             return False
-        return not (self.resume and self.format.is_complete(path, self.size))
+        return not (self.resume and self.format.is_complete(path, self.size)
+                    and self._recorded(path) == self.record)
+
+    def _recorded(self, path: str) -> dict[str, str]:
+        """The entries of `self.record` the frame at `path` records (another render's
+        frame, or one written before frames recorded anything, differs)."""
+        from .still import read_record
+
+        text = read_record(path)[1]
+        return {key: text.get(key) for key in self.record}
 
     def write(self, index: int, pixels: np.ndarray) -> None:
-        self.write_encoded(index, self.format.encode(pixels))
+        self.write_encoded(index, self.format.encode(pixels, text=self.record))
 
     def write_encoded(self, index: int, data: bytes) -> None:
         """Frame `index` as its file's bytes (drawn and encoded elsewhere, by

@@ -51,6 +51,12 @@ def add_chunks(png: bytes, dpi: float, text: dict[str, str]) -> bytes:
     return png[:ihdr_end] + head + png[ihdr_end:iend] + tail + png[iend:]
 
 
+def add_text(png: bytes, text: dict[str, str]) -> bytes:
+    """`png` with one iTXt chunk per text entry before IEND."""
+    iend = png.rindex(b"IEND") - 4
+    return png[:iend] + b"".join(_itxt(k, v) for k, v in text.items()) + png[iend:]
+
+
 def dpi_of(per_metre: int) -> float:
     """The dpi a pHYs of `per_metre` pixels a metre was written for: the shortest decimal
     that rounds to it, as `--dpi` is typed (150 is stored as 5906 px/m, 150.0124 dpi; read
