@@ -94,11 +94,13 @@ def _rebuilt(scene: Scene, overrides: list[tuple[str, Any, str]]) -> Scene:
     from .scene import build_scene
 
     body = scene.to_dict()
-    again = [(key, body[key.partition(".")[0]][key.partition(".")[2]], label)
-             for key, label in scene.sources if label not in ("default", "scene file")
-             and key.partition(".")[2] in body.get(key.partition(".")[0], {})]
-    # A string goes in quoted: unquoted, "123" or "true" would be read as TOML's.
-    again = [(k, json.dumps(v) if isinstance(v, str) else v, label) for k, v, label in again]
+    again = []
+    for key, label in scene.sources:
+        section, _, name = key.partition(".")
+        if label not in ("default", "scene file") and name in body.get(section, {}):
+            value = body[section][name]
+            # A string goes in quoted: unquoted, "123" or "true" would be read as TOML's.
+            again.append((key, json.dumps(value) if isinstance(value, str) else value, label))
     return build_scene(tomllib.loads(scene.to_toml()), scene.path, again + overrides)
 
 
@@ -222,19 +224,16 @@ _BAND_ROWS = 256
 
 def _seconds(t, fps: Fraction, name: str = "t") -> Fraction:
     """A time as exact seconds (see `frame`); `name`: the argument's, for errors."""
-    import numpy as np
-
     from .options import parse_time
 
     given = f"{name}={t!r}"
-    if isinstance(t, np.generic):
-        t = t.item()
-    if isinstance(t, Fraction):
-        return parse_time(str(t), fps, given)
-    if isinstance(t, (int, float)) and not isinstance(t, bool):
-        return parse_time(repr(t), fps, given)  # 0.1 is 1/10, not the float's binary value
-    if isinstance(t, str):
-        return parse_time(t, fps, given)
+    value = _plain(t)  # a numpy number as Python's
+    if isinstance(value, Fraction):
+        return parse_time(str(value), fps, given)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return parse_time(repr(value), fps, given)  # 0.1 is 1/10, not its binary value
+    if isinstance(value, str):
+        return parse_time(value, fps, given)
     raise TypeError(f"{name}: expected seconds (a number, a Fraction or a string) or "
                     f"\"frame:N\", got {t!r}")
 

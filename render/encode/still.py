@@ -46,9 +46,7 @@ def add_chunks(png: bytes, dpi: float, text: dict[str, str]) -> bytes:
     per_metre = round(dpi / 0.0254)
     head = _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)) + \
         _chunk(b"sRGB", _SRGB_PERCEPTUAL)
-    iend = png.rindex(b"IEND") - 4
-    tail = b"".join(_itxt(k, v) for k, v in text.items())
-    return png[:ihdr_end] + head + png[ihdr_end:iend] + tail + png[iend:]
+    return add_text(png[:ihdr_end] + head + png[ihdr_end:], text)
 
 
 def add_text(png: bytes, text: dict[str, str]) -> bytes:
