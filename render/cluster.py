@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
 from .encode import Target
-from .encode.images import SequenceWriter, frames_record, is_sequence
+from .encode.images import SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError
 from .executor import Cluster, default_workers
 from .progress import note
@@ -312,9 +312,8 @@ class _Destination:
         self.fps = scene.output.fps
         self.overwrite = target.overwrite
         self.sequence = SequenceWriter(
-            output, size=scene.output.size, resume=target.resume,
-            overwrite=target.overwrite, transparent=scene.output.transparent,
-            record=frames_record(scene)) if is_sequence(output) else None
+            output, scene, resume=target.resume,
+            overwrite=target.overwrite) if is_sequence(output) else None
         # The suffix of the files each task returns: the frames' or the clip's.
         self.kind = self.sequence.suffix if self.sequence else Path(output).suffix.lower()
         self.frames: dict[int, int] = {}  # segment → frames

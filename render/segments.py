@@ -5,14 +5,13 @@ the driver shipped (`Shipment`) and returns them encoded, as a clip
 
 from __future__ import annotations
 
-import functools
 import pickle
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .drawing import draw_range
-from .encode.images import FRAME_FORMATS, frames_record
+from .encode.images import frame_encoder
 from .errors import UsageError
 from .scene import Scene
 from .states import FrameState
@@ -45,8 +44,7 @@ def render_frames_segment(suffix: str, scene: Scene, shipment: Shipment, token: 
     mid-render)."""
     states = _unpacked(shipment, driver_version)
     report = _reporter(token, segment)
-    sink = _EncodedFrames(functools.partial(FRAME_FORMATS[suffix].encode,
-                                            text=frames_record(scene)))
+    sink = _EncodedFrames(frame_encoder(suffix, scene))
     for done, _ in enumerate(draw_range(scene, states, sink, workers=1), 1):
         report(done)
     return sink.files

@@ -170,6 +170,34 @@ def test_straight_alpha_undoes_premultiplication():
     assert out[0, 0].tolist() == [50, 100, 199, 128]
     assert out[0, 1].tolist() == [0, 0, 0, 0]
     assert out[0, 2].tolist() == [10, 20, 30, 255]
+    # Filled: the clear pixel takes the birds' colour, weighted by alpha (by hand:
+    # (50·128 + 10·255) / 383 = 23.4, (100·128 + 20·255) / 383 = 46.7,
+    # (199·128 + 30·255) / 383 = 86.5 (86.48)).
+    filled = straight_alpha(bgra, fill=True)
+    assert filled[0, 1].tolist() == [23, 47, 86, 0]
+    assert np.array_equal(np.delete(filled, 1, axis=1), np.delete(out, 1, axis=1))
+
+
+def test_transparent_webm_edges_composite_as_the_png_frames(cli, small_scene, tmp_path):
+    """VP9 codes colour at 4:2:0 and its alpha lossily: black under the clear pixels would
+    darken every bird's edge once composited."""
+    import numpy as np
+    from PIL import Image
+
+    r = cli(small_scene, "-o", tmp_path / "t.webm", "-o", f"{tmp_path}/t/", "--size", "160x90",
+            "--frames", "3", "--transparent", "--quiet", "--set", "palette.theme=light")
+    assert r.code == 0, r.err
+    video = decode_rgba(tmp_path / "t.webm", ("-c:v", "libvpx-vp9")).astype(np.float64)
+    sky = np.array([231.0, 226.0, 213.0])
+    for k in range(3):
+        with Image.open(tmp_path / "t" / f"frame_{k:05d}.png") as im:
+            png = np.asarray(im.convert("RGBA")).astype(np.float64)
+        over = [f[..., :3] * f[..., 3:] / 255 + sky * (1 - f[..., 3:] / 255)
+                for f in (png, video[k])]
+        edge = (png[..., 3] > 0) & (png[..., 3] < 128)
+        assert edge.sum() > 20
+        # Straight colour black under the clear pixels read 4-7 codes darker here.
+        assert abs((over[1] - over[0])[edge].mean()) < 1.5, k
 
 
 def test_mp4_and_gif_refuse_transparency(cli, small_scene, tmp_path):

@@ -5,12 +5,14 @@ premultiplied; --resume and --no-overwrite keep EXR and JPEG frames as they keep
 from __future__ import annotations
 
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from render import states
+from render.cli import main
 from render.encode import FRAME_SUFFIXES, VIDEO_SUFFIXES
 from render.encode.images import FRAME_FORMATS
 
@@ -90,6 +92,19 @@ def test_jpeg_frames_are_previews_of_the_png_frames(cli, small_scene, tmp_path):
     assert diff.mean() < 3
 
 
+def test_sequence_frames_say_their_colours_and_rate(cli, small_scene, tmp_path):
+    """A compositor's reader takes a PNG frame as sRGB (its sRGB chunk, as a still's) and
+    an OpenEXR sequence at its frame rate (the standard framesPerSecond attribute)."""
+    for suffix in (".png", ".exr"):
+        r = cli(small_scene, "-o", f"{tmp_path}/f_%d{suffix}", "--frames", "2", "--quiet",
+                "--size", "64x36", "--fps", "24000/1001")
+        assert r.code == 0, r.err
+    with Image.open(tmp_path / "f_1.png") as im:
+        assert im.info.get("srgb") == 0  # the perceptual rendering intent
+    header, _ = read_exr(tmp_path / "f_1.exr")
+    assert header["framesPerSecond"] == Fraction(24000, 1001)
+
+
 def srgb_to_linear(encoded: np.ndarray) -> np.ndarray:
     """IEC 61966-2-1, written out again here so the test does not trust the code's."""
     c = encoded / 255.0
@@ -160,6 +175,28 @@ def test_resume_keeps_complete_frames_of_any_format(cli, small_scene, tmp_path, 
     assert (tmp_path / "seq" / f"f_02{suffix}").stat().st_ino == kept
     for k in range(4):
         assert (tmp_path / "seq" / f"f_{k:02d}{suffix}").read_bytes() == whole[k], k
+
+
+def test_resume_draws_damaged_exr_frames_again_quietly(small_scene, tmp_path, monkeypatch,
+                                                       capfd):
+    """A frame cut short anywhere, even by its last byte (which OpenEXR's own isComplete
+    passes), is drawn again; and the library's reports of the damage, written by its C
+    code straight to the process's stderr, do not reach the user."""
+    pattern = f"{tmp_path}/f_%02d.exr"
+    argv = [str(small_scene), "-o", pattern, "--frames", "5", "--quiet"]
+    assert main(argv) == 0
+    files = [tmp_path / f"f_{k:02d}.exr" for k in range(5)]
+    whole = [f.read_bytes() for f in files]
+    files[1].write_bytes(whole[1][:-1])
+    files[2].write_bytes(whole[2][:len(whole[2]) // 3])
+    files[3].write_bytes(whole[3][:400])  # inside the table of blocks
+    files[4].unlink()
+    capfd.readouterr()
+    drawn = count_draws(monkeypatch)
+    assert main(argv + ["--resume"]) == 0
+    assert len(drawn) == 4
+    assert [f.read_bytes() for f in files] == whole
+    assert capfd.readouterr() == ("", "")
 
 
 @pytest.mark.parametrize("suffix", [".exr", ".jpg"])

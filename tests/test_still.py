@@ -289,7 +289,7 @@ def test_chunks_survive_a_round_trip(tmp_path):
     buf = io.BytesIO()
     cairo.ImageSurface(cairo.FORMAT_RGB24, 3, 2).write_to_png(buf)
     path = tmp_path / "c.png"
-    path.write_bytes(add_chunks(buf.getvalue(), 300, {"k": "välue\nline"}))
+    path.write_bytes(add_chunks(buf.getvalue(), {"k": "välue\nline"}, 300))
     dpi, text = read_chunks(path)
     assert dpi == pytest.approx(300, abs=0.01) and text == {"k": "välue\nline"}
     with Image.open(path) as im:  # and a third-party reader still takes the file

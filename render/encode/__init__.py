@@ -163,13 +163,10 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
 
 
 def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
-    from .images import SequenceWriter, frames_record, is_sequence
+    from .images import SequenceWriter, is_sequence
 
     if is_sequence(output):
-        return SequenceWriter(output, size=scene.output.size, resume=target.resume,
-                              overwrite=target.overwrite,
-                              transparent=scene.output.transparent,
-                              record=frames_record(scene))
+        return SequenceWriter(output, scene, resume=target.resume, overwrite=target.overwrite)
     suffix = Path(output).suffix.lower()
     if suffix in VIDEO_SUFFIXES:
         if target.resume:

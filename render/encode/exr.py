@@ -9,7 +9,11 @@ un-premultiplied (as the PNG writer does), decoded, and multiplied by alpha agai
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -62,14 +66,18 @@ def linear_channels(pixels: np.ndarray, dtype=np.float32) -> dict[str, np.ndarra
     return channels
 
 
-def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None) -> bytes:
+def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
+               fps: Fraction | None = None) -> bytes:
     """A frame, (h, w, 4) BGRA uint8, as an OpenEXR file: half-float R, G, B, A channels
     (`linear_channels`), ZIP-compressed (lossless) scan lines; `text` as string attributes
-    of its header (a still's record, see `still.provenance`)."""
+    of its header (a still's record, see `still.provenance`), `fps` (a sequence's frame)
+    as its standard framesPerSecond, so a compositor reads the sequence at its rate."""
     import OpenEXR
 
     header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage,
               **(text or {})}
+    if fps is not None:
+        header["framesPerSecond"] = Fraction(fps)
     out = io.BytesIO()
     with OpenEXR.File(header, linear_channels(pixels, np.float16)) as exr:
         exr.write(out)
@@ -77,20 +85,44 @@ def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None) -> bytes:
 
 
 def is_complete_exr(path: str | Path, size: tuple[int, int]) -> bool:
-    """Whether `path` holds an OpenEXR image of R, G, B, A at `size` (w, h) px with every
-    scan line block present (the library's own test, reading no pixels)."""
+    """Whether `path` holds an OpenEXR image of R, G, B, A at `size` (w, h) px that decodes
+    whole. The library's own test (`isComplete`) reads only the table of blocks and passes
+    a file cut short inside its last block, so the alpha channel is decoded: every block
+    is read."""
     import OpenEXR
 
-    # The classic InputFile: OpenEXR.File reports a truncated file on stdout and stderr.
-    try:
-        exr = OpenEXR.InputFile(str(path))
-    except OSError:  # missing, or no EXR at all
+    if not os.path.isfile(path):
         return False
+    # The library reports each damage it meets on the process's stderr itself (dozens of
+    # lines for one truncated frame); here a damaged frame is only drawn again.
+    with _silenced_stderr():
+        try:  # the classic InputFile: OpenEXR.File also reports on stdout
+            exr = OpenEXR.InputFile(str(path))
+        except OSError:  # no EXR at all
+            return False
+        try:
+            header = exr.header()
+            window = header["dataWindow"]
+            found = (window.max.x - window.min.x + 1, window.max.y - window.min.y + 1)
+            if found != tuple(size) or set(header["channels"]) != set("RGBA"):
+                return False
+            exr.channel("A")
+            return True
+        except OSError:
+            return False
+        finally:
+            exr.close()
+
+
+@contextlib.contextmanager
+def _silenced_stderr():
+    """File descriptor 2 pointed at /dev/null meanwhile (what a C library writes there)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
     try:
-        header = exr.header()
-        window = header["dataWindow"]
-        found = (window.max.x - window.min.x + 1, window.max.y - window.min.y + 1)
-        return exr.isComplete() and found == tuple(size) and \
-            set(header["channels"]) == set("RGBA")
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
     finally:
-        exr.close()
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -10,6 +11,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import cairo
@@ -18,6 +20,7 @@ import numpy as np
 from ..errors import UsageError
 from ..scene import Scene
 from .files import require_folder, write_atomically
+from .still import add_chunks, png16
 
 _PATTERN = re.compile(r"%0?(\d*)d")
 # JPEG frames are previews: quality 90 keeps thin streaks without ringing around them.
@@ -36,8 +39,8 @@ def sequence_pattern(output: str) -> str:
 def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
               dpi: float | None = None, text: dict[str, str] | None = None) -> bool:
     """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3|4) uint16 RGB[A], a 16-bit still) as a PNG,
-    via a temporary file renamed into place; with `dpi`, also its resolution, sRGB and
-    `text` chunks (a print still, see `still`). Returns False when `overwrite` is off and
+    via a temporary file renamed into place, tagged sRGB, recording `text` (see
+    `still.add_chunks`) and, with `dpi`, its resolution (a print still). Returns False when `overwrite` is off and
     `path` exists (nothing written)."""
     data = encode_png(pixels, dpi=dpi, text=text)
     return write_atomically(Path(path), lambda tmp: tmp.write_bytes(data),
@@ -48,8 +51,6 @@ def encode_png(pixels: np.ndarray, *, dpi: float | None = None,
                text: dict[str, str] | None = None) -> bytes:
     """The PNG file `write_png` writes, in memory."""
     if pixels.dtype == np.uint16:
-        from .still import png16
-
         data = png16(pixels)
     else:
         height, width, _ = pixels.shape
@@ -61,15 +62,7 @@ def encode_png(pixels: np.ndarray, *, dpi: float | None = None,
         png = io.BytesIO()
         surface.write_to_png(png)
         data = png.getvalue()
-    if dpi is not None:
-        from .still import add_chunks
-
-        data = add_chunks(data, dpi, text or {})
-    elif text:
-        from .still import add_text
-
-        data = add_text(data, text)
-    return data
+    return add_chunks(data, text or {}, dpi)
 
 
 def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
@@ -129,10 +122,11 @@ class FrameFormat:
 
 
 # exr.py imports OpenEXR, an optional extra: only when an EXR frame is written or read.
-def _encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None) -> bytes:
+def _encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
+                fps: Fraction | None = None) -> bytes:
     from .exr import encode_exr
 
-    return encode_exr(pixels, text)
+    return encode_exr(pixels, text, fps)
 
 
 def _is_complete_exr(path: str | Path, size: tuple[int, int]) -> bool:
@@ -160,6 +154,13 @@ def frames_record(scene: Scene) -> dict[str, str]:
     body["output"].pop("crf", None)
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return {"boids-render:frames-of": digest}
+
+
+def frame_encoder(suffix: str, scene: Scene) -> Callable[[np.ndarray], bytes]:
+    """(h, w, 4) BGRA uint8 pixels → the file of a sequence's frame in the format of
+    `suffix`, recording what drew it (`frames_record`) and, in OpenEXR, the frame rate."""
+    extra = {"fps": scene.output.fps} if suffix == ".exr" else {}
+    return functools.partial(FRAME_FORMATS[suffix].encode, text=frames_record(scene), **extra)
 
 
 def frame_format(output: str, transparent: bool = False) -> FrameFormat:
@@ -195,23 +196,23 @@ class SequenceWriter:
     """Writes frame k to `pattern % k`, in the format of the pattern's suffix
     (`frame_format`). A context manager, like the video writer.
 
-    Each frame records `record` (`frames_record`: what drew it). Frames already on disk
-    are kept instead of drawn again: with `resume`, those that read back whole at `size`
-    and record the same (an interrupted run's of this render); without `overwrite`, any
-    file at a
-    frame's name (so several machines can render into one folder, each skipping the frames
-    another has finished).
+    Each frame records what drew it (`frames_record`; an OpenEXR frame its frame rate too:
+    `frame_encoder`). Frames already on disk are kept instead of drawn again: with
+    `resume`, those that read back whole at the scene's size and record the same (an
+    interrupted run's of this render); without `overwrite`, any file at a frame's name (so
+    several machines can render into one folder, each skipping the frames another has
+    finished).
     """
 
-    def __init__(self, output: str, *, size: tuple[int, int], resume: bool = False,
-                 overwrite: bool = True, transparent: bool = False,
-                 record: dict[str, str] | None = None):
-        self.format = frame_format(output, transparent)
-        self.record = record or {}
+    def __init__(self, output: str, scene: Scene, *, resume: bool = False,
+                 overwrite: bool = True):
+        self.format = frame_format(output, scene.output.transparent)
+        self.record = frames_record(scene)
         self.suffix = Path(sequence_pattern(output)).suffix.lower()
+        self.encode = frame_encoder(self.suffix, scene)
         self.pattern = sequence_pattern(output)
         require_folder(Path(self.pattern % 0), output)
-        self.size = size
+        self.size = scene.output.size
         self.resume = resume
         self.overwrite = overwrite
         self.written = 0
@@ -237,11 +238,11 @@ class SequenceWriter:
         return {key: text.get(key) for key in self.record}
 
     def write(self, index: int, pixels: np.ndarray) -> None:
-        self.write_encoded(index, self.format.encode(pixels, text=self.record))
+        self.write_encoded(index, self.encode(pixels))
 
     def write_encoded(self, index: int, data: bytes) -> None:
         """Frame `index` as its file's bytes (drawn and encoded elsewhere, by
-        `self.format.encode`)."""
+        `frame_encoder`)."""
         # Not written (False) when, without overwrite, another machine sharing the folder
         # finished this frame meanwhile: theirs is kept.
         self.written += write_atomically(Path(self.pattern % index),

@@ -37,20 +37,18 @@ def _itxt(key: str, value: str) -> bytes:
                   value.encode("utf-8"))
 
 
-def add_chunks(png: bytes, dpi: float, text: dict[str, str]) -> bytes:
-    """`png` with pHYs (dpi as pixels per metre) and sRGB after IHDR, and one iTXt chunk per
-    text entry before IEND."""
+def add_chunks(png: bytes, text: dict[str, str], dpi: float | None = None) -> bytes:
+    """`png` with sRGB (its colours are sRGB-encoded, as cairo draws them: a reader that
+    manages colour reads them so, not as an unknown space) and, with `dpi`, pHYs (as
+    pixels per metre) after IHDR, and one iTXt chunk per text entry before IEND."""
     if not png.startswith(_SIGNATURE):
         raise ValueError("not a PNG")
     ihdr_end = len(_SIGNATURE) + 8 + struct.unpack(">I", png[8:12])[0] + 4
-    per_metre = round(dpi / 0.0254)
-    head = _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)) + \
-        _chunk(b"sRGB", _SRGB_PERCEPTUAL)
-    return add_text(png[:ihdr_end] + head + png[ihdr_end:], text)
-
-
-def add_text(png: bytes, text: dict[str, str]) -> bytes:
-    """`png` with one iTXt chunk per text entry before IEND."""
+    head = _chunk(b"sRGB", _SRGB_PERCEPTUAL)
+    if dpi is not None:
+        per_metre = round(dpi / 0.0254)
+        head = _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)) + head
+    png = png[:ihdr_end] + head + png[ihdr_end:]
     iend = png.rindex(b"IEND") - 4
     return png[:iend] + b"".join(_itxt(k, v) for k, v in text.items()) + png[iend:]
 

@@ -46,14 +46,22 @@ _WEBM_SAME_BYTES = ["-fflags", "+bitexact"]
 _FRAME_COUNT = re.compile(rb"frame=\s*(\d+)")
 
 
-def straight_alpha(bgra: np.ndarray) -> np.ndarray:
+def straight_alpha(bgra: np.ndarray, *, fill: bool = False) -> np.ndarray:
     """cairo's premultiplied BGRA as the straight alpha ffmpeg's `bgra` means: colour
-    divided by alpha (rounded), so edges composite without dark fringes."""
+    divided by alpha (rounded), so edges composite without dark fringes. The colour of a
+    fully transparent pixel is black, or with `fill` the birds' mean colour (weighted by
+    alpha): a lossy 4:2:0 codec averages colour over 2x2 pixels and gives the clear
+    pixels around a bird some alpha, and black there darkens the bird's edge."""
     alpha = bgra[:, :, 3:4].astype(np.uint32)
     colour = bgra[:, :, :3].astype(np.uint32)
     straight = np.where(alpha > 0, (colour * 255 + alpha // 2) // np.maximum(alpha, 1), 0)
     out = bgra.copy()
     out[:, :, :3] = np.minimum(straight, 255)
+    if fill:
+        weight = bgra[:, :, 3].astype(np.float64)
+        if weight.sum() > 0:
+            mean = np.tensordot(weight, out[:, :, :3], axes=([0, 1], [0, 1])) / weight.sum()
+            out[bgra[:, :, 3] == 0, :3] = np.round(mean).astype(np.uint8)
     return out
 
 
@@ -186,7 +194,7 @@ class VideoWriter:
             raise ValueError(f"frame {index} given, frame {self._next()} expected")
         try:
             if self.transparent:
-                pixels = straight_alpha(pixels)
+                pixels = straight_alpha(pixels, fill=self.path.suffix.lower() == ".webm")
             hand_over(self._proc.stdin.fileno(), np.ascontiguousarray(pixels),
                       self._capacity)
         except (BrokenPipeError, OSError):
