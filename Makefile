@@ -23,16 +23,19 @@ test: $(STAMP) browser
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run
 
-# The install ends by compiling the simulation kernels on a 50-bird, 1-frame render: about
-# 20 s once (a warm start is 2 s), cached in the folder the console script and the tests
-# share (render/sim/cache.py), so the first real render's progress bar is honest.
+# The install ends by compiling the kernels (the simulation's and the drawing's, 3D and 2D)
+# on 50-bird, 1-frame renders of the two default scenes: about a minute once (a warm start
+# is 2 s), cached in the folder the console script and the tests share
+# (render/sim/cache.py), so the first real render's progress bar is honest.
 $(STAMP): pyproject.toml | system-deps
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@echo "Compiling the simulation kernels (once)"
-	$(BIN)/boids-render $(SCENE) --set flock.count=50 --frames 1 --quiet -o $(VENV)/warm-up.npz
-	rm -f $(VENV)/warm-up.npz
+	for scene in scenes/murmuration.toml scenes/plate.toml; do \
+	  $(BIN)/boids-render $$scene --set flock.count=50 --frames 1 --size 64x36 --quiet \
+	    -o $(VENV)/warm-up/f_%d.png || exit 1; done
+	rm -rf $(VENV)/warm-up
 	touch $(STAMP)
 
 # pycairo ships only as source: it needs a C compiler, pkg-config, cairo's and

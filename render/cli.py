@@ -155,14 +155,21 @@ def _scene(args: argparse.Namespace):
     from .api import load_scene
 
     overrides = overrides_from(args)
-    if args.paper:
-        size = paper_size(args.paper, args.dpi or 300, args.landscape)
-        overrides.append(("output.size", f'"{size[0]}x{size[1]}"', "--paper"))
+
+    def sheet(landscape: bool) -> list:
+        size = paper_size(args.paper, args.dpi or 300, landscape)
+        return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
+
     if args.from_png:
-        return _embedded_scene(args.from_png, overrides)
+        scene, recorded = _embedded_scene(args.from_png, overrides)
+        if not args.paper:
+            return scene, recorded
+        # The same picture on another sheet: turned as the recorded still was.
+        width, height = scene.output.size
+        return _embedded_scene(args.from_png, sheet(args.landscape or width > height))
     if args.scene is None:
         raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
-    return load_scene(args.scene, overrides), None
+    return load_scene(args.scene, sheet(args.landscape) if args.paper else overrides), None
 
 
 def _contact_sheet(args: argparse.Namespace, scene) -> int:

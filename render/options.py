@@ -112,7 +112,8 @@ def parser() -> argparse.ArgumentParser:
                             "--paper, its size); default 300 with --paper, else the --from "
                             "still's own, else 72, e.g. --dpi 300")
     still.add_argument("--landscape", action="store_true",
-                       help="with --paper: the long side across, e.g. --paper A2 --landscape")
+                       help="with --paper: the long side across, e.g. --paper A2 --landscape "
+                            "(with --from: as the recorded still is turned, unless given)")
     still.add_argument("--bit-depth", type=int, choices=(8, 16),
                        help="PNG stills: 16 draws the still 4x larger and averages it down "
                             "into 16-bit channels (smooth gradients for print); 8 by "

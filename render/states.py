@@ -126,7 +126,7 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
     crossfade = crossfade_frames(scene, first)
     start, kept = 0, None
     if crossfade:  # the search flies through the clip: its frames serve, if it kept them
-        announce_compiling(quiet)  # the search's flock compiles the kernels, if anything
+        announce_compiling(quiet, scene.dimensions)  # the search's flock compiles them
         start = search(scene, count, crossfade, progress=not quiet, keep=True).start
         kept = kept_frames(scene, count, crossfade)
     if kept is not None:  # no flock of its own to seed and settle
@@ -148,28 +148,34 @@ def simulation(scene: Scene, *, quiet: bool = True) -> Simulation:
     """The scene's flock, seeded and settled. On a cold kernel cache (`kernels_cached`)
     settling compiles the kernels first, for tens of seconds: unless `quiet`, one line on
     stderr says so."""
-    announce_compiling(quiet)
+    announce_compiling(quiet, scene.dimensions)
     # A 3D flock settles for tens of seconds of flight: a bar meanwhile, unless quiet.
     options = {"progress": not quiet} if scene.dimensions == 3 else {}
     return Simulation(scene, **options)
 
 
-def announce_compiling(quiet: bool) -> None:
-    """Unless `quiet`, one line on stderr when the kernels are not compiled yet."""
-    if not quiet and not kernels_cached():
+def announce_compiling(quiet: bool, dimensions: int) -> None:
+    """Unless `quiet`, one line on stderr when the kernels of a scene of `dimensions` are
+    not compiled yet."""
+    if not quiet and not kernels_cached(dimensions):
         print(f"boids-render: {COMPILING}", file=sys.stderr, flush=True)
 
 
-def kernels_cached() -> bool:
-    """Whether numba's cache holds compiled kernels where this process looks: under
-    NUMBA_CACHE_DIR (the console script points it at a folder named after the simulator's
-    sources, see `sim.cache`, so an empty or missing folder means a first run or an edited
-    simulator), else beside the sources, in render/sim's __pycache__ folders. A shared
-    NUMBA_CACHE_DIR holding other kernels counts as cached: this only decides a note."""
+# The step kernel of each dimension, as numba names its cache index: the one every scene
+# of that dimension runs, compiled with (and so cached with) the kernels it calls.
+_STEP_INDEX = {2: "step.advance_flock-*.nbi", 3: "step3d.*.nbi"}
+
+
+def kernels_cached(dimensions: int = 2) -> bool:
+    """Whether numba's cache holds the step kernel of a scene of `dimensions` where this
+    process looks: under NUMBA_CACHE_DIR (the console script points it at a folder named
+    after the package's sources, see `sim.cache`, so a missing one means a first run or an
+    edited package), else beside the sources, in render/sim's __pycache__ folders. 2D
+    kernels do not make a 3D scene's cached, nor the other way round. This only decides a
+    note."""
     folder = os.environ.get("NUMBA_CACHE_DIR")
-    if folder:
-        return any(Path(folder).rglob("*.nbi"))
-    return any(Path(sim_package.__file__).parent.rglob("__pycache__/*.nbi"))
+    root = Path(folder) if folder else Path(sim_package.__file__).parent
+    return any(root.rglob(_STEP_INDEX[dimensions]))
 
 
 def detached(scene: Scene, stream: Iterable, accent: np.ndarray,

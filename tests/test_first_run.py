@@ -75,7 +75,43 @@ def test_an_empty_or_missing_cache_folder_is_cold(tmp_path, monkeypatch):
     assert not kernels_cached()
     (tmp_path / "empty" / "sim_0123").mkdir()
     (tmp_path / "empty" / "sim_0123" / "step.advance_flock-42.py311.nbi").write_bytes(b"")
-    assert kernels_cached()
+    assert kernels_cached(2)
+    # The 2D kernels leave a 3D scene's to compile (about a minute), and the other way.
+    assert not kernels_cached(3)
+    (tmp_path / "empty" / "sim_0123" / "step.advance_flock-42.py311.nbi").unlink()
+    (tmp_path / "empty" / "sim_0123" / "step3d.topological_step-209.py311.nbi").write_bytes(b"")
+    assert kernels_cached(3) and not kernels_cached(2)
+
+
+def test_settling_starts_its_bar_after_the_first_step(write_scene, monkeypatch):
+    """On a first run the first step compiles the kernels: inside the bar, the bar would
+    read a minute a step and promise hours."""
+    from render.scene import load_scene
+    from render.sim import simulate3d
+
+    events = []
+    real_advance = simulate3d.Simulation3D.advance
+
+    def advance(self):
+        events.append("step")
+        return real_advance(self)
+
+    def bar(**kwargs):
+        events.append(("bar", kwargs["total"], kwargs["initial"]))
+        return progress_bar(**kwargs)
+
+    monkeypatch.setattr(simulate3d.Simulation3D, "advance", advance)
+    monkeypatch.setattr(simulate3d, "progress_bar", bar)
+    scene = load_scene(write_scene("""
+        [scene]
+        settle_steps = 5
+        [world]
+        dimensions = 3
+        [flock]
+        count = 30
+    """))
+    simulate3d.Simulation3D(scene, progress=True, cache=False)
+    assert events == ["step", ("bar", 5, 1)] + ["step"] * 4
 
 
 def run_cold(cache: Path, scene: Path, out: Path, *flags: str) -> tuple[str, float]:

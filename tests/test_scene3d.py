@@ -68,10 +68,14 @@ def test_2d_forces_are_refused_in_3d():
 @pytest.mark.parametrize("dimensions, key, value", [
     (3, "hawk.bearing", "20"), (3, "hawk.duration", "4"), (3, "world.wall_margin", "10"),
     (2, "hawk.dive_speed", "40"), (2, "hawk.target", '"dense"'),
+    (3, "rules.separation_radius", "3"), (3, "rules.falloff", '"unit"'),
+    (3, "rules.alignment", '"mean"'), (3, "rules.max_force", "0.001"),
+    (2, "rules.separation_sigma", "9"), (2, "rules.hard_core", "5"),
 ])
 def test_a_key_only_the_other_dimension_reads_is_refused(dimensions, key, value):
     # A hunting hawk has no chord to aim or time; a 3D sky has no walls; a 2D chord hawk
-    # does not dive: each was taken and never read.
+    # does not dive; each dimension's separation has its own form: each was taken and
+    # never read (the same picture whatever its value).
     raw = {**BASE, "hawk": {"mode": "hunt", "speed": 20.0}} if dimensions == 3 else \
         {"flock": {"count": 100}, "hawk": {}}
     with pytest.raises(SceneError) as err:
@@ -210,6 +214,16 @@ def test_a_resolved_scene_writes_itself_back_without_keys_it_does_not_read(name)
     three = scene.world.dimensions == 3
     assert ("bearing" in raw.get("hawk", {})) == (not three and "hawk" in raw)
     assert ("wall_margin" in raw["world"]) == (not three)
+    assert ("falloff" in raw["rules"]) == (not three)
+    assert ("hard_core" in raw["rules"]) == three
+
+
+def test_a_key_the_dimension_does_not_read_is_not_held_to_one_it_does():
+    # separation_radius ≤ perception_radius binds 2D; a 3D metric flock's perception
+    # radius may be anything, whatever the unread separation radius defaults to.
+    scene = build_scene(BASE, "s.toml", [("rules.neighbours", '"metric"', "--set"),
+                                         ("rules.perception_radius", "0.5", "--set")])
+    assert scene.rules.perception_radius == 0.5
 
 
 def test_a_still_recorded_with_keys_its_dimension_does_not_read_draws_again(cli, tmp_path):
@@ -222,6 +236,7 @@ def test_a_still_recorded_with_keys_its_dimension_does_not_read_draws_again(cli,
                          "hawk": {"mode": "hunt", "speed": 20.0}})
     text = scene.to_toml().replace("[hawk]\n", "[hawk]\nbearing = 20.0\nduration = 4.3\n")
     text = text.replace("[world]\n", "[world]\nwall_margin = 5.0\n")
+    text = text.replace("[rules]\n", "[rules]\nfalloff = \"unit\"\nmax_force = 3.0\n")
     info = PngImagePlugin.PngInfo()
     for key, value in provenance(text, scene.scene.seed, 0, "0").items():
         info.add_itxt(key, value)

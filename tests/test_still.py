@@ -177,6 +177,23 @@ def test_still_records_dpi_srgb_and_the_scene(cli, small_scene, tmp_path):
     dpi, text = read_chunks(out)
     assert dpi == pytest.approx(40, abs=0.01)
     assert text["boids-render:seed"] == "3"
+    # Redrawn on another sheet (A4 at 30 dpi: 210 x 297 mm, 248 x 351 px) it is turned as
+    # it was: a portrait sheet would show another part of the world.
+    turned = {}
+    for name, source, flags in (("again", out, ()), ("portrait", None, ()),
+                                ("portrait-again", "portrait", ()),
+                                ("turned", "portrait", ("--landscape",))):
+        if source is None:
+            r = cli(small_scene, "--still", "0.5", "--paper", "A4", "--dpi", "30",
+                    "-o", tmp_path / "portrait.png")
+        else:
+            r = cli("--from", tmp_path / f"{source}.png" if source != out else out,
+                    "--paper", "A4", "--dpi", "30", *flags, "-o", tmp_path / f"{name}.png")
+        assert r.code == 0, r.err
+        with Image.open(tmp_path / f"{name}.png") as im:
+            turned[name] = im.size
+    assert turned == {"again": (351, 248), "portrait": (248, 351),
+                      "portrait-again": (248, 351), "turned": (351, 248)}
 
 
 def test_info_prints_what_a_still_records(cli, still):
@@ -272,6 +289,17 @@ def test_info_on_a_file_that_is_no_still_says_what_it_reads(cli, tmp_path):
     for missing in (tmp_path / "nothing.png", tmp_path):
         r = cli("--info", missing)
         assert r.code == 2 and "cannot read it" in r.err, r.err
+
+
+def test_info_on_a_vector_still_or_a_sequence_frame_says_what_records_a_scene(
+        cli, small_scene, tmp_path):
+    assert cli(small_scene, "--still", "0", "-o", tmp_path / "s.svg", "-q").code == 0
+    assert cli(small_scene, "--frames", "1", "-o", f"{tmp_path}/f_%d.png", "-q").code == 0
+    for path, needle in ((tmp_path / "s.svg", "a PDF or SVG still records no scene"),
+                         (tmp_path / "f_0.png", "a sequence's frame records only a digest")):
+        r = cli("--info", path)
+        assert r.code == 2 and needle in r.err and "--still" in r.err, r.err
+        assert len(r.err_lines) == 1
 
 
 def test_a_still_needs_a_still_format(cli, small_scene, tmp_path):

@@ -171,7 +171,7 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
     if suffix in VIDEO_SUFFIXES:
         if target.resume:
             raise UsageError(f"{output}: --resume applies to PNG sequences (and EXR or JPEG "
-                             f"ones); a clip is always rendered whole")
+                             f"ones); a clip is always rendered whole: drop --resume")
         if suffix in ANIMATED_SUFFIXES:
             from .animated import AnimatedWriter as Writer
         else:

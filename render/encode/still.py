@@ -152,7 +152,10 @@ def read_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
         return _exr_record(path)
     if head.startswith(_SIGNATURE):
         return read_chunks(path)
-    raise UsageError(f"{path}: not a PNG, JPEG or OpenEXR file")
+    vector = Path(path).suffix.lower() in (".pdf", ".svg")
+    raise UsageError(f"{path}: " + ("a PDF or SVG still records no scene: --info and --from "
+                                    "read the PNG, JPEG or OpenEXR stills of --still" if vector
+                                    else "not a PNG, JPEG or OpenEXR file"))
 
 
 # The text keys of a still's record, after "boids-render:" (besides "Software").
@@ -190,7 +193,11 @@ def read_provenance(path: str | Path) -> Provenance:
     """The record of the still at `path`; UsageError when it records no scene."""
     dpi, text = read_record(path)
     if f"{_PREFIX}scene" not in text:
-        raise UsageError(f"{path}: no boids-render scene recorded in this file")
+        frame = f"{_PREFIX}frames-of" in text
+        raise UsageError(f"{path}: no boids-render scene recorded in this file" +
+                         ("; a sequence's frame records only a digest of it (for --resume): "
+                          "a still (--still T -o FILE.png) records its scene" if frame else
+                          ""))
     with open(path, "rb") as f:
         head = f.read(25)  # a PNG's IHDR holds its bit depth at byte 24
     depth = head[24] if head.startswith(_SIGNATURE) and len(head) == 25 else 8

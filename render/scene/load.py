@@ -224,12 +224,14 @@ def _check_relations(values, merged, path, sources, rejected, problems):
     def where(dotted):
         return _where(dotted, path, sources)
 
+    unread = unread_keys(values["world"].dimensions == 3)
     for low, high in _ORDERED:
         lo, hi = get(low), get(high)
         if lo is None or hi is None or lo <= hi or not usable(low, high):
             continue
-        if low == "hawk.duration" and values["world"].dimensions == 3:
-            continue  # a hunting hawk has no pass to last
+        if any(key.partition(".")[2] in unread.get(key.partition(".")[0], ())
+               for key in (low, high)):
+            continue  # a key this dimension does not read (a hunting hawk's duration)
         if rank(high) > rank(low):
             problems.append(f"{where(high)}: expected ≥ {low} ({show(lo)}), got {show(hi)}")
         else:

@@ -93,19 +93,20 @@ class RulesSettings:
 
     perception_radius: float = setting(2.15, "Neighbours: every other bird closer than this.",
                                        unit="world units", lo=0, lo_open=True)
-    separation_radius: float = setting(0.82, "Neighbours closer than this push (≤ perception).",
-                                       unit="world units", lo=0)
-    falloff: str = setting("inverse_square", "Length of each separation push at distance d: "
+    separation_radius: float = setting(0.82, "2D: neighbours closer than this push (≤ "
+                                       "perception).", unit="world units", lo=0)
+    falloff: str = setting("inverse_square", "2D: length of each separation push at distance d: "
                            "1, 1/d or 1/d².", kind="choice",
                            choices=("unit", "inverse", "inverse_square"))
-    alignment: str = setting("difference", "mean: mean neighbour velocity; difference: that "
-                             "minus the bird's own.", kind="choice", choices=("mean", "difference"))
+    alignment: str = setting("difference", "2D: mean, the mean neighbour velocity; "
+                             "difference, that minus the bird's own.", kind="choice",
+                             choices=("mean", "difference"))
     separation_weight: float = setting(6.5, "w_s: separation acceleration per unit push.",
                                        unit="1/s² · world units^k", lo=0)
     alignment_weight: float = setting(4.0, "w_a.", unit="1/s", lo=0)
     cohesion_weight: float = setting(1.3, "w_c: acceleration per world unit of offset to the "
                                      "neighbours' mean position.", unit="1/s²", lo=0)
-    max_force: float | None = setting(None, "Clamp on each weighted rule's vector (separation, "
+    max_force: float | None = setting(None, "2D: clamp on each weighted rule's vector (separation, "
                                       "alignment, cohesion separately); unset = no clamp.",
                                       unit="world units/s²", lo=0, lo_open=True, optional=True)
     neighbours: str = setting("metric", "metric: every bird within perception_radius; "
@@ -175,7 +176,7 @@ class ContainmentSettings:
 @dataclass(frozen=True)
 class HawkSettings:
     """The hawk. 2D (`mode = "chord"`): a repulsor flying straight chords through the
-    flock, one pass per period. 3D (`mode = "hunt"`, SPEC §11): a hawk that pursues, dives,
+    flock, one pass per period. 3D (`mode = "hunt"`, docs/model.md): a hawk that pursues, dives,
     misses, climbs away and attacks again; while it dives and climbs away, birds within
     `radius` turn away and zig."""
 
@@ -377,9 +378,13 @@ SECTIONS_3D_CLASSES: dict[str, type] = {"camera": Camera3DSettings}
 ALWAYS_3D = ("bird",)
 SECTIONS_2D = ("attractor", "field", "containment")
 # Keys of sections both dimensions have that only one reads: a 2D chord hawk has none of
-# the hunt's, a hunting hawk no chord to aim or time, and the 3D sky no walls.
-KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_strength")}
-KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS}
+# the hunt's, a hunting hawk no chord to aim or time, the 3D sky no walls, and each
+# dimension's separation its own (2D: a radius, a falloff, alignment's form and a clamp;
+# 3D: a Gaussian reach beyond a hard core).
+KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_strength"),
+           "rules": ("separation_radius", "falloff", "alignment", "max_force")}
+KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS,
+           "rules": ("separation_sigma", "hard_core")}
 
 
 def unread_keys(three: bool) -> dict[str, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""The sections only a 3D scene (`[world] dimensions = 3`) may have (SPEC §9–§11)."""
+"""The sections only a 3D scene (`[world] dimensions = 3`) may have (docs/model.md, docs/optics.md)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from .fields import easing_setting, follow_setting, follow_time_setting, setting
 
 # The streaks' width floor in 3D (render.min_width_px's default there), px.
 MIN_WIDTH_3D_PX = 0.5
-# flock.min_speed and max_speed's defaults in 3D, m/s: starlings in display (SPEC §9).
+# flock.min_speed and max_speed's defaults in 3D, m/s: starlings in display.
 MIN_SPEED_3D, MAX_SPEED_3D = 5.0, 18.0
 
 
 @dataclass(frozen=True)
 class FlightSettings:
-    """3D only: banked flight (SPEC §9). Speed relaxes to cruise; the steering's lateral
+    """3D only: banked flight (docs/model.md). Speed relaxes to cruise; the steering's lateral
     part is flown by banking; lift along the banked up vector balances gravity."""
 
     enabled: bool = setting(True, "Set false to switch the section off (plain 3D boids: "
@@ -36,7 +36,7 @@ class FlightSettings:
 
 @dataclass(frozen=True)
 class AtmosphereSettings:
-    """3D only: haze (SPEC §10). A bird, the treeline or the ground at distance d keeps
+    """3D only: haze (docs/optics.md). A bird, the treeline or the ground at distance d keeps
     0.05^(d/V) of its contrast against the sky; the rest is the sky's colour (under
     --transparent, the rest is transparency). Without this section nothing is hazed."""
 
@@ -57,7 +57,7 @@ PALETTE_3D_KEYS = ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "tr
 
 @dataclass(frozen=True)
 class RoostSettings:
-    """3D only: the roost on the ground that holds the flock over it (SPEC §9)."""
+    """3D only: the roost on the ground that holds the flock over it (docs/model.md)."""
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     position: tuple[float, float] | None = setting(
@@ -101,7 +101,7 @@ EYE_HEIGHT_M = 1.7
 
 @dataclass(frozen=True)
 class Camera3DSettings:
-    """3D: a pinhole camera (SPEC §10). Focal length f = (h/2)/tan(fov/2) px. Default: a
+    """3D: a pinhole camera (docs/optics.md). Focal length f = (h/2)/tan(fov/2) px. Default: a
     viewer on the ground 300 m from the roost, eyes 1.7 m up, looking at the flock's
     altitude over the roost."""
 
@@ -133,7 +133,7 @@ class Camera3DSettings:
 
 @dataclass(frozen=True)
 class BirdSettings:
-    """3D: the bird's body as the camera sees it (SPEC §10); defaults a starling's."""
+    """3D: the bird's body as the camera sees it (docs/optics.md); defaults a starling's."""
 
     wingspan: float = setting(0.4, "Tip to tip: the wings' streak on screen.", unit="m",
                               lo=0, lo_open=True)

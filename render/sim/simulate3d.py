@@ -96,8 +96,13 @@ class Simulation3D:
                 len(kept["follow"]) == (6 if self._follow is not None else 0):
             self._restore(kept)
             return
-        with progress_bar(total=-self.step_index, unit="step", desc="settling", leave=False,
-                          disable=not progress or self.step_index >= 0) as bar:
+        steps = -self.step_index
+        if steps > 0:
+            # Before the bar: on a first run this step compiles the kernels (up to a
+            # minute), which the bar's rate and ETA would read as the pace of settling.
+            self.advance()
+        with progress_bar(total=steps, initial=min(steps, 1), unit="step", desc="settling",
+                          leave=False, disable=not progress or steps <= 0) as bar:
             while self.step_index < 0:
                 self.advance()
                 bar.update()
