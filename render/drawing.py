@@ -21,8 +21,10 @@ def draw_range(scene: Scene, states: Iterable[FrameState], writer: FrameWriter, 
     """Render this frame range from these states: each state `writer` wants is drawn (by
     `workers` threads) and written, in frame order. Yields (index, pixels) after each write,
     pixels None for a frame the writer keeps from disk; the pixels stay valid until the
-    next one is asked for."""
-    with DrawingPool(scene, workers) as drawing:
+    next one is asked for. A writer whose `linear` is true (an OpenEXR sequence) gets a 3D
+    frame's float image with its pixels (`draw3d.frame.Pixels`)."""
+    linear = scene.dimensions == 3 and getattr(writer, "linear", False)
+    with DrawingPool(scene, workers, linear=linear) as drawing:
         for state in states:
             if writer.wants(state.index):
                 drawing.submit(state)
@@ -43,15 +45,15 @@ class DrawingPool:
     GIL while they work), handed back in frame order. Each thread draws onto a Canvas
     borrowed from a small pool and returned once its pixels have been written, so memory
     stays bounded whatever the clip's length, and the pixels are the same whichever thread
-    drew them."""
+    drew them. `linear`: each canvas keeps a 3D frame's float image too (`Canvas`)."""
 
-    def __init__(self, scene: Scene, workers: int):
+    def __init__(self, scene: Scene, workers: int, *, linear: bool = False):
         self.scene = scene
         self.window = 2 * workers  # frames in flight: enough to keep every thread busy
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="draw")
         self.canvases: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(self.window + 1):
-            self.canvases.put(Canvas(scene.output.size))
+            self.canvases.put(Canvas(scene.output.size, linear=linear))
         self.pending: deque = deque()  # (index, future or None for a skipped frame)
 
     def __enter__(self) -> DrawingPool:

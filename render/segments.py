@@ -44,7 +44,7 @@ def render_frames_segment(suffix: str, scene: Scene, shipment: Shipment, token: 
     mid-render)."""
     states = _unpacked(shipment, driver_version)
     report = _reporter(token, segment)
-    sink = _EncodedFrames(frame_encoder(suffix, scene))
+    sink = _EncodedFrames(frame_encoder(suffix, scene), linear=suffix == ".exr")
     for done, _ in enumerate(draw_range(scene, states, sink, workers=1), 1):
         report(done)
     return sink.files
@@ -109,10 +109,12 @@ def _reporter(token: str, segment: int):
 
 
 class _EncodedFrames:
-    """A FrameWriter that keeps each frame as its file's bytes, by `encode(pixels)`."""
+    """A FrameWriter that keeps each frame as its file's bytes, by `encode(pixels)`
+    (`linear`: of a 3D frame's float image, as a local sequence's, see `draw_range`)."""
 
-    def __init__(self, encode):
+    def __init__(self, encode, *, linear: bool = False):
         self.encode = encode
+        self.linear = linear
         self.files: list[tuple[int, bytes]] = []
 
     def __enter__(self) -> _EncodedFrames:

@@ -102,6 +102,53 @@ def test_a_transparent_3d_exr_still_is_its_frame_of_an_exr_sequence(cli, scene3d
     assert (alpha == 0).mean() > 0.5 and 20 < (alpha > 0).sum(), "sky clear, birds inked"
 
 
+def srgb_codes(linear: np.ndarray) -> np.ndarray:
+    """Linear light → sRGB codes 0…255, unrounded (IEC 61966-2-1, written out again)."""
+    c = np.clip(linear, 0.0, 1.0)
+    return 255 * np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
+@pytest.mark.parametrize("transparent", [False, True])
+@pytest.mark.parametrize("blur", ["1", "3"])
+def test_a_3d_exr_frame_holds_the_float_image_its_png_frame_rounds(cli, scene3d, tmp_path,
+                                                                    transparent, blur):
+    """The optics composite in float: the EXR keeps that, the PNG is it encoded to 8
+    bits. So they agree to the PNG's rounding, and the EXR keeps the pixels of birds too
+    faint for a code of alpha (a few percent of the covered ones here)."""
+    from test_frames import read_exr
+
+    from test_frames import srgb_to_linear
+
+    extra = ["--transparent"] if transparent else []
+    r = cli(scene3d, "-o", f"{tmp_path}/f_%02d.exr", "-o", f"{tmp_path}/f_%02d.png",
+            "--frames", "10:12", "--motion-blur", blur, "--quiet", *extra)
+    assert r.code == 0, r.err
+    for k in (10, 11):
+        exr = read_exr(tmp_path / f"f_{k:02d}.exr")[1].astype(np.float64)
+        with Image.open(tmp_path / f"f_{k:02d}.png") as im:
+            png = np.asarray(im.convert("RGBA")).astype(np.float64)
+        alpha = exr[..., 3]
+        # Each exposure is rounded to 8 bits before a blurred PNG averages them.
+        slack = 0.6 if blur == "1" else 1.1
+        assert np.abs(255 * alpha - png[..., 3]).max() <= slack
+        if not transparent:
+            assert (alpha == 1).all()
+            assert np.abs(srgb_codes(exr[..., :3]) - png[..., :3]).max() <= slack
+            continue
+        faint = (alpha > 0) & (png[..., 3] == 0)
+        assert faint.sum() >= 5, "the faintest birds are kept (8 bits: none)"
+        # Premultiplied: under the alpha a mix of the dusk theme's bird (#151318) and
+        # accent (#6B2A1A) colours, to half-float precision (8 bits cannot say which at an
+        # alpha of a few codes).
+        colours = srgb_to_linear(np.array([[0x15, 0x13, 0x18], [0x6B, 0x2A, 0x1A]]))
+        assert (exr[..., :3] <= alpha[..., None] * colours.max(0) * (1 + 4e-3) + 1e-7).all()
+        inked = alpha > 0.02  # premultiplied colours in half floats' normal range
+        assert inked.sum() >= 20
+        straight = exr[..., :3][inked] / alpha[inked][:, None]
+        assert (straight >= colours.min(0) * (1 - 4e-3)).all()
+        assert (straight <= colours.max(0) * (1 + 4e-3)).all()
+
+
 TELEPHOTO = ("--set", "camera.fov=15")
 
 
@@ -221,11 +268,13 @@ def files(folder) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_a_3d_render_on_a_scheduler_is_the_local_render(cli, scene3d, tmp_path):
+@pytest.mark.parametrize("frames", ["", "f_%02d.exr"])  # PNG, and EXR's float image
+def test_a_3d_render_on_a_scheduler_is_the_local_render(cli, scene3d, tmp_path, frames):
     common = ("--frames", "6", "--motion-blur", "2", "--quiet")
-    assert cli(scene3d, "-o", f"{tmp_path}/here/", "--workers", "1", *common).code == 0
-    r = cli(scene3d, "-o", f"{tmp_path}/there/", "--scheduler", "local", "--workers", "2",
-            *common)
+    assert cli(scene3d, "-o", f"{tmp_path}/here/{frames}", "--workers", "1",
+               *common).code == 0
+    r = cli(scene3d, "-o", f"{tmp_path}/there/{frames}", "--scheduler", "local",
+            "--workers", "2", *common)
     assert r.code == 0, r.err
     assert files(tmp_path / "there") == files(tmp_path / "here")
 

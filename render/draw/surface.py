@@ -24,11 +24,14 @@ class Canvas:
     """An ARGB32 cairo surface drawing straight into `pixels` (h, w, 4) uint8.
 
     On little-endian machines each pixel's bytes are B, G, R, A (cairo's native layout,
-    which ffmpeg reads as `bgra`). The array is reused for every frame.
+    which ffmpeg reads as `bgra`). The array is reused for every frame. With `linear`, a 3D
+    frame also keeps there the float image its pixels encode (see `draw3d.frame.Pixels`),
+    for an OpenEXR frame: `linear` (h, w, 4) float32, else None.
     """
 
-    def __init__(self, size: tuple[int, int]):
+    def __init__(self, size: tuple[int, int], *, linear: bool = False):
         width, height = size
+        self.linear = np.zeros((height, width, 4), np.float32) if linear else None
         stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_ARGB32, width)
         self._buffer = np.zeros((height, stride), dtype=np.uint8)
         self.surface = cairo.ImageSurface.create_for_data(

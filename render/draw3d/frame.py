@@ -30,19 +30,27 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
 
 
 def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
-             out: np.ndarray | None = None) -> np.ndarray:
+             out: np.ndarray | None = None, linear: np.ndarray | None = None) -> np.ndarray:
     """The exposures `layers` in `window` (x, y, w, h px of the pose's frame) over the
     scene's sky: (h, w, 4) uint8 BGRA premultiplied, into `out` if given, else a new
-    array. Several exposures are averaged in integers before quantising, as the 2D motion
-    blur, exactly and the same every run."""
+    array; with `linear`, the float image too (see `optics.compose`). Several exposures
+    are averaged in integers before quantising, as the 2D motion blur, exactly and the
+    same every run (the float images in floats)."""
     sky = sky_for(scene, pose)
     transparent = scene.output.transparent
     if len(layers) == 1:
-        return compose(layers[0], sky, window, transparent, out)
+        return compose(layers[0], sky, window, transparent, out, linear)
     total = np.zeros((int(window[3]), int(window[2]), 4), np.uint32)
+    each = None if linear is None else np.empty_like(linear)
+    if linear is not None:
+        linear.fill(0.0)
     for layer in layers:
-        total += compose(layer, sky, window, transparent)
+        total += compose(layer, sky, window, transparent, linear=each)
+        if linear is not None:
+            linear += each
     n = len(layers)
+    if linear is not None:
+        linear /= n
     averaged = ((total + n // 2) // n).astype(np.uint8)
     if out is None:
         return averaged
@@ -50,16 +58,37 @@ def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
     return out
 
 
+class Pixels(np.ndarray):
+    """A 3D frame's (h, w, 4) BGRA uint8 pixels, as every writer takes them, carrying the
+    float image they encode when the canvas keeps one: `linear`, (h, w, 4) float32 RGBA in
+    linear light, premultiplied (what an OpenEXR frame holds; 8 bits round a bird of
+    alpha under 1/255 away)."""
+
+    linear: np.ndarray | None = None
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # What is computed from the pixels (a sum, a difference) is a plain array or
+        # number: the float image belongs to the frame, not to what is made of it.
+        plain = array.view(np.ndarray)
+        return plain[()] if return_scalar else plain
+
+
 def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
            accent: np.ndarray) -> np.ndarray:
     """The frame drawn onto `canvas` (any size: the same picture, see `camera.resized`);
-    returns its pixels (h, w, 4) BGRA uint8, as the 2D drawing does."""
+    returns its pixels (h, w, 4) BGRA uint8, as the 2D drawing does, as `Pixels` with
+    the float image when the canvas keeps one (`canvas.linear`)."""
     width, height = canvas.size
     pose = resized(pose, width, height)
     layers = exposures(scene, pose, exposure, bank, accent)
-    composed(scene, pose, layers, (0, 0, width, height), canvas.pixels)
+    composed(scene, pose, layers, (0, 0, width, height), canvas.pixels, canvas.linear)
     canvas.surface.mark_dirty()
-    return canvas.flush()
+    pixels = canvas.flush()
+    if canvas.linear is None:
+        return pixels
+    pixels = pixels.view(Pixels)
+    pixels.linear = canvas.linear
+    return pixels
 
 
 def write_vector3d(path, scene: Scene, pose: Pose, positions: np.ndarray,

@@ -124,6 +124,21 @@ def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out):
                 out[oy, ox, 3] = 255
 
 
+def _linear_birds(planes, sky: Sky, transparent: bool, linear: np.ndarray) -> None:
+    """The planes' pixels as `_finish` encodes them, unrounded, into `linear` (the box's
+    (h, w, 4) RGBA, holding the sky): what 8 bits would lose of the faintest birds (an
+    alpha under 1/255 is 0 there) and of the sheet's gradations."""
+    behind, bird, accent = planes
+    ink = bird[..., None] * sky.bird.astype(np.float32) + \
+        accent[..., None] * sky.accent.astype(np.float32)
+    if transparent:
+        opacity = 1.0 - behind
+        linear[..., :3] = np.minimum(ink, opacity[..., None])
+        linear[..., 3] = opacity
+    else:
+        linear[..., :3] = np.clip(behind[..., None] * linear[..., :3] + ink, 0.0, 1.0)
+
+
 def _box(x0, y0, x1, y1, radius, window) -> tuple[int, int, int, int] | None:
     """The part of the window (window px, x0, y0, x1, y1 exclusive) any streak (ends
     (x0, y0), (x1, y1), radius px; (m,) float64 each) reaches."""
@@ -149,10 +164,12 @@ def _reach(x0, y0, x1, y1, radius):
 
 
 def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
-            out: np.ndarray | None = None) -> np.ndarray:
+            out: np.ndarray | None = None, linear: np.ndarray | None = None) -> np.ndarray:
     """The birds of `streaks` over `sky` in `window` (x, y, w, h px of the full frame):
     (h, w, 4) uint8 cairo ARGB32 bytes (B, G, R, A, premultiplied), into `out` if given
-    (a canvas's pixels: the frame is not copied again), else a new array.
+    (a canvas's pixels: the frame is not copied again), else a new array. With `linear`
+    ((h, w, 4) float32), the same frame there before it is encoded: R, G, B, A in linear
+    light, premultiplied, the sky as its codes decode.
 
     `transparent`: no sky or ground; alpha is 1 − Π(1 − qᵢ·contrastᵢ) over the birds of
     each pixel (qᵢ their coverage × alpha), their colours premultiplied."""
@@ -162,6 +179,9 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
         out.fill(0)
     else:
         paint_sky(sky, (x, y, w, h), out)
+    if linear is not None:
+        linear[..., :3] = 0.0 if transparent else DECODE[out[..., 2::-1]]  # BGRA → RGB
+        linear[..., 3] = 0.0 if transparent else 1.0
     if len(streaks.x0) == 0:
         return out
     radius = 0.5 * np.asarray(streaks.width, np.float64)
@@ -181,6 +201,8 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
         keep = contrast
     _splat(x0, y0, x1, y1, radius, alpha, keep, np.asarray(streaks.accent, np.bool_),
            float(x + lo_x), float(y + lo_y), planes)
+    if linear is not None:
+        _linear_birds(planes, sky, transparent, linear[lo_y:hi_y, lo_x:hi_x])
     _finish(planes, lo_x, lo_y, sky.bird[::-1].copy(),
             sky.accent[::-1].copy(), transparent, DECODE, ENCODE, out)
     return out

@@ -1,10 +1,12 @@
 """OpenEXR frames for compositing: half-float RGBA, linear light, premultiplied alpha.
 
-cairo 1.16 draws 8 bits a channel (it has no float surface), so an EXR frame holds the same
-8-bit picture as the PNG frame, decoded from sRGB to linear light: the precision of 8 bits,
-in the container compositors expect. cairo's alpha is premultiplied, as EXR's is, but its
-colours are sRGB-encoded, and encoding does not commute with multiplying: each colour is
-un-premultiplied (as the PNG writer does), decoded, and multiplied by alpha again.
+A 3D frame is composited in float, in linear light (draw3d.optics): its EXR holds that
+image, every bird however faint. cairo 1.16 draws 8 bits a channel (it has no float
+surface), so a 2D frame's EXR holds the same 8-bit picture as the PNG frame, decoded from
+sRGB to linear light: the precision of 8 bits, in the container compositors expect.
+cairo's alpha is premultiplied, as EXR's is, but its colours are sRGB-encoded, and
+encoding does not commute with multiplying: each colour is un-premultiplied (as the PNG
+writer does), decoded, and multiplied by alpha again.
 """
 
 from __future__ import annotations
@@ -69,17 +71,24 @@ def linear_channels(pixels: np.ndarray, dtype=np.float32) -> dict[str, np.ndarra
 def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
                fps: Fraction | None = None) -> bytes:
     """A frame, (h, w, 4) BGRA uint8, as an OpenEXR file: half-float R, G, B, A channels
-    (`linear_channels`), ZIP-compressed (lossless) scan lines; `text` as string attributes
-    of its header (a still's record, see `still.provenance`), `fps` (a sequence's frame)
-    as its standard framesPerSecond, so a compositor reads the sequence at its rate."""
+    (`linear_channels`; a 3D frame's float image when it carries one, `draw3d.Pixels`),
+    ZIP-compressed (lossless) scan lines; `text` as string attributes of its header (a
+    still's record, see `still.provenance`), `fps` (a sequence's frame) as its standard
+    framesPerSecond, so a compositor reads the sequence at its rate."""
     import OpenEXR
+
+    linear = getattr(pixels, "linear", None)
+    if linear is None:
+        channels = linear_channels(pixels, np.float16)
+    else:
+        channels = {name: linear[..., i].astype(np.float16) for i, name in enumerate("RGBA")}
 
     header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage,
               **(text or {})}
     if fps is not None:
         header["framesPerSecond"] = Fraction(fps)
     out = io.BytesIO()
-    with OpenEXR.File(header, linear_channels(pixels, np.float16)) as exr:
+    with OpenEXR.File(header, channels) as exr:
         exr.write(out)
     return out.getvalue()
 

@@ -210,6 +210,7 @@ class SequenceWriter:
         self.record = frames_record(scene)
         self.suffix = Path(sequence_pattern(output)).suffix.lower()
         self.encode = frame_encoder(self.suffix, scene)
+        self.linear = self.suffix == ".exr"  # a 3D frame's float image, for EXR's half floats
         self.pattern = sequence_pattern(output)
         require_folder(Path(self.pattern % 0), output)
         self.size = scene.output.size

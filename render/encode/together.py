@@ -30,6 +30,7 @@ class Together:
         for writer in self.held:
             writer.hold = True
         self.own: list[tuple[Path, Path]] = []  # files of its own (a subclass's)
+        self.linear = any(getattr(w, "linear", False) for w in writers)  # see draw_range
         self.stack = contextlib.ExitStack()
 
     def __enter__(self) -> Together:
