@@ -161,3 +161,40 @@ def test_a_loop_on_a_cold_cache_is_announced_before_its_search(small_scene, tmp_
     err = done.stderr
     assert err.count(COMPILING) == 1, err
     assert err.index(f"boids-render: {COMPILING}\n") < err.index("searching the loop's start")
+
+
+def test_kernels_of_other_sources_unused_for_a_month_go_at_a_new_version(tmp_path,
+                                                                        monkeypatch):
+    from render.sim import cache
+
+    root = tmp_path / "boids-render"
+    month = time.time() - 31 * 86400
+    for name, when in (("numba-old", month), ("numba-recent", time.time() - 86400),
+                       ("numba-mixed", month)):
+        (root / name / "sim").mkdir(parents=True)
+        for leaf in ("a.nbi", "a.nbc"):
+            (root / name / "sim" / leaf).write_bytes(b"")
+            os.utime(root / name / "sim" / leaf, (when, when))
+    os.utime(root / "numba-mixed" / "sim" / "a.nbc")  # read today
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cache, "portable_target", lambda: None)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    cache.use_numba_cache()  # a folder of its own: the user's cache is not touched
+    assert sorted(p.name for p in root.iterdir()) == ["numba-mixed", "numba-old",
+                                                      "numba-recent"]
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    cache.use_numba_cache()  # this version's first run
+    assert sorted(p.name for p in root.iterdir()) == ["numba-mixed", "numba-recent"]
+
+
+def test_the_settled_states_used_last_are_kept_up_to_a_size(tmp_path):
+    from render.sim import settled
+
+    now = time.time()
+    for age, name in enumerate("abcde"):  # a is the newest
+        (tmp_path / f"{name}.npz").write_bytes(b"x" * 100)
+        os.utime(tmp_path / f"{name}.npz", (now - age, now - age))
+    settled.prune(tmp_path, keep_bytes=250)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz", "b.npz"]
+    settled.prune(tmp_path, keep_bytes=10)  # the newest stays, whatever its size
+    assert [p.name for p in tmp_path.iterdir()] == ["a.npz"]

@@ -46,8 +46,36 @@ def use_numba_cache() -> None:
     digest>, unless it is set already. numba reads it once, on its first import: call this
     before that."""
     folder = user_cache_dir() / "boids-render" / f"numba-{sources_digest(_SIM.parent)}"
+    if "NUMBA_CACHE_DIR" not in os.environ and not folder.exists():
+        drop_stale_kernels(folder.parent)  # a new version's first run: the old ones'
     os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
     portable_target()
+
+
+# Kernels of other sources (an older version, an edited checkout) unused this long go.
+STALE_DAYS = 30
+
+
+def drop_stale_kernels(root: Path, days: float = STALE_DAYS) -> None:
+    """Remove each numba-* folder under `root` none of whose files was read or written in
+    `days` days (by their access times, which Linux's default relatime keeps to the day,
+    and modification times)."""
+    import shutil
+    import time
+
+    def used(path: Path) -> float:
+        stat = path.stat()
+        return max(stat.st_atime, stat.st_mtime)
+
+    cutoff = time.time() - days * 86400
+    for folder in root.glob("numba-*"):
+        try:
+            newest = max((used(p) for p in folder.rglob("*") if p.is_file()),
+                         default=used(folder))
+        except OSError:  # another process removed it meanwhile
+            continue
+        if newest < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # What numba compiles for on an x86-64 machine that has it: Haswell's instruction set

@@ -5,12 +5,15 @@ not pay for that again.
 The file is <user cache>/boids-render/settled/<key>.npz, the key a sha256 over every
 setting that decides the settled state (the seed, dt, settle_steps, the world, the flock,
 the rules, flight and roost, the follow camera's spring, which settles with the flock,
-and whether a hunt keeps the neighbours it reads) and the simulator's sources; written atomically. Only `load` and `save` import
-numpy: render.budget reads `path` to know whether a render will settle.
+and whether a hunt keeps the neighbours it reads) and the simulator's sources; written
+atomically. The folder keeps the states used last, up to KEEP_BYTES (`prune`). Only
+`load` and `save` import numpy: render.budget reads `path` to know whether a render will
+settle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -55,11 +58,15 @@ def load(scene: Scene) -> dict[str, np.ndarray] | None:
     is unreadable: then it is settled again and rewritten)."""
     import numpy as np
 
+    kept = path(scene)
     try:
-        with np.load(path(scene)) as data:
-            return {name: data[name] for name in FIELDS}
+        with np.load(kept) as data:
+            arrays = {name: data[name] for name in FIELDS}
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
         return None  # missing, or damaged (cut short, emptied, overwritten)
+    with contextlib.suppress(OSError):
+        os.utime(kept)  # used now: the last to go (`prune`)
+    return arrays
 
 
 def save(scene: Scene, arrays: dict[str, np.ndarray]) -> None:
@@ -77,9 +84,31 @@ def save(scene: Scene, arrays: dict[str, np.ndarray]) -> None:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
         os.replace(tmp, target)
+        prune(target.parent)
     except OSError:
         pass
     finally:
         # A full disk leaves no half-written state behind (sim/ does not import encode's
         # write_atomically: the simulator stays below the encoders).
         Path(tmp).unlink(missing_ok=True)
+
+
+# The settled states kept, at most: a cache, not an archive. A state is about 140 bytes a
+# bird (140 MB at 1,000,000 birds), and every scene, seed and flock size has its own.
+KEEP_BYTES = 2 * 2 ** 30
+
+
+def prune(folder: Path, keep_bytes: int = KEEP_BYTES) -> None:
+    """Remove from `folder` the settled states used longest ago (read or written: their
+    modification time) until the others fit in `keep_bytes`; the newest is always kept."""
+    states = []
+    for state in folder.glob("*.npz"):
+        with contextlib.suppress(OSError):  # another process pruned it meanwhile
+            stat = state.stat()
+            states.append((stat.st_mtime, stat.st_size, state))
+    states.sort(key=lambda entry: entry[0], reverse=True)
+    total = 0
+    for rank, (_, size, state) in enumerate(states):
+        total += size
+        if rank > 0 and total > keep_bytes:
+            state.unlink(missing_ok=True)
