@@ -167,6 +167,9 @@ def _result(future, scheduler: str):
                          f"written)") from None
 
 
+_SILENT = logging.CRITICAL + 1  # above every level Dask logs at
+
+
 @contextlib.contextmanager
 def connect(cluster: Cluster) -> Iterator:
     """A Dask client of `cluster`: a LocalCluster of its `workers` single-threaded
@@ -175,12 +178,13 @@ def connect(cluster: Cluster) -> Iterator:
     import dask
 
     # Dask logs its own account of a lost connection or a failed task, tracebacks and
-    # all; the render reports these itself, in one line.
+    # all (at CRITICAL, a worker's progress event sent after Ctrl-C closed the client);
+    # the render reports these itself, in one line.
     logs = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
             if name.split(".")[0] == "distributed"] + [logging.getLogger("distributed")]
     levels = [log.level for log in logs]
     for log in logs:
-        log.setLevel(logging.CRITICAL)
+        log.setLevel(_SILENT)
     try:
         # A task carries its states (up to TASK_BYTES) on purpose: no warning about it.
         with dask.config.set({"distributed.admin.large-graph-warning-threshold":
@@ -198,7 +202,7 @@ def _clients(scheduler: str, workers: int) -> Iterator:
         # ":0": any free port for the scheduler's HTTP server; two renders at once would
         # both want 8787. The preload leaves a terminal's Ctrl-C to this process.
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0", silence_logs=logging.CRITICAL,
+                          dashboard_address=":0", silence_logs=_SILENT,
                           preload=["render.local_worker"]) as cluster, \
                 Client(cluster) as client:
             yield client
