@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, malformed options
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        with _sigterm_interrupts():
+        with _interrupts():
             return run(args)
     except SceneError as exc:
         for line in exc.problems:
@@ -322,22 +322,26 @@ def _caused_by_interrupt(exc: BaseException | None) -> bool:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts():
+def _interrupts():
     """SIGTERM (`kill`, a render farm's scheduler) stops a render the way Ctrl-C does: the
     KeyboardInterrupt unwinds through the writers, which kill ffmpeg and remove their
-    temporaries, and the exit status is the same 130."""
+    temporaries, and the exit status is the same 130. Both are remembered, so one that
+    lands where Python drops the exception still stops the render (`progress.interrupt`);
+    the temporaries of files being written are removed whatever happened."""
+    from .encode.files import remove_temporaries
+    from .progress import forget_interrupt, interrupt
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers can only be set from the main thread
-        return
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    forget_interrupt()
+    # Signal handlers can only be set from the main thread.
+    main = threading.current_thread() is threading.main_thread()
+    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
+    previous = [signal.signal(signum, interrupt) for signum in signals]
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in zip(signals, previous):
+            signal.signal(signum, handler)
+        remove_temporaries()
 
 
 def tune_process() -> None:

@@ -1,14 +1,46 @@
 """Progress bars on stderr: redrawn ten times a second on a terminal, every 10 s in a log
-file (a farm, CI), where a bar redrawn ten times a second is noise."""
+file (a farm, CI), where a bar redrawn ten times a second is noise. Each step of a bar is
+also where an interrupt that was swallowed takes effect (`interrupt`)."""
 
 import sys
 
 from tqdm import tqdm
 
+_interrupted = False
+
+
+def interrupt(signum=None, frame=None) -> None:
+    """A signal handler: Ctrl-C or SIGTERM, raised as KeyboardInterrupt, and remembered.
+    Raised inside a callback from C (numba loading its cached kernels calls back into
+    Python), the exception is printed and dropped, and the render would go on: the next
+    step of any bar raises it again (`check_interrupted`)."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def forget_interrupt() -> None:
+    """A new run (the command line called again in one process) starts uninterrupted."""
+    global _interrupted
+    _interrupted = False
+
+
+def check_interrupted() -> None:
+    """KeyboardInterrupt if an interrupt arrived (see `interrupt`)."""
+    if _interrupted:
+        raise KeyboardInterrupt
+
+
+class _Bar(tqdm):
+    def update(self, n=1):
+        check_interrupted()
+        return super().update(n)
+
 
 def progress_bar(**options) -> tqdm:
-    """A tqdm bar on stderr at the interval stderr deserves (`options` as tqdm's)."""
-    return tqdm(mininterval=0.1 if sys.stderr.isatty() else 10.0, **options)
+    """A tqdm bar on stderr at the interval stderr deserves (`options` as tqdm's); each
+    step first checks for a swallowed interrupt (`check_interrupted`)."""
+    return _Bar(mininterval=0.1 if sys.stderr.isatty() else 10.0, **options)
 
 
 def note(message: str) -> None:

@@ -12,6 +12,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -706,3 +707,86 @@ def test_diagnostics_that_cannot_be_written_leave_the_old_file_and_no_temporary(
     assert len(err.strip().splitlines()) == 1 and "File too large" in err, err
     assert (out / name).read_text() == "the earlier file\n"
     assert leftovers(out) == []
+
+
+# Interrupts that land where Python drops them, or between two steps of a write
+
+
+def test_an_interrupt_python_dropped_still_stops_the_render(cli, small_scene, tmp_path,
+                                                             monkeypatch):
+    """numba loads its cached kernels through callbacks from C, where a KeyboardInterrupt
+    is printed and dropped: the render went on and replaced the file. The handler
+    remembers it, and the next step of any bar raises it again."""
+    from render import progress, states
+
+    real = states.simulation
+
+    def simulation(*args, **kwargs):
+        sim = real(*args, **kwargs)
+        try:  # as ctypes does with an exception raised in a callback
+            progress.interrupt()
+        except KeyboardInterrupt:
+            pass
+        return sim
+
+    monkeypatch.setattr(states, "simulation", simulation)
+    out = tmp_path / "a.mp4"
+    out.write_bytes(b"old")
+    r = cli(small_scene, "-o", out, "--frames", "5")
+    assert r.code == 130 and r.err.strip().endswith("boids-render: interrupted"), r.err
+    assert out.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == sorted(
+        [out, small_scene])
+    # The next run in the same process starts uninterrupted.
+    monkeypatch.undo()
+    assert cli(small_scene, "-o", out, "--frames", "2", "--quiet").code == 0
+
+
+def test_an_interrupt_just_after_a_temporary_is_made_leaves_nothing(cli, small_scene,
+                                                                     tmp_path, monkeypatch):
+    from render.encode import files
+
+    real = files.temp_beside
+
+    def temp_beside(path, suffix):
+        real(path, suffix)
+        raise KeyboardInterrupt  # made, and not yet in the hands of what removes it
+
+    monkeypatch.setattr(files, "temp_beside", temp_beside)
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "3", "--quiet")
+    assert r.code == 130
+    assert list((tmp_path / "seq").iterdir()) == []
+
+
+def test_an_interrupt_while_files_are_placed_together_waits_for_the_last(tmp_path,
+                                                                         monkeypatch):
+    import signal
+
+    from render.encode import files
+
+    staged = []
+    for name in ("a.mp4", "a.webm", "a.jpg"):
+        (tmp_path / name).write_text(f"old {name}")
+        tmp = files.temp_beside(tmp_path / name, ".x")
+        tmp.write_text(f"new {name}")
+        staged.append((tmp, tmp_path / name))
+    real = files.place
+    awake = threading.Event()
+    # A thread that does not block the signal: the kernel may hand it a process's Ctrl-C,
+    # and Python then runs the handler in the main thread at once.
+    other = threading.Thread(target=awake.wait, daemon=True)
+    other.start()
+
+    def place(tmp, path, **kwargs):
+        done = real(tmp, path, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after each rename
+        time.sleep(0.05)
+        return done
+
+    monkeypatch.setattr(files, "place", place)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            files.place_together(staged)
+    finally:
+        awake.set()
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
+        name: f"new {name}" for name in ("a.mp4", "a.webm", "a.jpg")}

@@ -11,18 +11,33 @@ from pathlib import Path
 from ..errors import EncodeError, UsageError
 
 
+# Every temporary this process has made, named before it is created: an interrupt that
+# lands between its creation and the code that would remove it cannot leave it behind
+# (`remove_temporaries`, as the command line ends).
+_MADE: set[Path] = set()
+
+
+def remove_temporaries() -> None:
+    """Remove what is left of this process's temporaries: by the time the command line
+    ends each has been renamed into place or removed, unless an interrupt came between."""
+    while _MADE:
+        _MADE.pop().unlink(missing_ok=True)
+
+
 def temp_beside(path: Path, suffix: str) -> Path:
     """An empty temporary file in `path`'s folder (so the final rename is atomic), with
     the permissions a new file gets there (0666 less the umask, as the finished output
     should have)."""
     while True:
         tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.partial{suffix}"
+        _MADE.add(tmp)
         try:
             # Created like any new file, so the kernel applies the umask: reading the
             # umask would mean changing it, for every thread of the process.
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except FileExistsError:
-            continue  # a name another temporary holds: draw again
+            _MADE.discard(tmp)  # a name another temporary holds: draw again
+            continue
         return tmp
 
 
@@ -32,6 +47,7 @@ def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:
     it first."""
     if overwrite:
         os.replace(tmp, path)
+        _MADE.discard(tmp)
         return True
     try:
         # Unlike a rename, a hard link never replaces an existing file: the check and the
@@ -45,6 +61,7 @@ def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+        _MADE.discard(tmp)
     return True
 
 
@@ -125,15 +142,17 @@ def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -
     fails, or with `overwrite` off finds its final name taken) none, the ones already
     placed removed again (the files they replaced put back) and every temporary removed.
     Ctrl-C and SIGTERM wait until the renames are done, so an interruption cannot split
-    them either."""
+    them either: their handlers (run by the main thread, whichever thread the signal
+    reached) only note them meanwhile, and the first is delivered again once the files
+    are placed or put back."""
     import signal
     import threading
 
-    block = threading.current_thread() is threading.main_thread() and hasattr(
-        signal, "pthread_sigmask")
-    signals = {signal.SIGINT, signal.SIGTERM}
-    if block:
-        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    signals = (signal.SIGINT, signal.SIGTERM) \
+        if threading.current_thread() is threading.main_thread() else ()
+    arrived: list[int] = []
+    previous = [signal.signal(signum, lambda signum, _: arrived.append(signum))
+                for signum in signals]
     placed: list[tuple[Path, Path | None]] = []  # each final name, its old file kept
     kept: list[Path] = []
     try:
@@ -157,5 +176,7 @@ def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -
             tmp.unlink(missing_ok=True)
         for old in kept:
             old.unlink(missing_ok=True)
-        if block:  # a signal that arrived meanwhile is delivered here
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        for signum, handler in zip(signals, previous):
+            signal.signal(signum, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
