@@ -761,14 +761,11 @@ def test_an_interrupt_while_files_are_placed_together_waits_for_the_last(tmp_pat
                                                                          monkeypatch):
     import signal
 
+    from test_web import staged_over_old
+
     from render.encode import files
 
-    staged = []
-    for name in ("a.mp4", "a.webm", "a.jpg"):
-        (tmp_path / name).write_text(f"old {name}")
-        tmp = files.temp_beside(tmp_path / name, ".x")
-        tmp.write_text(f"new {name}")
-        staged.append((tmp, tmp_path / name))
+    staged = staged_over_old(tmp_path, ("a.mp4", "a.webm", "a.jpg"))
     real = files.place
     awake = threading.Event()
     # A thread that does not block the signal: the kernel may hand it a process's Ctrl-C,

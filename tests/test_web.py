@@ -285,13 +285,19 @@ def test_a_rename_failing_midway_takes_back_the_files_already_placed(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
 
 
-def test_a_set_that_fails_midway_puts_back_the_files_it_replaced(tmp_path, monkeypatch):
+def staged_over_old(folder, names) -> list:
+    """(temporary, final) pairs: each final name holds "old NAME", its temporary "new NAME"."""
     staged = []
-    for name in ("a.mp4", "b.jpg", "c.html"):
-        (tmp_path / name).write_text(f"old {name}")
-        tmp = files.temp_beside(tmp_path / name, ".x")
+    for name in names:
+        (folder / name).write_text(f"old {name}")
+        tmp = files.temp_beside(folder / name, ".x")
         tmp.write_text(f"new {name}")
-        staged.append((tmp, tmp_path / name))
+        staged.append((tmp, folder / name))
+    return staged
+
+
+def test_a_set_that_fails_midway_puts_back_the_files_it_replaced(tmp_path, monkeypatch):
+    staged = staged_over_old(tmp_path, ("a.mp4", "b.jpg", "c.html"))
     third_place_fails(monkeypatch)
     with pytest.raises(OSError, match="No space"):
         files.place_together(staged)
