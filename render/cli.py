@@ -294,7 +294,11 @@ def _embedded_scene(path: str, overrides):
     from .scene.schema import unread_keys
 
     recorded = read_provenance(path)
-    raw = tomllib.loads(recorded.scene_toml)
+    try:
+        raw = tomllib.loads(recorded.scene_toml)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: its recorded scene is damaged (TOML syntax: {exc}); "
+                         f"render the still again from its scene file") from None
     # A record written before a scene left out the keys its dimension does not read holds
     # them at their values then: they were never read, so they are not refused now.
     three = raw.get("world", {}).get("dimensions") == 3

@@ -463,3 +463,18 @@ def test_unknown_quality_is_bad_input(cli):
     from conftest import SCENES
 
     assert cli(SCENES / "plate.toml", "--check", "--quality", "ultra").code == 2
+
+
+def test_a_huge_value_is_refused_in_one_short_line(cli, tmp_path):
+    """A value pasted by mistake is not echoed whole, and an integer past Python's
+    4,300-digit conversion limit is a mistake to report, not an internal error."""
+    scene = tmp_path / "s.toml"
+    for text in (f'[flock]\ncount = "{"a" * 200_000}"\n', f"[flock]\ncount = {'7' * 5000}\n"):
+        scene.write_text(text)
+        r = cli(scene, "--check")
+        assert r.code == 2 and len(r.err_lines) == 1 and len(r.err) < 300, r.err[:300]
+    scene.write_text("[flock]\ncount = 10\n")
+    for value in ("7" * 100_000, "7" * 4000, f'"{"b" * 100_000}"'):
+        r = cli(scene, "--set", f"flock.count={value}", "--check")
+        assert r.code == 2 and len(r.err_lines) == 1 and len(r.err) < 300, r.err[:300]
+        assert r.err.startswith("boids-render: --set flock.count: expected"), r.err[:300]

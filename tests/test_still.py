@@ -600,3 +600,35 @@ def test_check_of_from_checks_the_still_it_would_render(cli, still, tmp_path):
     assert clip.code == rendered.code == 2 and clip.err_lines == rendered.err_lines
     assert "a still is one file" in clip.err
     assert not (tmp_path / "again.png").exists() and not (tmp_path / "again.mp4").exists()
+
+
+def test_a_damaged_or_cut_still_is_refused_not_redrawn_wrong(cli, still, tmp_path):
+    """A copy cut short lost the record's last chunks (its time: it drew t = 0); a flipped
+    byte in the scene's text made an internal error. Both are one line, exit 2."""
+    data = still("1").read_bytes()
+    cut = tmp_path / "cut.png"
+    cut.write_bytes(data[:-100])
+    start = data.index(b"boids-render:scene") + 40
+    flipped = tmp_path / "flipped.png"
+    flipped.write_bytes(data[:start] + bytes([data[start] ^ 0x20]) + data[start + 1:])
+    for path, needle in ((cut, "cut short"), (flipped, "fails its checksum")):
+        for args in (("--info", path), ("--from", path, "-o", tmp_path / "x.png")):
+            r = cli(*args)
+            assert r.code == 2 and needle in r.err and len(r.err_lines) == 1, r.err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_a_jpeg_still_whose_record_is_damaged_is_refused(cli, small_scene, tmp_path):
+    # A JPEG's record has no checksum: what it holds is checked as it is read.
+    from render.encode.images import encode_jpeg
+    from render.encode.still import read_record
+
+    out = tmp_path / "s.jpg"
+    assert cli(small_scene, "--still", "1", "-o", out, "--size", "64x36").code == 0
+    pixels = np.zeros((36, 64, 4), np.uint8)
+    for key, bad, needle in (("boids-render:time", "x", "recorded time is damaged"),
+                             ("boids-render:scene", "[scene", "recorded scene is damaged")):
+        text = {**read_record(out)[1], key: bad}
+        (tmp_path / "bad.jpg").write_bytes(encode_jpeg(pixels, text=text))
+        r = cli("--from", tmp_path / "bad.jpg", "-o", tmp_path / "y.png")
+        assert r.code == 2 and needle in r.err and len(r.err_lines) == 1, r.err

@@ -71,9 +71,22 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
     if not data.startswith(_SIGNATURE):
         raise UsageError(f"{path}: not a PNG file")
     pos, dpi, text = len(_SIGNATURE), None, {}
-    while pos + 8 <= len(data):
+    while True:
+        if pos + 12 > len(data):
+            raise UsageError(f"{path}: the PNG is cut short (no IEND chunk): its record "
+                             f"cannot be trusted; render the still again")
         length, kind = struct.unpack(">I4s", data[pos:pos + 8])
         body = data[pos + 8:pos + 8 + length]
+        crc = data[pos + 8 + length:pos + 12 + length]
+        # The record's chunks are checked; the pixels (a poster's gigabytes) only for
+        # being whole, which the IEND after them says.
+        if len(crc) < 4 or kind != b"IDAT" and \
+                struct.unpack(">I", crc)[0] != zlib.crc32(kind + body):
+            raise UsageError(f"{path}: the PNG is damaged (a {kind.decode('latin-1')} chunk "
+                             f"fails its checksum) or cut short: its record cannot be "
+                             f"trusted; render the still again")
+        if kind == b"IEND":
+            break
         if kind == b"pHYs" and body[8:9] == b"\x01":
             dpi = dpi_of(struct.unpack(">I", body[:4])[0])
         elif kind == b"iTXt":
@@ -201,7 +214,12 @@ def read_provenance(path: str | Path) -> Provenance:
     with open(path, "rb") as f:
         head = f.read(25)  # a PNG's IHDR holds its bit depth at byte 24
     depth = head[24] if head.startswith(_SIGNATURE) and len(head) == 25 else 8
-    return Provenance(text[f"{_PREFIX}scene"], Fraction(text.get(f"{_PREFIX}time", "0")),
+    try:
+        time = Fraction(text.get(f"{_PREFIX}time", "0"))
+    except ValueError:
+        raise UsageError(f"{path}: its recorded time is damaged "
+                         f"({text[f'{_PREFIX}time'][:40]!r}): give it with --still T") from None
+    return Provenance(text[f"{_PREFIX}scene"], time,
                       dpi, {key: text.get(_PREFIX + key, "?") for key in RECORDED},
                       16 if depth == 16 else 8)
 

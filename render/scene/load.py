@@ -42,6 +42,9 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
     except UnicodeDecodeError as exc:
         raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
                           f"0x{exc.object[exc.start]:02x} at offset {exc.start}"]) from None
+    except ValueError:  # tomllib's int() of a literal past Python's 4,300 digits
+        raise SceneError([f"{path}: TOML syntax error: an integer of more than 4,300 "
+                          f"digits"]) from None
     except OSError as exc:
         raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
     return build_scene(raw, path, overrides)
@@ -63,7 +66,7 @@ def parse_override(text: str) -> tuple[str, str]:
 def _toml_value(raw: str):
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except ValueError:  # TOMLDecodeError, or an integer past Python's 4,300 digits
         return raw
 
 
@@ -275,13 +278,14 @@ def _check_relations(values, merged, path, sources, rejected, problems):
             and usable("flock.count", "flock.spacing"):
         key = "flock.spacing" if rank("flock.spacing") > rank("flock.count") else "flock.count"
         problems.append(f"{where(key)}: give count or spacing, not both "
-                        f"(got count {flock.count} and spacing {show(flock.spacing)})")
+                        f"(got count {show(flock.count)} and spacing {show(flock.spacing)})")
     elif usable("flock.count", "flock.spacing", "world.width", "world.height"):
         birds = bird_estimate(flock, world)
         if birds > MAX_BIRDS:
             if flock.count is not None:
+                got = f"{flock.count:,}" if birds < 1e15 else show(flock.count)
                 problems.append(f"{where('flock.count')}: expected at most {MAX_BIRDS:,} birds, "
-                                f"got {flock.count:,}")
+                                f"got {got}")
             else:
                 least = math.sqrt(world.width * world.height / MAX_BIRDS)
                 shown = f"{birds:,.0f}" if birds < 1e15 else f"{birds:.3g}"

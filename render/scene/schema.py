@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -82,7 +83,7 @@ class FlockSettings:
 def bird_estimate(flock: FlockSettings, world: WorldSettings) -> float:
     """Birds a flock asks for, as a float: a tiny spacing gives inf here, not an exception."""
     if flock.count is not None:
-        return float(flock.count)
+        return float(flock.count) if flock.count.bit_length() < 1000 else math.inf
     spacing = flock.spacing if flock.spacing is not None else 1.0
     return world.width * world.height / spacing / spacing  # spacing**2 could underflow to 0
 

@@ -19,15 +19,26 @@ def suggest(word: str, options) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+# A message shows this much of a value: a 10 MB string pasted by mistake is not echoed.
+SHOWN = 60
+
+
 def show(value) -> str:
-    """A raw value as a message shows it: TOML spelling for booleans, quotes for strings."""
+    """A raw value as a message shows it: TOML spelling for booleans, quotes for strings;
+    a long one cut to its first SHOWN characters, with its length."""
     if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, bool):
+        text = repr(value)
+    elif isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dict):
+    elif isinstance(value, dict):
         return "a table"
-    return str(value)
+    elif isinstance(value, int) and value.bit_length() > 10_000:  # str() refuses past 4,300 digits
+        return f"an integer of about {value.bit_length() * 0.30103:,.0f} digits"
+    else:
+        text = str(value)
+    if len(text) > SHOWN:
+        text = f"{text[:SHOWN]}… ({len(text):,} characters)"
+    return text
 
 
 def _number(value, meta, want_int: bool):
