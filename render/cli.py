@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:  # a file we read or write: permissions, a missing folder, …
-        where = f"{exc.filename}: " if exc.filename else ""
+        from .encode.files import final_name
+
+        # A rename names both files: the second is the output's own.
+        named = exc.filename2 or exc.filename
+        where = f"{final_name(named)}: " if named else ""
         print(f"boids-render: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     except Exception as exc:
@@ -389,4 +393,13 @@ def tune_process() -> None:
 def entry() -> None:
     """The console script: `main` on this process's argv, in a tuned process."""
     tune_process()
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # The work is done and its files placed (or not): a Ctrl-C or SIGTERM while the
+    # interpreter shuts down ends it at once with the status the work earned, rather
+    # than the 130 or 143 of a render it did not interrupt.
+    with contextlib.suppress(OSError):  # what was printed is out before any such exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: os._exit(code))
+    sys.exit(code)

@@ -787,3 +787,48 @@ def test_an_interrupt_while_files_are_placed_together_waits_for_the_last(tmp_pat
         awake.set()
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
         name: f"new {name}" for name in ("a.mp4", "a.webm", "a.jpg")}
+
+
+def test_a_signal_after_the_work_is_done_keeps_its_exit_status(small_scene):
+    """SIGTERM while the interpreter shuts down, the files already placed: the status is
+    the work's (0 here), not 143 for a render it did not stop."""
+    script = ("import os, signal, sys\n"
+              "from render import cli\n"
+              "done = sys.exit\n"
+              "def exit(code):\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    done(code)\n"
+              "sys.exit = exit\n"
+              f"sys.argv = ['boids-render', {str(small_scene)!r}, '--check']\n"
+              "cli.entry()\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "[flock]" in done.stdout  # printed before the signal: not lost
+
+
+def test_a_failed_rename_names_the_output_not_its_hidden_temporary(cli, small_scene,
+                                                                   tmp_path, monkeypatch):
+    """An immutable file at the output's name: the rename fails. The message named the
+    temporary (`.a.1f2e3d4c.partial.mp4`), and with a trajectory beside the clip blamed
+    the trajectory."""
+    from render.encode import files
+
+    def replace(src, dst):
+        raise PermissionError(1, "Operation not permitted", str(src), None, str(dst))
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    r = cli(small_scene, "-o", tmp_path / "a.mp4", "-o", tmp_path / "t.npz", "--frames", "3",
+            "--quiet")
+    assert r.code == 1, r.err
+    assert r.err == f"boids-render: {tmp_path / 'a.mp4'}: Operation not permitted\n", r.err
+    assert files.final_name(tmp_path / ".a.1f2e3d4c.partial.mp4") == str(tmp_path / "a.mp4")
+
+
+def test_an_encoder_that_says_nothing_is_named(cli, small_scene, tmp_path, monkeypatch):
+    from render.encode import video
+
+    monkeypatch.setattr(video, "ffmpeg_exe", lambda: "/bin/true")
+    r = cli(small_scene, "-o", tmp_path / "a.mp4", "--frames", "40", "--size", "320x180",
+            "--quiet")
+    assert r.code == 1 and "is /bin/true ffmpeg?" in r.err and len(r.err_lines) == 1, r.err

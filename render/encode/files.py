@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Callable
@@ -22,6 +23,17 @@ def remove_temporaries() -> None:
     ends each has been renamed into place or removed, unless an interrupt came between."""
     while _MADE:
         _MADE.pop().unlink(missing_ok=True)
+
+
+_PARTIAL = re.compile(r"\.(?P<stem>.+)\.[0-9a-f]{8}\.partial(?P<suffix>.*)")
+
+
+def final_name(path: str | Path) -> str:
+    """The output a temporary of `temp_beside` stands for (a message names what the user
+    asked for, not a hidden file they never saw); any other path as it is."""
+    path = Path(path)
+    made = _PARTIAL.fullmatch(path.name)
+    return str(path.with_name(made["stem"] + made["suffix"]) if made else path)
 
 
 def temp_beside(path: Path, suffix: str) -> Path:

@@ -114,22 +114,25 @@ class NpzWriter:
         index = self.first + self.written
         if state.index != index:
             raise ValueError(f"frame {state.index} given, frame {index} expected")
-        if not self.members:
-            self._lay_out(state)
-        n, d = state.positions.shape
-        bank = np.zeros(n) if state.bank is None else state.bank
-        rows = {"time": np.float64(state.time), "positions": state.positions,
-                "velocities": state.velocities, "bank": bank}
-        if self.hawk:
-            rows["hawk"] = np.full(d, np.nan) if state.hawk is None else state.hawk
-        if self.attack:
-            rows["attack"] = np.bool_(state.attack)
-        if self.landed:
-            rows["landed"] = np.zeros(n, bool) if state.landed is None else state.landed
-        for name, values in rows.items():
-            member = self.members[name]
-            self._append(member, np.ascontiguousarray(values, dtype=member.dtype),
-                         member.data + self.written * member.row)
+        try:  # a full disk shows here as an OSError
+            if not self.members:
+                self._lay_out(state)
+            n, d = state.positions.shape
+            bank = np.zeros(n) if state.bank is None else state.bank
+            rows = {"time": np.float64(state.time), "positions": state.positions,
+                    "velocities": state.velocities, "bank": bank}
+            if self.hawk:
+                rows["hawk"] = np.full(d, np.nan) if state.hawk is None else state.hawk
+            if self.attack:
+                rows["attack"] = np.bool_(state.attack)
+            if self.landed:
+                rows["landed"] = np.zeros(n, bool) if state.landed is None else state.landed
+            for name, values in rows.items():
+                member = self.members[name]
+                self._append(member, np.ascontiguousarray(values, dtype=member.dtype),
+                             member.data + self.written * member.row)
+        except OSError as err:
+            raise EncodeError(f"cannot write {self.path}: {err.strerror or err}") from None
         self.written += 1
 
     def _lay_out(self, state) -> None:
@@ -210,7 +213,8 @@ class NpzWriter:
         self.fh.write(_EOCD.pack(0x06054B50, 0, 0, count, count, len(directory),
                                  min(end, _FULL), 0))
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type, exc_value, tb) -> None:
+        exc = None  # this writer's own failure, not the one it is unwound by
         try:
             if exc_type is None:
                 self._finish()
@@ -223,5 +227,5 @@ class NpzWriter:
             with contextlib.suppress(OSError):
                 self.fh.close()
             self.tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):  # a full disk, while writing a frame or finishing
+        if exc is not None:  # a full disk while finishing
             raise EncodeError(f"cannot write {self.path}: {exc.strerror or exc}") from None

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
-from .files import place_finished, refuse_existing, temp_beside
+from .files import final_name, place_finished, refuse_existing, temp_beside
 from .pipe import grow_pipe, hand_over
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
@@ -256,6 +256,9 @@ def ffmpeg_account(log, code: int | None) -> str:
         lines.append(f"killed by {name} ({signal.strsignal(-code)})")
     elif code:
         lines.append(f"exit status {code}")
+    elif not lines:  # an "ffmpeg" that stops reading, saying nothing (IMAGEIO_FFMPEG_EXE)
+        lines.append(f"it said nothing and exited with status {code}: is {ffmpeg_exe()} "
+                     f"ffmpeg?")
     text = "; ".join(lines)
     return text if len(text) <= 400 else text[:400] + " …"
 
@@ -279,7 +282,7 @@ def count_frames(path: str | Path) -> int:
                           stderr=subprocess.PIPE)
     counts = _FRAME_COUNT.findall(proc.stderr)
     if proc.returncode != 0 or not counts:
-        raise EncodeError(f"cannot read back {path}: "
+        raise EncodeError(f"cannot read back {final_name(path)}: "
                           f"{ffmpeg_account(io.BytesIO(proc.stderr), proc.returncode)}")
     return int(counts[-1])
 
