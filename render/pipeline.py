@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -43,11 +44,23 @@ class Diagnostics:
     def wanted(self) -> bool:
         return self.stats is not None or self.plot is not None
 
-    def refuse(self, overwrite: bool) -> None:
+    def refuse(self, target: Target) -> None:
         """UsageError, before any work, for a file these cannot be written to: a suffix
-        that names no format they are written in, a folder's name, or (overwrite off) a
-        file that exists."""
+        that names no format they are written in, a folder's name, one of `target`'s
+        files (a clip, or a frame of a sequence), or (overwrite off) a file that exists."""
+        from .encode.images import frame_of, is_sequence
         from .plot import require
+
+        overwrite = target.overwrite
+        for path in (p for p in (self.stats, self.plot) if p is not None):
+            for output in target.paths:
+                k = frame_of(output, path) if is_sequence(output) else None
+                if k is not None and target.first <= k < target.end:
+                    raise UsageError(f"{path}: also frame {k} of {output}: give the "
+                                     f"diagnostics another name")
+                if os.path.normpath(os.path.abspath(output)) == \
+                        os.path.normpath(os.path.abspath(path)):
+                    raise UsageError(f"{path}: given twice as an output")
 
         if self.stats is not None:
             if Path(self.stats).suffix.lower() not in measures.SUFFIXES:
@@ -123,7 +136,7 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
         open_writer(target, scene)  # refuses what cannot be written; opens nothing
     if target.state_paths:
         open_state_writer(target, scene)  # refuses as open_writer does
-    diagnostics.refuse(target.overwrite)
+    diagnostics.refuse(target)
 
 
 def _meter(scene: Scene, target: Target, crossfade: int, quiet: bool) -> SeamMeter | None:

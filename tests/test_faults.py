@@ -832,3 +832,14 @@ def test_an_encoder_that_says_nothing_is_named(cli, small_scene, tmp_path, monke
     r = cli(small_scene, "-o", tmp_path / "a.mp4", "--frames", "40", "--size", "320x180",
             "--quiet")
     assert r.code == 1 and "is /bin/true ffmpeg?" in r.err and len(r.err_lines) == 1, r.err
+
+
+def test_a_plot_named_as_a_frame_of_the_sequence_is_refused(cli, small_scene, tmp_path):
+    """It overwrote frame 0 with the plot, and the render said nothing."""
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--plot", f"{tmp_path}/seq/frame_00000.png",
+            "--frames", "3")
+    assert r.code == 2 and "also frame 0 of" in r.err and len(r.err_lines) == 1, r.err
+    assert not (tmp_path / "seq").exists()
+    r = cli(small_scene, "-o", f"{tmp_path}/f_%02d.png", "--plot", f"{tmp_path}/f_7.png",
+            "--frames", "3", "--quiet")  # not a name of the pattern's: fine
+    assert r.code == 0, r.err

@@ -36,6 +36,16 @@ def sequence_pattern(output: str) -> str:
     return output if _PATTERN.search(output) else os.path.join(output, "frame_%05d.png")
 
 
+def frame_of(output: str, path: str | Path) -> int | None:
+    """The frame number whose file in the sequence `output` is `path`, else None."""
+    pattern = os.path.normpath(os.path.abspath(sequence_pattern(output)))
+    path = os.path.normpath(os.path.abspath(path))
+    found = re.fullmatch(_PATTERN.sub(r"(\\d+)", re.escape(pattern), 1), path)
+    if found is None or pattern % int(found[1]) != path:  # "f_12.png" is no frame of %03d
+        return None
+    return int(found[1])
+
+
 def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
               dpi: float | None = None, text: dict[str, str] | None = None) -> bool:
     """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3|4) uint16 RGB[A], a 16-bit still) as a PNG,
