@@ -35,7 +35,10 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
     """UsageError unless `output` names a still these options apply to, that can be
     written there (`refuse_existing`)."""
     suffix = Path(output).suffix.lower()
-    if suffix not in STILLS or str(output).endswith(("/", os.sep)) or Path(output).is_dir():
+    if Path(output).is_dir():
+        raise UsageError(f"{output}: is a folder; a still is one file: give its name, "
+                         f"e.g. {Path(output) / 'still.png'}")
+    if suffix not in STILLS or str(output).endswith(("/", os.sep)):
         raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
                          f"or SVG: expected a name ending in {', '.join(STILLS)}")
     if suffix in (".jpg", ".jpeg") and dpi is not None and \

@@ -843,3 +843,32 @@ def test_a_plot_named_as_a_frame_of_the_sequence_is_refused(cli, small_scene, tm
     r = cli(small_scene, "-o", f"{tmp_path}/f_%02d.png", "--plot", f"{tmp_path}/f_7.png",
             "--frames", "3", "--quiet")  # not a name of the pattern's: fine
     assert r.code == 0, r.err
+
+
+def test_a_still_named_as_a_folder_says_so(cli, small_scene, tmp_path):
+    (tmp_path / "d.png").mkdir()
+    r = cli(small_scene, "--still", "0", "-o", tmp_path / "d.png")
+    assert r.code == 2 and "d.png: is a folder" in r.err and len(r.err_lines) == 1, r.err
+
+
+def test_a_vector_still_on_a_full_disk_says_the_disk_is_full(cli, small_scene, tmp_path,
+                                                              monkeypatch):
+    import shutil
+
+    import cairo
+
+    from render.draw import vector
+
+    class WriteError(cairo.Error, OSError):  # pycairo's error for CAIRO_STATUS_WRITE_ERROR
+        pass
+
+    class Full:  # a surface whose stream cannot be written
+        def __init__(self, *args):
+            raise WriteError("error while writing to output stream")
+
+    monkeypatch.setitem(vector.SURFACES, ".svg", Full)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10, 10, 0))
+    r = cli(small_scene, "--still", "0", "-o", tmp_path / "s.svg")
+    assert r.code == 1 and r.err_lines == [
+        f"boids-render: cannot write {tmp_path / 's.svg'}: error while writing to output "
+        f"stream: the disk is full"], r.err

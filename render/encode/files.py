@@ -88,9 +88,20 @@ def write_atomically(path: Path, write: Callable[[Path], None], *,
         write(tmp)
         return place(tmp, path, overwrite=overwrite)
     except OSError as exc:
-        raise EncodeError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise EncodeError(f"cannot write {path}: {exc.strerror or _reason(exc, path)}") \
+            from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _reason(exc: OSError, path: Path) -> str:
+    """Why a write failed that gives no errno: cairo reports only "error while writing
+    to output stream", and a full disk is the likely cause."""
+    try:
+        full = shutil.disk_usage(path.parent).free < 1 << 20
+    except OSError:
+        full = False
+    return f"{exc}: the disk is full" if full else str(exc)
 
 
 def place_or_refuse(path: Path, write: Callable[[Path], None], *, overwrite: bool) -> None:

@@ -130,7 +130,10 @@ class PosterWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_beside(self.path, ".jpg")
         self.staged = [(tmp, self.path)]
-        tmp.write_bytes(data)
+        try:
+            tmp.write_bytes(data)
+        except OSError as exc:  # a full disk: a write names no file of its own
+            raise EncodeError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None or not self.staged:
@@ -178,7 +181,10 @@ class WebWriter(Together):
                                   (h264.name, codecs_of(clips[h264]))])
         tmp = temp_beside(page, ".html")
         self.own.append((tmp, page))  # placed with the others, or removed
-        tmp.write_text(text, encoding="utf-8")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise EncodeError(f"cannot write {page}: {exc.strerror or exc}") from None
         super()._commit()
 
 
