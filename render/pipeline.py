@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ class Diagnostics:
         """UsageError, before any work, for a file these cannot be written to: a suffix
         that names no format they are written in, a folder's name, one of `target`'s
         files (a clip, or a frame of a sequence), or (overwrite off) a file that exists."""
+        from .encode.files import resolved
         from .encode.images import frame_of, is_sequence
         from .plot import require
 
@@ -58,8 +58,7 @@ class Diagnostics:
                 if k is not None and target.first <= k < target.end:
                     raise UsageError(f"{path}: also frame {k} of {output}: give the "
                                      f"diagnostics another name")
-                if os.path.normpath(os.path.abspath(output)) == \
-                        os.path.normpath(os.path.abspath(path)):
+                if resolved(output) == resolved(path):
                     raise UsageError(f"{path}: given twice as an output")
 
         if self.stats is not None:

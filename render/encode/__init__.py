@@ -4,7 +4,6 @@ frames, `StateWriter` for the flock's states), and the output suffix → writer 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -57,11 +56,12 @@ class Target:
 
             check_web_output(self.paths)
         if len(self.paths) > 1:
+            from .files import resolved
             from .images import sequence_pattern
 
             seen: dict[str, str] = {}
             for path in self.paths:  # two names of one file (a/b.mp4, ./a/b.mp4)
-                same = os.path.normpath(os.path.abspath(sequence_pattern(path)))
+                same = resolved(sequence_pattern(path))
                 if same in seen:
                     also = "" if seen[same] == path else f" (as {seen[same]})"
                     raise UsageError(f"{path}: given twice as an output{also}")

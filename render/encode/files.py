@@ -28,6 +28,11 @@ def remove_temporaries() -> None:
 _PARTIAL = re.compile(r"\.(?P<stem>.+)\.[0-9a-f]{8}\.partial(?P<suffix>.*)")
 
 
+def resolved(path: str | Path) -> str:
+    """`path` absolute and normalised: two names of one file (a/b.mp4, ./a/b.mp4) alike."""
+    return os.path.normpath(os.path.abspath(path))
+
+
 def final_name(path: str | Path) -> str:
     """The output a temporary of `temp_beside` stands for (a message names what the user
     asked for, not a hidden file they never saw); any other path as it is."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..scene import Scene
-from .files import require_folder, write_atomically
+from .files import require_folder, resolved, write_atomically
 from .still import add_chunks, png16
 
 _PATTERN = re.compile(r"%0?(\d*)d")
@@ -38,8 +38,7 @@ def sequence_pattern(output: str) -> str:
 
 def frame_of(output: str, path: str | Path) -> int | None:
     """The frame number whose file in the sequence `output` is `path`, else None."""
-    pattern = os.path.normpath(os.path.abspath(sequence_pattern(output)))
-    path = os.path.normpath(os.path.abspath(path))
+    pattern, path = resolved(sequence_pattern(output)), resolved(path)
     found = re.fullmatch(_PATTERN.sub(r"(\\d+)", re.escape(pattern), 1), path)
     if found is None or pattern % int(found[1]) != path:  # "f_12.png" is no frame of %03d
         return None
@@ -48,10 +47,10 @@ def frame_of(output: str, path: str | Path) -> int | None:
 
 def write_png(pixels: np.ndarray, path: str | Path, *, overwrite: bool = True,
               dpi: float | None = None, text: dict[str, str] | None = None) -> bool:
-    """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3|4) uint16 RGB[A], a 16-bit still) as a PNG,
-    via a temporary file renamed into place, tagged sRGB, recording `text` (see
-    `still.add_chunks`) and, with `dpi`, its resolution (a print still). Returns False when `overwrite` is off and
-    `path` exists (nothing written)."""
+    """Write (h, w, 4) BGRA uint8 pixels (or (h, w, 3|4) uint16 RGB[A], a 16-bit still)
+    as a PNG, via a temporary file renamed into place, tagged sRGB, recording `text` (see
+    `still.add_chunks`) and, with `dpi`, its resolution (a print still). Returns False
+    when `overwrite` is off and `path` exists (nothing written)."""
     data = encode_png(pixels, dpi=dpi, text=text)
     return write_atomically(Path(path), lambda tmp: tmp.write_bytes(data),
                             overwrite=overwrite)

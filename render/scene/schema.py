@@ -18,8 +18,7 @@ from typing import Any
 from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_setting,
                      follow_setting, follow_time_setting, setting)
 from .schema3d import (HAWK_3D_KEYS, MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, AtmosphereSettings,
-                       BirdSettings,
-                       Camera3DSettings, FlightSettings, RoostSettings)
+                       BirdSettings, Camera3DSettings, FlightSettings, RoostSettings)
 
 
 @dataclass(frozen=True)

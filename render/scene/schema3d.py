@@ -1,4 +1,5 @@
-"""The sections only a 3D scene (`[world] dimensions = 3`) may have (docs/model.md, docs/optics.md)."""
+"""The sections only a 3D scene (`[world] dimensions = 3`) may have (docs/model.md,
+docs/optics.md)."""
 
 from __future__ import annotations
 
