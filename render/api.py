@@ -113,7 +113,8 @@ class State:
     float64, world units and units per second, d = 2 or 3; row i is always bird i.
     bank: (n,) float64 radians (0 in level flight: the 2D model). accent: (n,) bool, the
     accent birds. hawk: (d,) float64 where the hawk is, None while it is not out.
-    neighbours: (n,) int64, each bird's neighbours within the perception radius.
+    neighbours: (n,) int64, each bird's neighbours: those within the perception radius
+    (metric), or the k nearest it sees, fewer only within a max_range (topological).
     """
 
     index: int

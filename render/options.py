@@ -94,11 +94,13 @@ def parser() -> argparse.ArgumentParser:
                         "came from and what -o OUT (or --still, --contact-sheet) would "
                         "cost, and exit without rendering")
     p.add_argument("--resume", action="store_true",
-                   help="PNG sequences: keep the frames already complete (readable, right "
-                        "size, drawn from the same scene) and render only the rest")
+                   help="image sequences (PNG, OpenEXR, JPEG): keep the frames already complete "
+                        "(readable, right size, drawn from the same scene) and render only "
+                        "the rest")
     p.add_argument("--no-overwrite", action="store_false", dest="overwrite",
-                   help="never replace an existing file: refuse a clip that exists; skip "
-                        "PNG frames that exist (several machines can share one folder)")
+                   help="never replace an existing file: refuse a clip or still that exists; "
+                        "skip sequence frames that exist (several machines can share one "
+                        "folder)")
     still = p.add_argument_group("stills for print")
     still.add_argument("--still", metavar="TIME",
                        help="render one frame as a still (PNG, JPEG, OpenEXR, PDF or SVG): "
@@ -108,9 +110,10 @@ def parser() -> argparse.ArgumentParser:
     paper.add_argument("--paper", choices=sorted(PAPER_MM),
                        help="size the still for a paper format at --dpi, e.g. --paper A3")
     still.add_argument("--dpi", type=_positive_float, metavar="N",
-                       help="print resolution recorded in a PNG or JPEG still (and with "
-                            "--paper, its size); default 300 with --paper, else the --from "
-                            "still's own, else 72, e.g. --dpi 300")
+                       help="print resolution: recorded in a PNG or JPEG still, the page size "
+                            "of a PDF or SVG one, and with --paper its size in pixels; "
+                            "default 300 with --paper, else the --from still's own, else "
+                            "72, e.g. --dpi 300")
     still.add_argument("--landscape", action="store_true",
                        help="with --paper: the long side across, e.g. --paper A2 --landscape "
                             "(with --from: as the recorded still is turned, unless given)")
@@ -137,8 +140,9 @@ def parser() -> argparse.ArgumentParser:
                    help="loop: seconds of the morph (output.crossfade, 1 s by default), "
                         "e.g. --crossfade 1.5")
     p.add_argument("--transparent", action="store_const", const="true",
-                   help="no background, alpha for compositing (output.transparent): PNG, "
-                        ".webm or .mov, e.g. -o out/flock.mov --transparent")
+                   help="no background, alpha for compositing (output.transparent): .webm, "
+                        ".mov, .webp, .apng, PNG or OpenEXR sequences and stills, PDF and "
+                        "SVG stills, e.g. -o out/flock.mov --transparent")
     p.add_argument("--contact-sheet", metavar="FILE.png",
                    help="a grid of 12 thumbnails across the clip with their times, e.g. "
                         "--contact-sheet out/sheet.png")

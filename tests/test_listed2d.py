@@ -5,6 +5,7 @@ of tests/naive_neighbours.py) over 100 steps."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +14,10 @@ from naive import naive_integrate, naive_total_accel
 from naive_neighbours import k_nearest_visible, squared_distances, visible
 from reference_steps import reference_model
 from render.errors import SceneError
-from render.scene.load import build_scene
+from render.scene.load import build_scene, load_scene
 from render.sim.simulate import Simulation
+
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
 
 STEPS = 100
 
@@ -86,3 +89,41 @@ def test_listed_neighbours_need_an_open_world():
     with pytest.raises(SceneError, match="need an open world"):
         build_scene({"flock": {"count": 50}, "rules": {"neighbours": "topological"}},
                     "t.toml")
+
+
+@pytest.mark.parametrize("sets, message", [
+    # classic.toml wraps its world in the file: the setting just given is the one named.
+    ([("rules.blind_angle", "90")], "--set rules.blind_angle: a blind cone needs an open "
+     "world (world.boundary \"wrap\" here): expected 0, got 90.0"),
+    ([("rules.neighbours", "topological")], "--set rules.neighbours: topological "
+     "neighbours need an open world (world.boundary \"wrap\" here): expected \"metric\", "
+     "got \"topological\""),
+    ([("camera.follow", "centroid")], "--set camera.follow: a torus has no single centroid "
+     "to follow (world.boundary \"wrap\"): expected \"none\", got \"centroid\""),
+])
+def test_a_wrapped_world_blames_the_setting_given_last(sets, message):
+    with pytest.raises(SceneError) as caught:
+        load_scene(SCENES / "classic.toml", [(k, v, "--set") for k, v in sets])
+    assert caught.value.problems == [f"{message}"]
+
+
+@pytest.mark.parametrize("sets, message", [
+    ([("rules.neighbours", "topological"), ("rules.blind_angle", "90")],
+     "topological neighbours and a blind cone (90.0°) need an open world: expected "
+     "walls | none, got \"wrap\""),
+    ([("camera.follow", "centroid")], "a torus has no single centroid for camera.follow = "
+     "\"centroid\": expected walls | none, got \"wrap\""),
+])
+def test_a_world_wrapped_last_is_what_is_named(sets, message):
+    sets = [(k, v, "scene file") for k, v in sets] + [("world.boundary", "wrap", "--set")]
+    with pytest.raises(SceneError) as caught:
+        load_scene(SCENES / "plate.toml", sets)
+    assert caught.value.problems == [f"--set world.boundary: {message}"]
+
+
+def test_a_setting_no_one_gave_is_named_as_the_default():
+    with pytest.raises(SceneError) as caught:
+        build_scene({"flock": {"count": 5}, "rules": {"neighbours": "topological"},
+                     "world": {"boundary": "none"}}, "t.toml")
+    assert caught.value.problems == ["t.toml: rules.topological_count (the default): "
+                                     "expected k below the flock size (5 birds), got 7"]

@@ -146,7 +146,7 @@ def elevation_table(sky: Sky, eye_m: float) -> np.ndarray:
 
 def glow_table(sky: Sky) -> np.ndarray:
     """(GLOW_LUT,) the glow's share of sun_colour over cos(angle off the sun), −1 … 1:
-    exp((cos − 1)/(1 − cos radius)) ≈ exp(−θ²/2r²)."""
+    exp((cos − 1)/(1 − cos radius)) ≈ exp(−θ²/r²)."""
     if sky.glow <= 0:
         return np.zeros(GLOW_LUT)
     return np.exp((np.linspace(-1.0, 1.0, GLOW_LUT) - 1.0) / sky.glow)

@@ -174,10 +174,13 @@ def build_scene(raw: dict, path: str = "<scene>",
 def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
     """Message prefix naming where a setting came from: the file, or the flag that set it
     (for a whole section, the flag that set any of its keys)."""
-    label = sources.get(dotted, "scene file")
+    label = sources.get(dotted, "default")
     if "." not in dotted:
         label = next((flag for key, flag in sources.items()
-                      if key.startswith(f"{dotted}.") and flag not in _PRECEDENCE), label)
+                      if key.startswith(f"{dotted}.") and flag not in _PRECEDENCE),
+                     "scene file")
+    if label == "default":  # set nowhere: the scene's own value all the same
+        return f"{path}: {dotted} (the default)"
     return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
 
 
@@ -272,8 +275,14 @@ def _check_relations(values, merged, path, sources, rejected, problems):
     camera = values["camera"]
     if camera is not None and camera.follow == "centroid" and world.boundary == "wrap" \
             and usable("camera.follow", "world.boundary"):
-        problems.append(f"{where('camera.follow')}: a torus has no single centroid to "
-                        f"follow; expected follow = \"none\" or world.boundary walls | none")
+        if rank("world.boundary") > rank("camera.follow"):
+            problems.append(f"{where('world.boundary')}: a torus has no single centroid for "
+                            f"camera.follow = \"centroid\": expected walls | none, got "
+                            f"\"wrap\"")
+        else:
+            problems.append(f"{where('camera.follow')}: a torus has no single centroid to "
+                            f"follow (world.boundary \"wrap\"): expected \"none\", got "
+                            f"\"centroid\"")
     if flock.count is not None and flock.spacing is not None \
             and usable("flock.count", "flock.spacing"):
         key = "flock.spacing" if rank("flock.spacing") > rank("flock.count") else "flock.count"
@@ -292,6 +301,20 @@ def _check_relations(values, merged, path, sources, rejected, problems):
                 problems.append(f"{where('flock.spacing')}: expected a spacing ≥ {least:.4g} "
                                 f"(at most {MAX_BIRDS:,} birds in this world), got "
                                 f"{show(flock.spacing or 1.0)} ({shown} birds)")
+
+
+def _wrapped(key, listing, rules, where) -> str:
+    """The problem of a wrapped 2D world whose birds pick neighbours by rank or through a
+    blind cone (`listing`: those settings, with what they are), told at `key`."""
+    need = " and ".join(listing.values()) + (" need" if len(listing) > 1 else " needs")
+    if key == "world.boundary":
+        return f"{where(key)}: {need} an open world: expected walls | none, got \"wrap\""
+    wrapped = "world.boundary \"wrap\" here"
+    if key == "rules.neighbours":
+        return f"{where(key)}: topological neighbours need an open world ({wrapped}): " \
+               f"expected \"metric\", got \"topological\""
+    return f"{where(key)}: a blind cone needs an open world ({wrapped}): expected 0, " \
+           f"got {show(rules.blind_angle)}"
 
 
 def _check_dimensions(values, merged, where, usable, problems, rank):
@@ -325,12 +348,15 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")
-    listed = rules.neighbours == "topological" or rules.blind_angle > 0.0
-    if not three and listed and world.boundary == "wrap" and usable(
+    listing = {key: why for key, why in (
+        ("rules.neighbours", "topological neighbours"),
+        ("rules.blind_angle", f"a blind cone ({show(rules.blind_angle)}°)"))
+        if (rules.neighbours == "topological" if key == "rules.neighbours"
+            else rules.blind_angle > 0.0)}
+    if not three and listing and world.boundary == "wrap" and usable(
             "world.boundary", "rules.neighbours", "rules.blind_angle"):
-        problems.append(f"{where('rules.neighbours')}: topological neighbours and the blind "
-                        f"cone need an open world: expected world.boundary walls | none, "
-                        f"got \"wrap\"")
+        problems.append(_wrapped(max(["world.boundary", *listing], key=rank), listing,
+                                 rules, where))
     if rules.blind_angle >= 360.0 and usable("rules.blind_angle"):
         problems.append(f"{where('rules.blind_angle')}: expected an aperture below 360 "
                         f"degrees (a bird must see something), got {show(rules.blind_angle)}")

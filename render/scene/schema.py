@@ -51,8 +51,8 @@ class WorldSettings:
                                    "strength·(margin/d − 1), d the distance to the edge.",
                                    unit="world units/s²", lo=0)
     dimensions: int = setting(2, "2: the plane; 3: metres, z up, open sky (boundary "
-                              "\"none\") over the ground z = 0, drawn from above (x, y) "
-                              "inside width × height.", kind="int", lo=2, hi=3)
+                              "\"none\") over the ground z = 0, filmed through the [camera]; "
+                              "width × height places the default roost at its centre.", kind="int", lo=2, hi=3)
 
 
 @dataclass(frozen=True)
@@ -342,8 +342,9 @@ class OutputSettings:
                          kind="bool")
     crossfade: float = setting(1.0, "Loop: length of the morph at the clip's start.",
                                unit="s", lo=0, lo_open=True)
-    transparent: bool = setting(False, "No background: alpha for compositing (PNG, .webm, "
-                                ".mov).", kind="bool")
+    transparent: bool = setting(False, "No background: alpha for compositing (.webm, .mov, "
+                                ".webp, .apng, PNG and OpenEXR frames, PDF and SVG).",
+                                kind="bool")
     crf: int = setting(18, "x264 quality: 0 lossless, 18 visually lossless, 51 worst.",
                        kind="int", lo=0, hi=51)
 

@@ -107,8 +107,8 @@ def accel(p, x, y, z, f0, f1, f2):
     """A landing bird's steering (m/s², 3 floats) at (x, y, z) flying along the unit
     forward vector f: strength·(d − f), d the unit direction toward the roost that
     descends at the funnel's slope plus (z − funnel height)/FUNNEL_SCALE (within
-    [0, DESCENT_MOST]: level under the funnel): the bird turns down the funnel without
-    braking."""
+    [0, DESCENT_MOST]: level from FUNNEL_SCALE·slope under the funnel, 25 m at the
+    default slope): the bird turns down the funnel without braking."""
     dx, dy = p.x - x, p.y - y
     h = math.sqrt(dx * dx + dy * dy)
     height = p.slope * max(h - p.radius, 0.0)
