@@ -313,6 +313,7 @@ class _Destination:
     def __init__(self, scene: Scene, target: Target):
         self.output = output = target.paths[0]
         self.total = target.count
+        self.first = target.first
         self.fps = scene.output.fps
         self.overwrite = target.overwrite
         self.sequence = SequenceWriter(
@@ -352,7 +353,7 @@ class _Destination:
                 parts = [self.folder / f"{segment:05d}{self.kind}"
                          for segment in sorted(self.frames)]
                 join_clips(parts, self.output, fps=self.fps, frames=self.total,
-                           overwrite=self.overwrite)
+                           first=self.first, overwrite=self.overwrite)
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 

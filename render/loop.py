@@ -18,7 +18,7 @@ def crossfade_frames(scene: Scene, first: int) -> int:
         return 0
     if first:
         raise UsageError("--frames A:B: a loop is rendered whole (its first frames depend on "
-                         "its last)")
+                         "its last): expected --frames N or --duration S")
     if scene.dimensions == 3:
         refuse_moving_keys(scene)
     return max(1, round(out.crossfade * out.fps))  # shorter than the clip: the scene checks it
@@ -193,10 +193,14 @@ class SeamMeter:
         self.poses: list = []  # a 3D clip's camera, per frame
         self.followed: list = []  # and the point it follows (None: it does not)
         self._sky_of = None  # (the pose, its sky) of the last sky drawn
+        self.transparent = scene is not None and scene.output.transparent
 
     def add(self, pixels: np.ndarray) -> None:
-        """The next frame's (h, w, 4) uint8 BGRA pixels."""
+        """The next frame's (h, w, 4) uint8 BGRA pixels (premultiplied; a transparent
+        frame is measured as it composites over white: its birds are in its alpha)."""
         pixels = np.array(pixels, np.uint8, copy=True)  # the drawing may reuse its buffer
+        if self.transparent:
+            over_white(pixels)
         h, w = pixels.shape[:2]
         if self.first is None:
             self.first = pixels
@@ -205,7 +209,10 @@ class SeamMeter:
         self.last = pixels
         ink = np.empty((h, w), np.uint8)
         sums, over = np.empty(h, np.int64), np.empty(h, np.int64)
-        if self.three:
+        if self.three and self.transparent:
+            ink_rows(pixels, _WHITE, ink, sums, over)
+            self.coverage.append(float(sums.sum()) / (h * w) / 255)
+        elif self.three:
             # Sub-pixel birds over a sky gradient: the ink is the frame's difference from
             # its own sky (drawn alone through the frame's camera), and its amount is the
             # mean difference, not a count of pixels past a threshold few birds reach.
@@ -336,15 +343,17 @@ class SeamMeter:
                       f"{m['camera_move']:.3f} m a frame (median {m['camera_turn_median']:.3f}°, "
                       f"{m['camera_move_median']:.3f} m); ")
         held = {4: "all four measures hold", 5: "all five measures hold"}[len(passes)]
-        return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s): last→first {m['seam']:.2f}, "
-                f"consecutive frames median {m['median_step']:.2f} "
-                f"(×{m['seam'] / max(m['median_step'], 1e-9):.2f}), max {m['max_step']:.2f}; "
+        return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s): last→first "
+                f"{m['seam']:.3g} levels of 255 a pixel, consecutive frames median "
+                f"{m['median_step']:.3g} (×{m['seam'] / max(m['median_step'], 1e-9):.2f}), "
+                f"max {m['max_step']:.3g}; "
                 f"{coverage}; streak alignment during the morph {m['coherence_low']:.3f} to "
                 f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their "
                 f"largest step {m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
                 f"{m['max_speed']:.2f}{speed}, {m['fading']:.1%} of the birds jump "
                 f"(fade out and in); {camera}"
-                + (f"fails: {', '.join(failed)}" if failed else held))
+                + (f"fails: {', '.join(failed)}{_advice(failed, self.scene)}" if failed
+                   else held))
 
     def rows(self) -> list[dict]:
         """Per frame: the step to the next frame (the last: to the first), its ink coverage
@@ -352,6 +361,28 @@ class SeamMeter:
         steps = self.steps + [_mean_step(self.first, self.last)]
         return [{"loop_step": s, "loop_ink": c, "loop_coherence": h}
                 for s, c, h in zip(steps, self.coverage, self.coherence)]
+
+
+_WHITE = np.full((1, 1, 4), 255, np.uint8)
+
+
+def over_white(pixels: np.ndarray) -> None:
+    """Premultiplied (h, w, 4) uint8 BGRA composited over white, in place: each colour
+    c + 255 − alpha (at most 255, as c ≤ alpha), alpha 255."""
+    rest = 255 - pixels[:, :, 3:].astype(np.int16)
+    pixels[:, :, :3] = np.minimum(pixels[:, :, :3] + rest, 255)
+    pixels[:, :, 3] = 255
+
+
+def _advice(failed: list[str], scene: Scene | None) -> str:
+    """What may help the measures that `failed` (docs/loops.md measured each)."""
+    tips = []
+    if {"ink", "speed"} & set(failed):
+        tips.append("a longer --crossfade gives the birds more time to meet their partners")
+    camera = scene.camera if scene is not None else None
+    if "camera" in failed and camera is not None and camera.follow == "centroid":
+        tips.append("camera.follow = \"track\" closes without a pan")
+    return f" ({'; '.join(tips)})" if tips else ""
 
 
 def _mean_step(a: np.ndarray, b: np.ndarray) -> float:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import budget
 from .drawing import draw_range
-from .encode import StateWriter, Target, open_state_writer, open_writer
+from .encode import ANIMATED_SUFFIXES, StateWriter, Target, open_state_writer, open_writer
 from .encode.files import place_or_refuse, refuse_existing
 from .errors import UsageError
 from .executor import Cluster, Executor, Threads
@@ -80,6 +80,10 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     frame (see `Target`) is still simulated, not drawn."""
     refuse(scene, target, executor, diagnostics)
     crossfade = crossfade_frames(scene, target.first)
+    if not crossfade and not quiet:
+        for path in _played_in_a_loop(target):
+            note(f"{path} plays in a loop, and its last frame jumps back to its first: add "
+                 f"--loop for a seamless one (docs/loops.md)")
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
     seam = None
@@ -129,6 +133,7 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
         from .cluster import refuse as refuse_on_cluster
 
         refuse_on_cluster(target)
+    crossfade_frames(scene, target.first)  # a loop's range and camera
     for path in target.paths or (None,):
         budget.check(scene, path, first=target.first)  # before anything large is allocated
     if target.frame_paths:
@@ -136,6 +141,13 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
     if target.state_paths:
         open_state_writer(target, scene)  # refuses as open_writer does
     diagnostics.refuse(target)
+
+
+def _played_in_a_loop(target: Target) -> list[str]:
+    """The outputs a viewer plays over and over: GIF, WebP and APNG loop forever, and a
+    web page's video is `loop`."""
+    return [path for path in target.paths
+            if target.web or Path(path).suffix.lower() in ANIMATED_SUFFIXES]
 
 
 def _meter(scene: Scene, target: Target, crossfade: int, quiet: bool) -> SeamMeter | None:

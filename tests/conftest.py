@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import render.sim  # noqa: F401  # before numba is first imported: its cache folder and target
 
+import re  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import textwrap  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import imageio_ffmpeg  # noqa: E402
 import numba  # noqa: E402
 import pytest  # noqa: E402
 
@@ -112,6 +114,14 @@ def one_numba_thread():
     numba.set_num_threads(1)
     yield
     numba.set_num_threads(before)
+
+
+def timecode(path) -> str | None:
+    """The timecode ffmpeg reads in a clip's streams, if any."""
+    proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path)],
+                          capture_output=True, text=True)
+    found = re.search(r"timecode\s*:\s*(\S+)", proc.stderr)
+    return found.group(1) if found else None
 
 
 def default_sigint() -> None:

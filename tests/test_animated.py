@@ -56,6 +56,17 @@ def test_animations_keep_every_frame_for_its_exact_time(cli, small_scene, tmp_pa
     assert not list(tmp_path.glob(".*partial*"))
 
 
+def test_an_animation_that_is_not_a_loop_says_its_wrap_jumps(cli, small_scene, tmp_path):
+    out = tmp_path / "a.webp"
+    r = cli(small_scene, "-o", out, "--frames", "12", "--size", "160x90")
+    assert r.code == 0 and f"{out} plays in a loop" in r.err and "add --loop" in r.err, r.err
+    r = cli(small_scene, "-o", out, "--frames", "12", "--size", "160x90", "--loop",
+            "--crossfade", "0.1")
+    assert r.code == 0 and "plays in a loop" not in r.err, r.err
+    r = cli(small_scene, "-o", tmp_path / "a.mp4", "--frames", "12", "--size", "160x90")
+    assert r.code == 0 and "plays in a loop" not in r.err, r.err
+
+
 def test_a_24_fps_gif_alternates_four_and_five_hundredths(cli, small_scene, tmp_path):
     out = tmp_path / "a.gif"
     assert cli(small_scene, "-o", out, "--fps", "24", "--frames", "24", "--quiet").code == 0
@@ -73,6 +84,7 @@ def test_a_gif_faster_than_50_fps_keeps_the_frames_of_a_50_fps_clock(
     r = cli(small_scene, "-o", out, "--fps", fps, "--frames", frames, "--quiet")
     assert r.code == 0, r.err
     assert len(r.err_lines) == 1 and "50 fps" in r.err and f"{shown} of the {frames}" in r.err
+    assert "--fps 50 or 25 keeps every frame" in r.err
     _, durations, _, gif = read_back(out)
     assert durations == [20] * (shown - 1) + [last_cs * 10]
     total = Fraction(frames * 1000) / Fraction(fps)

@@ -8,6 +8,8 @@ import subprocess
 import imageio_ffmpeg
 import pytest
 
+from conftest import timecode
+
 FORMATS = {  # suffix: (codec, pixel format as ffmpeg reports it, colour tags)
     ".mp4": ("h264", "yuv420p", "bt709"),
     ".webm": ("vp9", "yuv420p", "bt709"),
@@ -268,3 +270,18 @@ def test_frames_reach_ffmpeg_through_an_enlarged_pipe(tmp_path):
             writer.write(index, np.full((36, 64, 4), 255, np.uint8))
     assert size == min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
     assert imageio_ffmpeg.count_frames_and_secs(str(tmp_path / "c.mp4"))[0] == 2
+
+
+@pytest.mark.parametrize("frames, fps, expected", [
+    ("3", "25", "00:00:00:00"), ("10:13", "25", "00:00:00:10"),
+    ("26:28", "24000/1001", "00:00:01:02")])  # 23.976 fps counts 24 frames a second
+def test_a_prores_clip_carries_its_first_frame_as_timecode(cli, small_scene, tmp_path,
+                                                           frames, fps, expected):
+    out = tmp_path / "part.mov"
+    r = cli(small_scene, "-o", out, "--size", "64x36", "--fps", fps, "--frames", frames,
+            "--quiet")
+    assert r.code == 0, r.err
+    assert timecode(out) == expected
+    mp4 = tmp_path / "part.mp4"
+    assert cli(small_scene, "-o", mp4, "--size", "64x36", "--frames", "3", "-q").code == 0
+    assert timecode(mp4) is None  # a web or player's clip: no track it has no use for

@@ -208,7 +208,9 @@ def test_pairs_too_far_apart_to_meet_are_not_pulled():
 
 def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/a/", "--loop", "--crossfade", "5").code == 2
-    assert cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20").code == 2
+    for check in ((), ("--check",)):  # --check refuses it as the render does
+        r = cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20", *check)
+        assert r.code == 2 and "expected --frames N or --duration S" in r.err, r.err
     assert cli(small_scene, "-o", f"{tmp_path}/c/", "--loop", "--motion-blur", "4").code == 2
 
 
@@ -242,9 +244,11 @@ def test_seam_meter_from_hand_worked_frames():
     assert meter.measures(wrap=False)["max_step"] == 63.75
     # Ink covers a quarter of the morph's one frame and of the median frame.
     assert (m["coverage_low"], m["coverage_high"]) == (0.0, 0.0)
-    assert meter.report().startswith("loop seam (starts at t₀ = 0.000 s): last→first 127.50, "
-                                     "consecutive frames median 63.75 (×2.00), max 127.50; "
-                                     "ink coverage during the morph +0% to +0% of the median")
+    assert meter.report().startswith("loop seam (starts at t₀ = 0.000 s): last→first 128 "
+                                     "levels of 255 a pixel, consecutive frames median 63.8 "
+                                     "(×2.00), max 128; ink coverage during the morph +0% to "
+                                     "+0% of the median")
+    assert meter.report().endswith("fails: steps")  # no advice: a longer morph is no cure
 
 
 def test_seam_meter_without_ink_reports_no_coverage():
@@ -255,7 +259,7 @@ def test_seam_meter_without_ink_reports_no_coverage():
     for _ in range(3):
         meter.add(_frame())
     assert np.isnan(meter.measures()["coverage_low"])
-    assert "max 0.00; no ink in the median frame" in meter.report()
+    assert "max 0; no ink in the median frame" in meter.report()
 
 
 def test_coherence_from_hand_worked_images():

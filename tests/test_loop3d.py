@@ -255,10 +255,12 @@ def test_camera_measure_from_hand_worked_poses():
 
 def test_a_keyframed_camera_that_does_not_close_is_refused(cli, tmp_path):
     path = "[[0,300,-131,1.7,300,169,50,30],[3,320,-131,1.7,300,169,50,30]]"
-    r = cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/a/", "--loop", "--frames",
-            "60", "--set", f"camera.path={path}", "--set", "flock.count=1000")
-    assert r.code == 2 and len(r.err_lines) == 1, r.err
-    assert r.err.startswith("boids-render: camera.path: a --loop's camera must end where"), r.err
+    for check in ((), ("--check",)):  # --check refuses it as the render does
+        r = cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/a/", "--loop", "--frames",
+                "60", "--set", f"camera.path={path}", "--set", "flock.count=1000", *check)
+        assert r.code == 2 and len(r.err_lines) == 1, r.err
+        assert r.err.startswith("boids-render: camera.path: a --loop's camera must end "
+                                "where"), r.err
 
 
 def test_a_keyframed_camera_that_closes_loops():
@@ -282,3 +284,39 @@ def test_hunts_and_landings_inside_the_window_are_refused_naming_the_setting():
         calm_starts(scene, [50, 60], 60, attacks)
     with pytest.raises(UsageError, match=r"^roost\.landing_at = 4 s: a --loop"):
         calm_starts(scene, [70, 80], 60, attacks)
+
+
+def test_a_transparent_loop_is_measured_as_it_composites_over_white():
+    """A transparent frame has no sky to tell its birds from: its birds are its alpha. A
+    clear frame, one with a black 20x20 bird, one with the bird at half alpha: the ink and
+    the steps are those of the frames over white (measured against the sky, every frame
+    read alike and every step 0)."""
+    from render.loop import SeamMeter
+
+    scene = film("output.transparent=true")
+    h, w = scene.output.size[1], scene.output.size[0]
+    clear = np.zeros((h, w, 4), np.uint8)
+    bird, faint = clear.copy(), clear.copy()
+    bird[10:30, 10:30, 3] = 255
+    faint[10:30, 10:30, 3] = 128  # premultiplied black: colour 0 at any alpha
+    meter = SeamMeter(scene, crossfade=1)
+    for frame in (clear, bird, faint):
+        meter.add(frame)
+    area = 400 / (h * w)
+    assert meter.coverage == pytest.approx([0.0, area, area * 128 / 255])
+    assert meter.steps == pytest.approx([area * 255, area * 127])
+    assert clear.sum() == 0  # the frames given are left as they are
+
+
+def test_a_failing_measure_comes_with_what_may_help(meters):
+    from render.loop import _advice
+
+    follow, loop = film(), film(*LOOP, "camera.follow=track")
+    assert _advice(["camera"], follow) == " (camera.follow = \"track\" closes without a pan)"
+    assert _advice(["camera"], loop) == ""  # a tracking camera already
+    assert "a longer --crossfade" in _advice(["ink", "speed"], follow)
+    assert _advice(["steps", "alignment"], follow) == ""
+    meter, _, _ = meters["loop"]
+    failed = [k for k, ok in meter.passes().items() if not ok]
+    assert meter.report().endswith(f"fails: {', '.join(failed)}{_advice(failed, follow)}"
+                                   if failed else "hold")

@@ -1,6 +1,7 @@
 """Progress bars: redrawn often on a terminal, rarely in a log file."""
 
 import io
+import time
 
 import numpy as np
 
@@ -32,9 +33,12 @@ def test_settling_into_a_log_draws_its_bar_once(capsys):
         Simulation3D(scene, progress=shown, cache=False)
 
     settled(2, shown=False)  # a first run compiles: its first step alone may take 10 s
+    started = time.monotonic()
     settled(1500, shown=True)
+    took = time.monotonic() - started
     err = capsys.readouterr().err
-    assert err.count("settling:") == 1, err
+    # Once, and again every 10 s on a machine slow enough to take that long (under load).
+    assert 1 <= err.count("settling:") <= 1 + took // 10, err
 
 
 def test_a_still_late_in_a_clip_shows_the_flight_to_it_unless_quiet(cli, small_scene,

@@ -61,6 +61,17 @@ def test_a_contradiction_is_one_line_at_the_setting_given_last(hawk, override, l
     assert err.value.problems == [line]
 
 
+def test_a_hunt_turned_on_last_names_the_hawk_speed_it_lacks():
+    """flock3d.toml has no [hawk]: `--set hawk.mode=hunt` leaves the hawk at the 2D
+    chord's 3 m/s, and the message says what to set, not the file's cruise speed."""
+    with pytest.raises(SceneError) as err:
+        build_scene(BASE, "s.toml", [("hawk.mode", "hunt", "--set")])
+    assert err.value.problems == [
+        "--set hawk.mode: a hunting hawk must outfly the flock to catch it: expected "
+        "hawk.speed above flight.cruise_speed (10.0 m/s), got 3.0 m/s (the default); set "
+        "hawk.speed too (the film's hawk flies 20 m/s)"]
+
+
 def test_2d_forces_are_refused_in_3d():
     assert "[containment] is 2D-only" in problems(with_("containment"))
 

@@ -85,7 +85,8 @@ class AnimatedWriter(VideoWriter):
         if self.rate != self.fps:
             note(f"{self.path}: {float(self.fps):g} fps is faster than a GIF plays (browsers "
                  f"show delays under 2 cs as 10 cs), so it shows {self.expected} of the "
-                 f"{self.clip_frames} frames, at {GIF_MAX_FPS} fps")
+                 f"{self.clip_frames} frames, at {GIF_MAX_FPS} fps, some held longer "
+                 f"than others: --fps 50 or 25 keeps every frame, evenly")
         return super().__enter__()
 
     def wants(self, index: int) -> bool:

@@ -85,6 +85,19 @@ def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[s
     raise ValueError(suffix)
 
 
+def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
+    """A ProRes clip's timecode track: its first frame's number as non-drop timecode, so
+    an edit places a range (`--frames 240:480`) where it belongs. Whole frames at the
+    nominal rate, ffmpeg's rounding of `fps` (24000/1001 counts 24)."""
+    if muxer != "mov":
+        return []
+    nominal = max(1, (fps.numerator + fps.denominator // 2) // fps.denominator)
+    seconds, frame = divmod(first, nominal)
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return ["-timecode", f"{hours:02d}:{minutes:02d}:{seconds:02d}:{frame:02d}"]
+
+
 def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
                transparent: bool = False) -> None:
     """What a suffix cannot take, as bad input before any work is done."""
@@ -178,7 +191,8 @@ class VideoWriter:
 
     def _output_args(self) -> tuple[list[str], str]:
         """ffmpeg's output options and muxer for this clip."""
-        return codec_args(self.path.suffix.lower(), self.crf, self.transparent)
+        args, muxer = codec_args(self.path.suffix.lower(), self.crf, self.transparent)
+        return args + timecode_args(muxer, self.first, self.fps), muxer
 
     def _next(self) -> int:
         """The index of the frame to write next."""
@@ -288,10 +302,11 @@ def count_frames(path: str | Path) -> int:
 
 
 def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: int,
-               overwrite: bool = True) -> None:
+               first: int = 0, overwrite: bool = True) -> None:
     """Concatenate clips encoded with identical settings (the segments of one render, in
     order) into `path` without re-encoding, through ffmpeg's concat demuxer; written beside
-    `path` and renamed into place once the frame count read back is `frames`.
+    `path` and renamed into place once the frame count read back is `frames`. `first`:
+    the index of the first frame (a ProRes clip's timecode, `timecode_args`).
 
     Segments in the output's own container join with the timestamps of one whole encode,
     B-frames included: MP4 and MOV keep a timescale that holds the frame rate exactly
@@ -315,6 +330,7 @@ def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: in
                                    f"({fps.numerator}*TB))", *_WEBM_SAME_BYTES]
             else:
                 extra = ["-movflags", "+faststart"] if muxer in ("mp4", "mov") else []
+                extra += timecode_args(muxer, first, fps)
             cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                    "-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy",
                    *extra, "-f", muxer, str(tmp)]

@@ -43,8 +43,14 @@ def _check_hunter(values, where, usable, problems, rank) -> None:
     hawk, flight, flock = values["hawk"], values["flight"], values["flock"]
     flock_speed, name = (flight.cruise_speed, "flight.cruise_speed") if flight is not None \
         else (flock.max_speed, "flock.max_speed")
-    if hawk.speed <= flock_speed and usable("hawk.speed", name):
-        if rank(name) > rank("hawk.speed"):  # the flock's speed is what was just changed
+    if hawk.speed <= flock_speed and usable("hawk.speed", name, "hawk.mode"):
+        if rank("hawk.mode") > max(rank(name), rank("hawk.speed")):  # the hunt just began
+            given = " (the default)" if rank("hawk.speed") == 0 else ""
+            problems.append(f"{where('hawk.mode')}: a hunting hawk must outfly the flock to "
+                            f"catch it: expected hawk.speed above {name} "
+                            f"({show(flock_speed)} m/s), got {show(hawk.speed)} m/s{given}; "
+                            f"set hawk.speed too (the film's hawk flies 20 m/s)")
+        elif rank(name) > rank("hawk.speed"):  # the flock's speed is what was just changed
             problems.append(f"{where(name)}: a hunting hawk must outfly the flock to catch "
                             f"it: expected less than hawk.speed ({show(hawk.speed)} m/s), "
                             f"got {show(flock_speed)}")
