@@ -209,7 +209,8 @@ def test_pairs_too_far_apart_to_meet_are_not_pulled():
 def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/a/", "--loop", "--crossfade", "5").code == 2
     for check in ((), ("--check",)):  # --check refuses it as the render does
-        r = cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--frames", "5:20", *check)
+        r = cli(small_scene, "-o", f"{tmp_path}/b/", "--loop", "--crossfade", "0.1",
+                "--frames", "5:20", *check)
         assert r.code == 2 and "expected --frames N or --duration S" in r.err, r.err
     assert cli(small_scene, "-o", f"{tmp_path}/c/", "--loop", "--motion-blur", "4").code == 2
 
