@@ -66,6 +66,22 @@ EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
 # a segment's result by them.
 FILE_BYTES_PER_PX = {".mov": 0.6, ".png": 0.2, ".mp4": 0.1, ".webm": 0.1, ".exr": 0.5,
                      ".jpg": 0.2, ".jpeg": 0.2, ".gif": 0.3, ".webp": 0.25, ".apng": 0.6}
+# 3D frames: a dithered sky in every PNG (0.34 measured at 1080p), and sub-pixel birds over
+# a smooth sky, which H.264 and VP9 hold in far less than the plate's streaks (the film's
+# 100 s at 720p: 0.0034).
+FILE_BYTES_PER_PX_3D = {**FILE_BYTES_PER_PX, ".png": 0.4, ".mp4": 0.01, ".webm": 0.01}
+# What an inter-frame codec makes of a clip turns on what moves in it: its estimate is a
+# guide, not a bound, and refusing a clip by it turned away clips 4-50x smaller than it.
+# These outputs' sizes follow from their frames (lossless, intra-only or exact).
+DISK_CHECKED = (".mov", ".png", ".exr", ".jpg", ".jpeg", ".apng")
+# A GIF's palette is the whole clip's: ffmpeg holds every frame until the last is read
+# (3.2 bytes a pixel a frame, measured at 1080p).
+GIF_BYTES_PER_PX_FRAME = 3.5
+# --quality web's second encoder, SVT-AV1 at preset 6 (10-bit, beside x264 at veryslow):
+# about 0.7 GB more at 720p, 3.5 GB at 4K; and their time, 1.0-1.5e-7 s a pixel a frame.
+WEB_BYTES = 300e6
+WEB_BYTES_PER_PX = 450
+WEB_S_PER_PX = 1.5e-7
 # Longer than this is a typo (a dt or a duration in the wrong unit), not a render anyone
 # waits for; split real work into shorter runs into a shared PNG folder (--no-overwrite).
 MAX_SECONDS = 30 * 24 * 3600
@@ -109,9 +125,12 @@ class Estimate:
     tile: int | None = None  # a still drawn in tiles of this many px a side
     disk: float = 0.0  # bytes written (0: not estimated)
     settled: bool = False  # the settling left out: its state is on disk already
+    disk_checked: bool = True  # `disk` follows from the frames: refused past the free space
+    frames_held: bool = False  # the encoder holds every frame (a GIF's palette)
 
     def __str__(self) -> str:
-        disk = f", {_bytes(self.disk)} on disk" if self.disk else ""
+        disk = "" if not self.disk else f", {_bytes(self.disk)} on disk" \
+            if self.disk_checked else f", of the order of {_bytes(self.disk)} on disk"
         kept = " (the settled flock read from its cache)" if self.settled else ""
         return f"about {_bytes(self.bytes)} of memory{disk} and " \
                f"{_duration(self.seconds)}{kept}"
@@ -156,10 +175,11 @@ def sampled_frames(scene: Scene, first: int = 0) -> int:
 
 
 def estimate(scene: Scene, output: str | None, first: int = 0, *,
-             stats: bool = False) -> Estimate:
+             stats: bool = False, web: bool = False) -> Estimate:
     """Cost of rendering frames first .. the last of `scene` to `output` (None: simulate
     only, as for --stats): the flock is simulated from the start, only those frames are
-    drawn and written; `stats`: each frame's diagnostics measured too (--stats, --plot)."""
+    drawn and written; `stats`: each frame's diagnostics measured too (--stats, --plot);
+    `web`: `output` names a web page's files (--quality web: two encoders)."""
     birds = scene.count
     # Steps: the settling, then up to the last frame's time (float: may be astronomical).
     flown = float(scene.frame_count / scene.output.fps) / scene.scene.dt + 1
@@ -175,7 +195,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
         seconds += frames * birds * STATS_S_PER_BIRD
         if scene.dimensions == 3:
             seconds += sampled_frames(scene, first) * birds * STATS3_S_PER_BIRD
-    pixels = disk = 0
+    pixels = disk = held = 0  # held: what an encoder keeps whatever the frame size
     if output is not None and is_state_output(output):
         return replace(trajectory_estimate(scene, output, seconds, frames), settled=kept)
     if output is not None:
@@ -189,10 +209,20 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
             (EXR_BYTES_PER_PX if exr else 0)
         seconds += frames * (birds * draw_seconds(scene)
                              + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX)
-                             + pixels * (EXR_S_PER_PX if exr else 0))
-        disk = frames * pixels * FILE_BYTES_PER_PX.get(suffix, 0)
-    return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
-                    pixels, per_pixel, per_bird, disk=disk, settled=kept)
+                             + pixels * (EXR_S_PER_PX if exr else 0)
+                             + pixels * (WEB_S_PER_PX if web else 0))
+        sizes = FILE_BYTES_PER_PX_3D if scene.dimensions == 3 else FILE_BYTES_PER_PX
+        disk = frames * pixels * sizes.get(suffix, 0)
+        if suffix == ".gif":
+            per_pixel += frames * GIF_BYTES_PER_PX_FRAME
+        if web:
+            per_pixel += WEB_BYTES_PER_PX
+            held = WEB_BYTES
+    return Estimate(BASE_BYTES + held + birds * per_bird + pixels * per_pixel, seconds,
+                    birds, pixels, per_pixel, per_bird, disk=disk, settled=kept,
+                    frames_held=output is not None and _suffix(output) == ".gif",
+                    disk_checked=output is not None and (
+                        is_state_output(output) or _suffix(output) in DISK_CHECKED))
 
 
 def sheet_estimate(scene: Scene, thumbs: int, thumb_pixels: int,
@@ -345,7 +375,7 @@ def require_size(scene: Scene, where: str, limit: float, what: str, instead: str
 
 
 def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
-          first: int = 0) -> Estimate:
+          first: int = 0, web: bool = False) -> Estimate:
     """`cost` (by default the estimate of rendering frames first .. the last of `scene` to
     `output`, a clip or PNG sequence, whose frames must also be small enough for cairo), or
     UsageError (exit 2) saying what would fit when it does not."""
@@ -355,7 +385,7 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
                          "drawn in tiles", even=True)
-        cost = estimate(scene, output, first)
+        cost = estimate(scene, output, first, web=web)
     where = output or scene.path
     memory = available_memory()
     if memory is not None and cost.bytes > memory:
@@ -366,23 +396,60 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                          f"the limit is {_duration(MAX_SECONDS)}): use fewer frames "
                          f"(--frames, --duration), fewer birds, a larger scene.dt or fewer "
                          f"scene.settle_steps")
-    if cost.disk:
-        require_disk(where, cost.disk)
+    if cost.disk and cost.disk_checked:
+        require_disk(where, cost.disk, trajectories=is_state_output(where))
     return cost
 
 
-def require_disk(output: str, size: float) -> None:
+def check_together(scene: Scene, outputs: list[str], costs: list[Estimate]) -> None:
+    """UsageError when outputs each of which fits (`check`) do not fit together: written
+    at once by one render, their encoders' memory adds up over one simulation, and their
+    files over the free space of each file system they share."""
+    shared = BASE_BYTES + scene.count * simulation_costs(scene)[0]
+    memory = available_memory()
+    total = shared + sum(cost.bytes - shared for cost in costs)
+    names = ", ".join(outputs)
+    if memory is not None and total > memory:
+        raise UsageError(f"{names}: need about {_bytes(total)} of memory together, but only "
+                         f"{_bytes(memory)} is available: render them one at a time")
+    by_disk: dict[int, list[tuple[str, float]]] = {}
+    for output, cost in zip(outputs, costs):
+        if cost.disk and cost.disk_checked:
+            by_disk.setdefault(_device(Path(output).parent), []).append((output, cost.disk))
+    for files in by_disk.values():
+        free = available_disk(Path(files[0][0]).parent)
+        size = sum(disk for _, disk in files)
+        if len(files) > 1 and free is not None and size > free:
+            raise UsageError(f"{', '.join(o for o, _ in files)}: need about {_bytes(size)} "
+                             f"on disk together, but only {_bytes(free)} is free there: "
+                             f"write them to different disks, or one at a time")
+
+
+def _device(folder: Path) -> int:
+    """The file system `folder` is (or will be) on: that of its nearest existing ancestor."""
+    folder = folder.absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return folder.stat().st_dev
+    except OSError:
+        return -1
+
+
+def require_disk(output: str, size: float, *, trajectories: bool = True) -> None:
     """UsageError when an output of `size` bytes cannot be written: a .usda past
-    USDA_MAX_BYTES, or more than the free space where it goes."""
+    USDA_MAX_BYTES, or more than the free space where it goes (`trajectories`: the
+    output's size follows the birds, else the frames' size)."""
     if Path(output).suffix.lower() == ".usda" and size > USDA_MAX_BYTES:
         raise UsageError(f"{output}: would be about {_bytes(size)} of text (.usda is "
                          f"refused above {_bytes(USDA_MAX_BYTES)}): write binary USD, "
                          f"{Path(output).with_suffix('.usdc')}, or fewer frames or birds")
     free = available_disk(Path(output).parent)
     if free is not None and size > free:
+        fewer = "fewer birds" if trajectories else "a smaller frame (--size)"
         raise UsageError(f"{output}: needs about {_bytes(size)} on disk, but only "
                          f"{_bytes(free)} is free there: use fewer frames (--frames, "
-                         f"--duration) or fewer birds, or write it elsewhere")
+                         f"--duration) or {fewer}, or write it elsewhere")
 
 
 def available_disk(folder: Path) -> float | None:
@@ -415,6 +482,8 @@ def _what_fits(scene: Scene, cost: Estimate, memory: float) -> str:
     birds = int((spare - cost.pixels * cost.per_pixel) / cost.per_bird)
     if birds >= 1:
         ideas.append(f"up to {birds:,} birds (flock.count, or a larger flock.spacing)")
+    if cost.frames_held:
+        ideas.append("fewer frames (a GIF's encoder holds every frame)")
     return "it would fit with " + " or ".join(ideas) if ideas else \
         "use a smaller frame and fewer birds"
 

@@ -267,7 +267,9 @@ def _check(args: argparse.Namespace, scene, first: int, options: dict) -> int:
     stats = args.stats is not None or args.plot is not None
     for output in args.outputs or [None]:
         scope = f"to {output}" if output else "(simulation only; -o adds drawing)"
-        print(f"# estimate {scope}: {budget.estimate(scene, output, first, stats=stats)}")
+        cost = budget.estimate(scene, output, first, stats=stats,
+                               web=args.quality == "web")
+        print(f"# estimate {scope}: {cost}")
     if args.output is None and not stats:
         budget.check(scene, None, first=first)
         return 0

@@ -134,8 +134,11 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
 
         refuse_on_cluster(target)
     crossfade_frames(scene, target.first)  # a loop's range and camera
-    for path in target.paths or (None,):
-        budget.check(scene, path, first=target.first)  # before anything large is allocated
+    # Before anything large is allocated: each output, then all of them at once.
+    costs = [budget.check(scene, path, first=target.first, web=target.web)
+             for path in target.paths or (None,)]
+    if len(costs) > 1:
+        budget.check_together(scene, list(target.paths), costs)
     if target.frame_paths:
         open_writer(target, scene)  # refuses what cannot be written; opens nothing
     if target.state_paths:

@@ -1,0 +1,76 @@
+"""What the budget check refuses and what it lets through: the disk only where an output's
+size follows from its frames, outputs written together added up, a GIF's encoder holding
+every frame, the web preset's second encoder."""
+
+from __future__ import annotations
+
+import pytest
+
+from render import budget
+from render.scene import load_scene
+
+
+def test_a_clip_is_not_refused_by_a_guess_at_its_size(cli, small_scene, tmp_path,
+                                                      monkeypatch):
+    # 30 frames at 1080p: H.264's guess 6.2 MB, a PNG sequence's 12.4 MB; 1 MB is free.
+    monkeypatch.setattr(budget, "available_disk", lambda folder: 1e6)
+    r = cli(small_scene, "-o", tmp_path / "a.mp4", "--size", "320x180", "-q")
+    assert r.code == 0, r.err
+    assert (tmp_path / "a.mp4").stat().st_size < 1e6  # the guess was far above it
+    r = cli(small_scene, "-o", f"{tmp_path}/frames/", "--size", "1920x1080", "-q")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert "on disk, but only 1 MB is free there" in r.err
+    assert "fewer frames (--frames, --duration) or a smaller frame (--size)" in r.err
+    r = cli(small_scene, "--check", "-o", tmp_path / "b.mp4", "--size", "1920x1080")
+    assert r.code == 0 and "of the order of 6.22 MB on disk" in r.out, r.out
+
+
+def test_outputs_written_together_are_refused_when_only_each_fits(cli, small_scene, tmp_path,
+                                                                   monkeypatch):
+    one = budget.estimate(load_scene(small_scene), "a.npz").disk
+    monkeypatch.setattr(budget, "available_disk", lambda folder: 1.5 * one)
+    r = cli(small_scene, "-o", tmp_path / "a.npz", "-o", tmp_path / "b.npz", "-q")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert f"{tmp_path / 'a.npz'}, {tmp_path / 'b.npz'}: need about" in r.err
+    assert "on disk together" in r.err and "one at a time" in r.err
+    assert not list(tmp_path.glob("*.npz"))
+    assert cli(small_scene, "-o", tmp_path / "a.npz", "-q").code == 0  # alone, it fits
+
+
+def test_outputs_written_together_add_up_their_memory(small_scene, monkeypatch):
+    from render.errors import UsageError
+
+    scene = load_scene(small_scene, [("output.size", '"3840x2160"', "--size")])
+    costs = [budget.estimate(scene, name) for name in ("a.mp4", "b.mov")]
+    shared = budget.BASE_BYTES + scene.count * budget.simulation_costs(scene)[0]
+    together = sum(c.bytes for c in costs) - shared
+    monkeypatch.setattr(budget, "available_memory", lambda: together - 1)
+    with pytest.raises(UsageError, match="of memory together"):
+        budget.check_together(scene, ["a.mp4", "b.mov"], costs)
+    monkeypatch.setattr(budget, "available_memory", lambda: together + 1)
+    budget.check_together(scene, ["a.mp4", "b.mov"], costs)
+
+
+def test_a_gif_is_costed_with_every_frame_its_palette_holds(cli, small_scene, monkeypatch):
+    def gif(seconds: float):
+        scene = load_scene(small_scene, [("output.size", '"1920x1080"', "--size"),
+                                         ("scene.duration", str(seconds), "--duration")])
+        return budget.estimate(scene, "a.gif").bytes - budget.estimate(scene, "a.mp4").bytes
+
+    frames = 60 * 30  # a minute at 30 fps: 13 GB held (20 GB measured for 3,000 frames)
+    assert gif(60) == pytest.approx(frames * 1920 * 1080 * budget.GIF_BYTES_PER_PX_FRAME,
+                                    rel=0.01)
+    assert gif(60) > 10 * gif(5)
+    monkeypatch.setattr(budget, "available_memory", lambda: 4e9)
+    r = cli(small_scene, "--check", "-o", "x.gif", "--size", "1920x1080", "--duration", "60")
+    assert r.code == 2 and "fewer frames (a GIF's encoder holds every frame)" in r.err, r.err
+
+
+def test_the_web_preset_is_costed_with_both_its_encoders(small_scene):
+    scene = load_scene(small_scene, [("output.size", '"1280x720"', "--size")])
+    plain, web = budget.estimate(scene, "a.mp4"), budget.estimate(scene, "a.mp4", web=True)
+    assert web.bytes - plain.bytes == pytest.approx(
+        budget.WEB_BYTES + 1280 * 720 * budget.WEB_BYTES_PER_PX)
+    frames = scene.frame_count
+    assert web.seconds - plain.seconds == pytest.approx(
+        frames * 1280 * 720 * budget.WEB_S_PER_PX)
