@@ -182,9 +182,13 @@ seed = 3                     # --seed
 ```
 
 **Progress** goes to stderr: the settling's bar (3D); the flight to the first frame when
-that is late in the clip (`--still 40`, `--frames 600:1200`); then the frames' bar (or the
-contact sheet's). Each is redrawn ten times a second on a terminal and every 10 s into a
-file or a pipe (a farm's log, CI). `--quiet` drops them all.
+that is late in the clip (`--still 40`, `--frames 600:1200`); a `--loop`'s search for its
+start; then the frames' bar (or the contact sheet's, or a tiled still's tiles). A still
+drawn whole shows none, and the frames' bar stands still near its end while the encoders
+catch up with the frames handed to them (at 4K `--quality web`'s AV1 takes tens of
+seconds). Each is redrawn
+ten times a second on a terminal and every 10 s into a file or a pipe (a farm's log, CI),
+each redraw over the last with a carriage return. `--quiet` drops them all.
 
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
 work), 130 interrupted (Ctrl-C or SIGTERM), 1 anything else; see

@@ -86,7 +86,8 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         return
     if tile_size is not None:
         place_or_refuse(output, lambda tmp: _tiled_still(scene, still, tile_size, tmp,
-                                                         dpi=dpi, text=text),
+                                                         dpi=dpi, text=text, quiet=quiet,
+                                                         label=output.name),
                         overwrite=overwrite)
         return
     if suffix == ".png":
@@ -149,23 +150,28 @@ def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,
 
 
 def _tiled_still(scene: Scene, still: FrameState, tile: int, path: Path, *, dpi: float,
-                 text: dict[str, str]) -> None:
+                 text: dict[str, str], quiet: bool = True, label: str = "still") -> None:
     """Draw the still tile by tile and stream it into the PNG at `path` a band of rows at a
     time: memory holds one band, whatever the poster's size. Tiles are whole-pixel windows
     onto the same streaks, so the result equals the untiled drawing (tested); each tile
-    gets only the streaks that reach it, so a tile costs what it shows."""
+    gets only the streaks that reach it, so a tile costs what it shows. A bar counts the
+    tiles unless `quiet` (a poster takes tens of seconds)."""
     from .encode.still import PngStream
+    from .progress import progress_bar
 
     width, height = scene.output.size
     window = _windows3d(scene, still) if still.pose is not None else _windows2d(scene, still)
     png = PngStream(path, width, height, dpi=dpi, text=text)
-    for y0 in range(0, height, tile):
-        rows = min(tile, height - y0)
-        band = np.empty((rows, width, 3), np.uint8)
-        for x0 in range(0, width, tile):
-            cols = min(tile, width - x0)
-            band[:, x0:x0 + cols] = window(x0, y0, cols, rows)[:, :, 2::-1]
-        png.write_rows(band)
+    tiles = -(-width // tile) * -(-height // tile)
+    with progress_bar(total=tiles, unit="tile", disable=quiet, desc=label) as bar:
+        for y0 in range(0, height, tile):
+            rows = min(tile, height - y0)
+            band = np.empty((rows, width, 3), np.uint8)
+            for x0 in range(0, width, tile):
+                cols = min(tile, width - x0)
+                band[:, x0:x0 + cols] = window(x0, y0, cols, rows)[:, :, 2::-1]
+                bar.update()
+            png.write_rows(band)
     png.close()
 
 

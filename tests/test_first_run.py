@@ -64,7 +64,13 @@ def test_the_kernels_folder_follows_every_source_the_settled_states_the_simulato
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setattr(cache, "portable_target", lambda: None)
     cache.use_numba_cache()
-    assert os.environ["NUMBA_CACHE_DIR"].endswith(f"numba-{sources_digest(ROOT / 'render')}")
+    assert os.environ["NUMBA_CACHE_DIR"].endswith(f"numba-{cache.kernels_digest()}")
+    # Another checkout of the same sources gets a folder of its own (numba files kernels
+    # by their source's path: the first's would not serve it, yet made it look warm).
+    same = tmp_path / "other" / "render"
+    shutil.copytree(ROOT / "render", same, ignore=shutil.ignore_patterns("__pycache__"))
+    assert sources_digest(same) == sources_digest(ROOT / "render")
+    assert cache.kernels_digest(same) != cache.kernels_digest(ROOT / "render")
 
 
 def test_an_empty_or_missing_cache_folder_is_cold(tmp_path, monkeypatch):

@@ -504,6 +504,8 @@ def test_a_tiled_still_equals_the_untiled_one(cli, small_scene, tmp_path, tile):
             "--tile-size", tile)
     assert r.code == 0, r.err
     assert np.array_equal(pixels(tiled), pixels(whole)), "seams at tile borders"
+    tiles = -(-333 // int(tile)) * -(-187 // int(tile))
+    assert f"{tiles}/{tiles} [" in r.err and "tile/s" in r.err, r.err  # a bar of tiles
     dpi, text = read_chunks(tiled)
     assert dpi == pytest.approx(72, abs=0.01) and text["boids-render:time"] == "1/2"
     with Image.open(tiled) as im:  # a third-party reader takes the streamed file

@@ -6,8 +6,8 @@ compiled together with the kernels it calls from other files (step.py inlines ne
 motion.py and every force) and with the constants it reads from them (the 3D streaks'
 haze from sky.py, the sky's and the compositor's encoding steps from colour.py): after an
 edit there, the old machine code would still load. So the cache folder is named after the
-sources of the whole package, and any edit to any of them starts a fresh folder. The
-settled states (settled.py) are named after the simulator's sources alone.
+sources of the whole package (and its place), and any edit to any of them starts a fresh
+folder. The settled states (settled.py) are named after the simulator's sources alone.
 """
 
 from __future__ import annotations
@@ -41,11 +41,20 @@ def user_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
+def kernels_digest(package: Path = _SIM.parent) -> str:
+    """16 hex digits naming the kernels folder of the package at `package`: its sources'
+    digest and its place. numba files a kernel under the path of its source, so another
+    checkout of the same sources compiles its own: with the place left out, its kernels
+    made this one's first run look like a warm start (no note, a minute of silence)."""
+    key = f"{sources_digest(package)}\0{package.resolve()}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 def use_numba_cache() -> None:
-    """Point NUMBA_CACHE_DIR at <user cache>/boids-render/numba-<the package's sources
-    digest>, unless it is set already. numba reads it once, on its first import: call this
+    """Point NUMBA_CACHE_DIR at <user cache>/boids-render/numba-<`kernels_digest`>,
+    unless it is set already. numba reads it once, on its first import: call this
     before that."""
-    folder = user_cache_dir() / "boids-render" / f"numba-{sources_digest(_SIM.parent)}"
+    folder = user_cache_dir() / "boids-render" / f"numba-{kernels_digest()}"
     if "NUMBA_CACHE_DIR" not in os.environ and not folder.exists():
         drop_stale_kernels(folder.parent)  # a new version's first run: the old ones'
     os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
