@@ -49,8 +49,13 @@ DRAW3_S_PER_BIRD = 3e-7      # a 3D bird splatted (0.2 µs at 1080p, 0.34 at 4K)
 STATS_S_PER_BIRD = 1e-6
 STATS3_S_PER_BIRD = 4e-5
 STATS3_EVERY_S = 0.5
+# ... and what a sampled 3D state's measures hold while they run: 17.6 kB a bird measured
+# (the film's 150 frames with --stats: 598 MB at 20,000 birds, 334 MB at 5,000).
+STATS3_BYTES_PER_BIRD = 18e3
 DRAW_S_PER_PX = 2.5e-8       # painting and PNG compression, per frame (1080p: ~54 ms)
 VIDEO_S_PER_PX = 2.5e-8      # painting and H.264 encoding, per frame (x264, 1080p: 42 ms)
+MOV_S_PER_PX = 7e-8          # ProRes 4444 instead (flock3d at 1080p: 0.145 s a frame)
+PNG3_S_PER_PX = 1.7e-7       # a 3D frame's PNG: zlib on a dithered sky (1080p: 0.36 s)
 # A --loop costs about this many clips' flight (render.sim.loop): its search for the start
 # flies about two clips and the morph and pairs the birds at every candidate, the morph
 # flies its head beside the guided tail, and a clip too large to keep its frames is flown
@@ -195,6 +200,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
         seconds += frames * birds * STATS_S_PER_BIRD
         if scene.dimensions == 3:
             seconds += sampled_frames(scene, first) * birds * STATS3_S_PER_BIRD
+            per_bird += STATS3_BYTES_PER_BIRD
     pixels = disk = held = 0  # held: what an encoder keeps whatever the frame size
     if output is not None and is_state_output(output):
         return replace(trajectory_estimate(scene, output, seconds, frames), settled=kept)
@@ -207,8 +213,10 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
         per_bird += DRAW_BYTES_PER_BIRD
         per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0) + \
             (EXR_BYTES_PER_PX if exr else 0)
+        encoding = MOV_S_PER_PX if suffix == ".mov" else VIDEO_S_PER_PX if video else \
+            PNG3_S_PER_PX if suffix == ".png" and scene.dimensions == 3 else DRAW_S_PER_PX
         seconds += frames * (birds * draw_seconds(scene)
-                             + pixels * (VIDEO_S_PER_PX if video else DRAW_S_PER_PX)
+                             + pixels * encoding
                              + pixels * (EXR_S_PER_PX if exr else 0)
                              + pixels * (WEB_S_PER_PX if web else 0))
         sizes = FILE_BYTES_PER_PX_3D if scene.dimensions == 3 else FILE_BYTES_PER_PX

@@ -74,3 +74,20 @@ def test_the_web_preset_is_costed_with_both_its_encoders(small_scene):
     frames = scene.frame_count
     assert web.seconds - plain.seconds == pytest.approx(
         frames * 1280 * 720 * budget.WEB_S_PER_PX)
+
+
+def test_what_3d_frames_and_measures_cost_is_counted(write_scene):
+    from conftest import SCENES
+
+    film = load_scene(SCENES / "flock3d.toml", [("output.size", '"1920x1080"', "--size"),
+                                                ("output.frames", "30", "--frames")])
+    px = 1920 * 1080 * 30
+    png, mp4, mov = (budget.estimate(film, name) for name in ("f/", "a.mp4", "a.mov"))
+    # zlib on a 3D frame's dithered sky, ProRes: measured slower than x264's share.
+    assert png.seconds - mp4.seconds == pytest.approx(
+        px * (budget.PNG3_S_PER_PX - budget.VIDEO_S_PER_PX))
+    assert mov.seconds - mp4.seconds == pytest.approx(
+        px * (budget.MOV_S_PER_PX - budget.VIDEO_S_PER_PX))
+    measured = budget.estimate(film, None, stats=True).bytes
+    assert measured - budget.estimate(film, None).bytes == pytest.approx(
+        film.count * budget.STATS3_BYTES_PER_BIRD)
