@@ -187,8 +187,8 @@ start; then the frames' bar (or the contact sheet's, or a tiled still's tiles). 
 drawn whole shows none, and the frames' bar stands still near its end while the encoders
 catch up with the frames handed to them (at 4K `--quality web`'s AV1 takes tens of
 seconds). Each is redrawn
-ten times a second on a terminal and every 10 s into a file or a pipe (a farm's log, CI),
-each redraw over the last with a carriage return. `--quiet` drops them all.
+in place ten times a second on a terminal, and every 10 s into a file or a pipe (a farm's
+log, CI) as a plain-text line of its own. `--quiet` drops them all.
 
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
 work), 130 interrupted (Ctrl-C or SIGTERM), 1 anything else; see

@@ -1,5 +1,5 @@
 """Progress bars on stderr: redrawn ten times a second on a terminal, every 10 s in a log
-file (a farm, CI), where a bar redrawn ten times a second is noise. Each step of a bar is
+file (a farm, CI), where a bar redrawn ten times a second is noise, as plain lines. Each step of a bar is
 also where an interrupt that was swallowed takes effect (`interrupt`)."""
 
 import sys
@@ -37,10 +37,30 @@ class _Bar(tqdm):
         return super().update(n)
 
 
+class _Lines:
+    """A log (stderr that is no terminal) as a bar writes to it: each redraw, which tqdm
+    starts with a carriage return to draw over the last, becomes a line of its own, and
+    the blanks that clear a bar are left out, so the log reads line by line."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        for part in text.split("\r"):
+            if part.strip():
+                self.stream.write(part.rstrip() + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def progress_bar(**options) -> tqdm:
-    """A tqdm bar on stderr at the interval stderr deserves (`options` as tqdm's); each
-    step first checks for a swallowed interrupt (`check_interrupted`)."""
-    return _Bar(mininterval=0.1 if sys.stderr.isatty() else 10.0, **options)
+    """A tqdm bar on stderr at the interval stderr deserves (`options` as tqdm's): on a
+    terminal redrawn in place ten times a second, in a log a plain-text line every 10 s;
+    each step first checks for a swallowed interrupt (`check_interrupted`)."""
+    if sys.stderr.isatty():
+        return _Bar(mininterval=0.1, **options)
+    return _Bar(mininterval=10.0, file=_Lines(sys.stderr), ascii=True, **options)
 
 
 def note(message: str) -> None:

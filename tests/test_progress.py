@@ -25,6 +25,27 @@ def test_a_bar_is_redrawn_ten_times_a_second_on_a_terminal_and_every_10_s_in_a_l
     assert progress.progress_bar(total=1).mininterval == 10.0
 
 
+def test_a_bar_in_a_log_is_plain_lines(monkeypatch):
+    log = io.StringIO()
+    monkeypatch.setattr("sys.stderr", log)
+    with progress.progress_bar(total=3, desc="clip.mp4", unit="frame") as bar:
+        for _ in range(3):
+            bar.update()
+    with progress.progress_bar(total=2, desc="settling", leave=False) as bar:
+        bar.update(2)  # cleared at its end, on a terminal: nothing of it in a log but lines
+    text = log.getvalue()
+    assert "\r" not in text and text.isascii() and text.endswith("\n"), repr(text)
+    lines = text.splitlines()
+    assert lines[0].startswith("clip.mp4:   0%") and lines[1].startswith("clip.mp4: 100%")
+    assert "3/3" in lines[1] and lines[2].startswith("settling:   0%"), lines
+    assert all(line == line.rstrip() and line for line in lines), lines
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with progress.progress_bar(total=1) as bar:
+        bar.update()
+    assert "\r" in terminal.getvalue()  # drawn in place
+
+
 def test_settling_into_a_log_draws_its_bar_once(capsys):
     """Seconds of settling into a file: the bar's first line, not one every 0.1 s."""
     def settled(steps: int, shown: bool) -> None:
