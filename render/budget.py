@@ -409,6 +409,18 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
     return cost
 
 
+def on_local_workers(scene: Scene, cost: Estimate, workers: int) -> Estimate:
+    """`cost` with the drawing and encoding done by `workers` processes of this machine
+    (`--scheduler local`): each its own interpreter, frame and encoder; this process
+    simulates."""
+    if cost.pixels == 0:
+        return cost
+    worker = BASE_BYTES + scene.count * DRAW_BYTES_PER_BIRD + cost.pixels * cost.per_pixel
+    # The disk was checked already; the frame's bytes are held once a worker.
+    return replace(cost, bytes=cost.bytes + (workers - 1) * worker + BASE_BYTES, disk=0.0,
+                   per_pixel=cost.per_pixel * workers)
+
+
 def check_together(scene: Scene, outputs: list[str], costs: list[Estimate]) -> None:
     """UsageError when outputs each of which fits (`check`) do not fit together: written
     at once by one render, their encoders' memory adds up over one simulation, and their

@@ -22,7 +22,7 @@ from .drawing import draw_range
 from .encode import ANIMATED_SUFFIXES, StateWriter, Target, open_state_writer, open_writer
 from .encode.files import place_or_refuse, refuse_existing
 from .errors import UsageError
-from .executor import Cluster, Executor, Threads
+from .executor import Cluster, Executor, Threads, default_workers
 from .loop import SeamMeter, crossfade_frames
 from .progress import note, progress_bar
 from .scene import Scene
@@ -137,6 +137,10 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
     # Before anything large is allocated: each output, then all of them at once.
     costs = [budget.check(scene, path, first=target.first, web=target.web)
              for path in target.paths or (None,)]
+    if isinstance(executor, Cluster) and executor.address == "local" and target.paths:
+        workers = executor.workers or default_workers()
+        budget.check(scene, f"{target.paths[0]} on {workers} local workers",
+                     budget.on_local_workers(scene, costs[0], workers))
     if len(costs) > 1:
         budget.check_together(scene, list(target.paths), costs)
     if target.frame_paths:

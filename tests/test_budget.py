@@ -91,3 +91,20 @@ def test_what_3d_frames_and_measures_cost_is_counted(write_scene):
     measured = budget.estimate(film, None, stats=True).bytes
     assert measured - budget.estimate(film, None).bytes == pytest.approx(
         film.count * budget.STATS3_BYTES_PER_BIRD)
+
+
+def test_local_workers_each_hold_a_frame_and_an_encoder(cli, small_scene, tmp_path,
+                                                        monkeypatch):
+    scene = load_scene(small_scene, [("output.size", '"3840x2160"', "--size")])
+    one = budget.estimate(scene, "a.mp4")
+    two = budget.on_local_workers(scene, one, 2)
+    frame = one.pixels * one.per_pixel  # 1.23 GB at 4K: two workers, 3.2 GB (3.65 measured)
+    assert two.bytes - one.bytes == pytest.approx(
+        2 * budget.BASE_BYTES + scene.count * budget.DRAW_BYTES_PER_BIRD + frame)
+    monkeypatch.setattr(budget, "available_memory", lambda: one.bytes + 1e6)
+    r = cli(small_scene, "--check", "-o", tmp_path / "a.mp4", "--size", "3840x2160",
+            "--scheduler", "local", "--workers", "2")
+    assert r.code == 2 and f"{tmp_path / 'a.mp4'} on 2 local workers: needs about" in r.err, \
+        r.err
+    assert cli(small_scene, "--check", "-o", tmp_path / "a.mp4", "--size",
+               "3840x2160").code == 0  # on this process's threads, it fits
