@@ -780,11 +780,15 @@ def test_an_interrupt_while_files_are_placed_together_waits_for_the_last(tmp_pat
         return done
 
     monkeypatch.setattr(files, "place", place)
+    # Ctrl-C as an interactive Python has it: a suite started in the background by a
+    # shell inherits SIGINT ignored, and the signal placed back at the end would be lost.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             files.place_together(staged)
     finally:
         awake.set()
+        signal.signal(signal.SIGINT, before)
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {
         name: f"new {name}" for name in ("a.mp4", "a.webm", "a.jpg")}
 
