@@ -638,6 +638,19 @@ def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
         assert r.err_lines == [f"boids-render: {args[-1]}: cannot write in {locked} "
                                f"(permission denied)"]
     assert list(locked.iterdir()) == []
+    # The same folder on a file system mounted read-only (mounting one needs privileges
+    # a test does not have: its flag is what is read).
+    real_statvfs = os.statvfs
+
+    class ReadOnly:
+        def __init__(self, path):
+            self.f_flag = real_statvfs(path).f_flag | os.ST_RDONLY
+
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly(p) if Path(p) == locked
+                        else real_statvfs(p))
+    r = cli(small_scene, "-o", locked / "clip.mp4", "--frames", "2", "-q")
+    assert r.err_lines == [f"boids-render: {locked / 'clip.mp4'}: cannot write in {locked} "
+                           f"(a read-only file system)"]
 
 
 # Diagnostics, plots and contact sheets: refused before any work, written whole

@@ -125,9 +125,19 @@ def require_folder(path: Path, name: str | None = None) -> None:
             if not folder.is_dir():
                 raise UsageError(f"{name or path}: {folder} is a file, not a folder")
             if not os.access(folder, os.W_OK | os.X_OK):
-                raise UsageError(f"{name or path}: cannot write in {folder} (permission "
-                                 f"denied)")
+                raise UsageError(f"{name or path}: cannot write in {folder} "
+                                 f"({_why_not_writable(folder)})")
             break
+
+
+def _why_not_writable(folder: Path) -> str:
+    """Why `folder` refuses writes: its file system mounted read-only (a DVD, a snapshot,
+    a container's image), or its permissions."""
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        read_only = False
+    return "a read-only file system" if read_only else "permission denied"
 
 
 def refuse_existing(path: Path, overwrite: bool) -> None:
