@@ -202,6 +202,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
             seconds += sampled_frames(scene, first) * birds * STATS3_S_PER_BIRD
             per_bird += STATS3_BYTES_PER_BIRD
     pixels = disk = held = 0  # held: what an encoder keeps whatever the frame size
+    frames_held = disk_checked = False
     if output is not None and is_state_output(output):
         return replace(trajectory_estimate(scene, output, seconds, frames), settled=kept)
     if output is not None:
@@ -221,16 +222,16 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
                              + pixels * (WEB_S_PER_PX if web else 0))
         sizes = FILE_BYTES_PER_PX_3D if scene.dimensions == 3 else FILE_BYTES_PER_PX
         disk = frames * pixels * sizes.get(suffix, 0)
-        if suffix == ".gif":
+        disk_checked = suffix in DISK_CHECKED
+        frames_held = suffix == ".gif"
+        if frames_held:
             per_pixel += frames * GIF_BYTES_PER_PX_FRAME
         if web:
             per_pixel += WEB_BYTES_PER_PX
             held = WEB_BYTES
     return Estimate(BASE_BYTES + held + birds * per_bird + pixels * per_pixel, seconds,
                     birds, pixels, per_pixel, per_bird, disk=disk, settled=kept,
-                    frames_held=output is not None and _suffix(output) == ".gif",
-                    disk_checked=output is not None and (
-                        is_state_output(output) or _suffix(output) in DISK_CHECKED))
+                    frames_held=frames_held, disk_checked=disk_checked)
 
 
 def sheet_estimate(scene: Scene, thumbs: int, thumb_pixels: int,
@@ -446,14 +447,19 @@ def check_together(scene: Scene, outputs: list[str], costs: list[Estimate]) -> N
 
 
 def _device(folder: Path) -> int:
-    """The file system `folder` is (or will be) on: that of its nearest existing ancestor."""
+    """The file system `folder` is (or will be) on (see `_existing`)."""
+    try:
+        return _existing(folder).stat().st_dev
+    except OSError:
+        return -1
+
+
+def _existing(folder: Path) -> Path:
+    """`folder`, or its nearest existing ancestor: where a folder still to be made lives."""
     folder = folder.absolute()
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
-    try:
-        return folder.stat().st_dev
-    except OSError:
-        return -1
+    return folder
 
 
 def require_disk(output: str, size: float, *, trajectories: bool = True) -> None:
@@ -475,11 +481,8 @@ def require_disk(output: str, size: float, *, trajectories: bool = True) -> None
 def available_disk(folder: Path) -> float | None:
     """Bytes free on the file system `folder` is (or will be) on: that of its nearest
     existing ancestor. None where it cannot be read."""
-    folder = folder.absolute()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
     try:
-        return float(shutil.disk_usage(folder).free)
+        return float(shutil.disk_usage(_existing(folder)).free)
     except OSError:
         return None
 

@@ -1,6 +1,6 @@
 """Progress bars on stderr: redrawn ten times a second on a terminal, every 10 s in a log
-file (a farm, CI), where a bar redrawn ten times a second is noise, as plain lines. Each step of a bar is
-also where an interrupt that was swallowed takes effect (`interrupt`)."""
+file (a farm, CI), where a bar redrawn ten times a second is noise, as plain lines. Each
+step of a bar is also where an interrupt that was swallowed takes effect (`interrupt`)."""
 
 import sys
 

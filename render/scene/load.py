@@ -348,11 +348,11 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")
-    listing = {key: why for key, why in (
-        ("rules.neighbours", "topological neighbours"),
-        ("rules.blind_angle", f"a blind cone ({show(rules.blind_angle)}°)"))
-        if (rules.neighbours == "topological" if key == "rules.neighbours"
-            else rules.blind_angle > 0.0)}
+    listing = {}  # the settings that want an open world, and what they are
+    if rules.neighbours == "topological":
+        listing["rules.neighbours"] = "topological neighbours"
+    if rules.blind_angle > 0.0:
+        listing["rules.blind_angle"] = f"a blind cone ({show(rules.blind_angle)}°)"
     if not three and listing and world.boundary == "wrap" and usable(
             "world.boundary", "rules.neighbours", "rules.blind_angle"):
         problems.append(_wrapped(max(["world.boundary", *listing], key=rank), listing,

@@ -52,7 +52,8 @@ class WorldSettings:
                                    unit="world units/s²", lo=0)
     dimensions: int = setting(2, "2: the plane; 3: metres, z up, open sky (boundary "
                               "\"none\") over the ground z = 0, filmed through the [camera]; "
-                              "width × height places the default roost at its centre.", kind="int", lo=2, hi=3)
+                              "width × height places the default roost at its centre.",
+                              kind="int", lo=2, hi=3)
 
 
 @dataclass(frozen=True)
