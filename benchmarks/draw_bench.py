@@ -22,7 +22,7 @@ from figures import result
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENE = ROOT / "scenes" / "plate.toml"
-# By 2 s after settling the flock shows the neighbour counts SPEC §4 asks of a murmuration
+# By 2 s after settling the flock shows the neighbour counts docs/model.md asks of a murmuration
 # (10th/50th/90th percentile ≈ 18/39/73); frame 0 is still looser (18/28/42).
 SETTLED_S = 2.0
 

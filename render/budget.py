@@ -1,5 +1,5 @@
 """What a render will cost, estimated before anything is allocated, and refused when it
-cannot work (SPEC: refuse a 10⁹-bird flock or a giant frame instead of crashing or swapping).
+cannot work (a 10⁹-bird flock or a giant frame is refused, not left to crash or swap).
 
 The model is deliberately rough: a few per-bird and per-pixel constants measured on a
 2-core machine (numba on both cores, libx264 preset medium, 1080p and 4K, 10⁴–2·10⁶

@@ -1,7 +1,8 @@
-"""Slow, plainly correct numpy references of one simulation step (SPEC §2–§3).
+"""Slow, plainly correct numpy references of one simulation step (docs/model.md).
 
-Everything here is all pairs on (n, n) arrays, written from the specification and not from
-the numba kernels: nothing is imported from `render`, so a shared mistake cannot hide.
+Everything here is all pairs on (n, n) arrays, written from the model as docs/model.md gives
+it and not from the numba kernels: nothing is imported from `render`, so a shared mistake
+cannot hide.
 Conventions (the same ones the kernels promise):
 
 - neighbours of bird i: every other bird j with distance d < radius (strict); on a torus
@@ -16,7 +17,7 @@ Conventions (the same ones the kernels promise):
 - integration: v' = v + a·dt, speed clamped to [min_speed, max_speed] (a bird left with
   exactly zero speed takes velocity (min_speed, 0)), p' = p + v'·dt, wrapped into
   [0, W) × [0, H) on a torus;
-- the extra forces (walls, attractor, steering field, containment, hawk) as SPEC §3 and
+- the extra forces (walls, attractor, steering field, containment, hawk) as docs/model.md and
   the scene's documentation state them, one function each.
 
 Shapes: positions and velocities (n, 2) float64; counts (n,) int64.
@@ -100,7 +101,8 @@ def naive_rules(pos, vel, *, width, height, boundary, radius, sep_radius, fallof
 
 def naive_local_headings(pos, vel, *, width, height, boundary, radius):
     """(n, 2) mean of the unit headings u_j over each bird's neighbours and itself, birds at
-    rest skipped (SPEC §7's local polarisation is its length); zero where all are at rest."""
+    rest skipped (the diagnostics' local polarisation is its length); zero where all are at
+    rest."""
     pos = np.asarray(pos, dtype=np.float64)
     vel = np.asarray(vel, dtype=np.float64)
     speed = np.sqrt(vel[:, 0] ** 2 + vel[:, 1] ** 2)
@@ -217,7 +219,7 @@ def naive_step(pos, vel, *, dt, min_speed, max_speed, **model):
 
 
 def naive_field(pos, *, time_s, wavelengths, drifts, phases):
-    """φ (n,) of SPEC §3's steering field: the mean of three sinusoids drifting along x,
+    """φ (n,) of the steering field: the mean of three sinusoids drifting along x,
     y and the diagonal (x + y)/√2, each sin(2π·(coordinate − drift·t)/wavelength + phase).
     wavelengths, drifts, phases: 3 values each, in that order (x, y, diagonal)."""
     pos = np.asarray(pos, dtype=np.float64)
@@ -228,7 +230,7 @@ def naive_field(pos, *, time_s, wavelengths, drifts, phases):
 
 
 def naive_containment(pos, *, centre, semi_axes, strength):
-    """SPEC §3's elliptical containment: (acceleration (n, 2), inside (n,) bool).
+    """The elliptical containment: (acceleration (n, 2), inside (n,) bool).
 
     Inside the ellipse (on the rim included) the force is exactly zero. Outside, the ray
     from the centre through the bird crosses the rim at q; the bird is pulled toward the
@@ -261,7 +263,7 @@ def naive_hawk(pos, *, where, radius, strength):
 
 
 def naive_hawk_position(time_s, *, start, period, duration, bearing, speed, centre):
-    """Where the hawk is at time_s, or None while it is away (SPEC §3): pass k flies from
+    """Where the hawk is at time_s, or None while it is away (docs/model.md): pass k flies from
     start + k·period for `duration` seconds along a chord through `centre` at `speed`,
     centred on it mid-pass, its bearing (degrees for pass 0) turning by the golden angle
     π(3 − √5) each pass."""

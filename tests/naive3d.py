@@ -1,11 +1,11 @@
-"""All-pairs numpy reference of the 3D step (SPEC §9), written from the model's
+"""All-pairs numpy reference of the 3D step (docs/model.md, the 3D flock), written from the model's
 description in docs/model.md, not from the kernels: nothing is imported from `render`.
 
 `naive_step3(state, model)` advances a `State3` one step: the distance matrix, the blind
 cone, the neighbours (all visible birds within the radius, or the k nearest visible by
 argsort, tests/naive_neighbours.py), the rules, the roost, the noise (splitmix64 of
 (seed, bird, step) in numpy's uint64), banked flight and the ground;
-`naive_landing_step3` the same step of a flock that is landing (SPEC §11).
+`naive_landing_step3` the same step of a flock that is landing (docs/model.md, the hunt).
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def model_of(scene) -> dict:
     return m
 
 
-# --- The hunt's waves and the landing (SPEC §11), from docs/model.md's description. ---
+# --- The hunt's waves and the landing (docs/model.md), from docs/model.md's description. ---
 
 def naive_zig_begin(step, pos, fwd, knn, start, side, origin, hawk, range2, reaction,
                     refractory):

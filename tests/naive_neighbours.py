@@ -1,5 +1,5 @@
-"""All-pairs numpy reference of topological neighbours (SPEC §9), written from the
-specification and not from the kernel: nothing is imported from `render`.
+"""All-pairs numpy reference of topological neighbours, written from the model as
+docs/model.md gives it and not from the kernel: nothing is imported from `render`.
 
 Bird j is visible to bird i (j ≠ i) unless the angle between i's backward direction
 (−forward) and the offset p_j − p_i is smaller than half the blind angle (a coincident bird

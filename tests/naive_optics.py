@@ -1,4 +1,4 @@
-"""Plain-numpy reference of the 3D optics (SPEC §10), written from docs/optics.md, not from
+"""Plain-numpy reference of the 3D optics (docs/optics.md), written from docs/optics.md, not from
 the kernels: nothing is imported from `render`.
 
 Each streak's coverage of a pixel is the share of an S×S grid of sample points inside its

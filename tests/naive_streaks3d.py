@@ -1,4 +1,4 @@
-"""Plain-numpy reference of render.draw3d.streaks (SPEC §10): each bird's two streaks
+"""Plain-numpy reference of render.draw3d.streaks (docs/optics.md): each bird's two streaks
 and their ink computed over all birds at once, array by array, where the kernel walks bird
 by bird. Nothing is imported from `render` but the two value types it returns and takes.
 

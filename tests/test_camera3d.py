@@ -1,4 +1,4 @@
-"""The 3D camera (SPEC §10): the pinhole's numbers, culling and near-plane clipping, each
+"""The 3D camera (docs/optics.md): the pinhole's numbers, culling and near-plane clipping, each
 bird's ink (its projected silhouette, whatever the resolution), the follow and the
 keyframes, and the scene checks that refuse a camera that cannot see."""
 

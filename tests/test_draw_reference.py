@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def settled():
-    """The plate 2 s after settling (SPEC §4's neighbour counts): scene and state."""
+    """The plate 2 s after settling (the plate's neighbour counts): scene and state."""
     scene = load_scene(ROOT / "scenes" / "plate.toml")
     sim = Simulation(scene)
     for frame in frames(sim, scene.output.fps, 121):

@@ -1,4 +1,4 @@
-"""The hunt, the agitation waves and the landing (SPEC §11): the kernels against the
+"""The hunt, the agitation waves and the landing (docs/model.md, the hunt): the kernels against the
 numpy references of tests/naive3d.py, worked cases, the border estimator's control and
 the scene's checks."""
 

@@ -51,7 +51,7 @@ def test_wrap_neighbours_across_the_seam():
 
 
 def test_grid_tests_a_few_times_the_neighbours_never_all_pairs():
-    # SPEC §4: 3,600 birds at spacing 1 in 80 x 45, r = 2.15. A uniform scatter has about
+    # The plate: 3,600 birds at spacing 1 in 80 x 45, r = 2.15. A uniform scatter has about
     # 14.5 neighbours; the 3x3 block of side-r cells holds 9/π ≈ 2.9 times the disc's area.
     raw = {"scene": {"settle_steps": 0}, "world": {"width": 80.0, "height": 45.0,
                                                   "boundary": "none"},

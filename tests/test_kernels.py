@@ -24,7 +24,7 @@ from render.sim.forces.flocking import Flocking, steer
 from render.sim.simulate import Simulation
 
 # ---------------------------------------------------------------------------------------
-# SPEC §3 worked example
+# docs/model.md's worked example
 
 WORKED_POS = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
 WORKED_VEL = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
@@ -72,7 +72,7 @@ def test_worked_example_local_heading():
 
 
 def test_worked_example_local_heading_skips_birds_at_rest():
-    # Bird 1 at rest (SPEC §7: birds with zero speed skipped). Bird 0: its own (1, 0) and
+    # Bird 1 at rest (docs/model.md: birds with zero speed skipped). Bird 0: its own (1, 0) and
     # bird 2's (0, −1), over 2 (not 3); bird 1: bird 0's alone; bird 2: bird 0's and its own.
     scene = worked_scene()
     vel = WORKED_VEL.copy()

@@ -137,7 +137,7 @@ def synthetic_flock(rng, count):
 
 
 def birds_at(pose, tails, heads, silhouette=0.015, wingspan=0.4, floor_px=1.0):
-    """Streaks as SPEC §10 makes them: wingspan wide (≥ the floor), alpha × area = the
+    """Streaks as docs/optics.md makes them: wingspan wide (≥ the floor), alpha × area = the
     silhouette's projection, far to near."""
     u0, v0, d0 = project(pose, tails)
     u1, v1, d1 = project(pose, heads)

@@ -1,4 +1,4 @@
-"""Every output of a 3D scene goes through the camera (SPEC §10): a still is the clip's
+"""Every output of a 3D scene goes through the camera (docs/optics.md): a still is the clip's
 frame at that time and the same picture at any size; posters in tiles; motion blur from
 sub-frame exposures; transparency; contact sheets; every clip and image format."""
 

@@ -1,6 +1,6 @@
-"""The 2D plate (scenes/plate.toml) measured against its targets (SPEC §4, issue targets), for 5 seeds.
+"""The 2D plate (scenes/plate.toml) measured against its targets (docs/model.md), for 5 seeds.
 
-The scene's parameters are tuned; the measurement is not: these are the SPEC §7
+The scene's parameters are tuned; the measurement is not: these are the diagnostics'
 diagnostics of 400 frames at 60 fps after the 60 settling steps.
 """
 

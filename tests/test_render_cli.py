@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENES = ROOT / "scenes"
 FFMPEG = imageio_ffmpeg.get_ffmpeg_exe()
 LIGHT_BACKGROUND = (0xE7, 0xE2, 0xD5)
-# SPEC §7 diagnostics, one row per frame ("share inside" only when there is a containment).
+# The diagnostics (docs/model.md), a row a frame ("share inside" only with a containment).
 STATS_COLUMNS = {"frame", "time_s", "global_polarisation", "local_polarisation",
                  "neighbours_p10", "neighbours_p50", "neighbours_p90",
                  "nearest_median_spacings", "candidates_mean"}

@@ -49,7 +49,7 @@ def test_shipped_plate_scene_loads_with_spec_values():
     scene = load_scene(PLATE)
     assert scene.scene.name == "plate"
     assert (scene.world.width, scene.world.height) == (80.0, 45.0)
-    assert scene.count == 3600  # spacing 1 over 80 x 45 (SPEC §4)
+    assert scene.count == 3600  # spacing 1 over 80 x 45 (docs/model.md, the plate)
     assert scene.rules.perception_radius == 2.15
     assert scene.rules.separation_radius == 0.82
     assert scene.scene.settle_steps == 60

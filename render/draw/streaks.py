@@ -1,4 +1,4 @@
-"""Each bird drawn as a short streak, density-weighted, grouped into a few paths (SPEC §5).
+"""Each bird drawn as a short streak, density-weighted, grouped into a few paths (docs/model.md).
 
 Birds fall into `BUCKETS` density buckets plus one accent bucket; each bucket is one path
 composited once, so a frame costs six state changes, not one per bird.

@@ -1,6 +1,6 @@
 """The 3D camera at one instant (`pose_at`): a pinhole at a position, looking at a point
 (keyframed, eased as the 2D camera, or the flock's followed centroid), with the scene's up
-and vertical field of view (SPEC §10)."""
+and vertical field of view (docs/optics.md)."""
 
 from __future__ import annotations
 

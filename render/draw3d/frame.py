@@ -1,5 +1,5 @@
-"""A 3D frame drawn through the camera: pose → streaks → compose (SPEC §10), whole or as a
-window of the full frame (a tile), sharp or motion-blurred over sub-frame exposures."""
+"""A 3D frame drawn through the camera: pose → streaks → compose (docs/optics.md), whole
+or as a window of the full frame (a tile), sharp or motion-blurred over sub-frame exposures."""
 
 from __future__ import annotations
 

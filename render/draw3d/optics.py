@@ -1,4 +1,4 @@
-"""The birds composited over the sky as a camera records them (SPEC §10).
+"""The birds composited over the sky as a camera records them (docs/optics.md).
 
 Three laws decide the drawing:
 - linear light: each bird blends in linear (sRGB-decoded) light and the frame is encoded

@@ -1,4 +1,4 @@
-"""The sky and ground seen from a `Pose` (SPEC §10): a vertical gradient by elevation angle,
+"""The sky and ground seen from a `Pose` (docs/optics.md): a vertical gradient by elevation angle,
 an optional sun glow, the ground below the horizon hazed toward the horizon's colour, and
 an optional treeline or reed bed along the horizon drawn as a vector silhouette.
 

@@ -1,4 +1,4 @@
-"""Birds through the camera (SPEC §10): each bird as two streaks on screen, its body and
+"""Birds through the camera (docs/optics.md): each bird as two streaks on screen, its body and
 its wings, their ink the projection of its silhouette (`streaks`).
 
 A bird covers the projection of its silhouette: its body plus its wings times how much of

@@ -1,4 +1,4 @@
-"""Checks of the 3D murmuration's settings against each other (SPEC §11): the hawk's mode
+"""Checks of the 3D murmuration's settings against each other (docs/model.md): the hawk's mode
 for the world's dimension, a hunting hawk that can catch the flock, and a landing inside
 the clip."""
 

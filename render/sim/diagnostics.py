@@ -1,4 +1,4 @@
-"""Per-frame diagnostics of a flock (SPEC §7), written as CSV or JSON."""
+"""Per-frame diagnostics of a flock (docs/model.md, diagnostics), written as CSV or JSON."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def spacing(scene: Scene) -> float:
 
 def local_headings(snap: Snapshot, scene: Scene) -> np.ndarray:
     """(n, 2) mean unit heading over each bird's neighbours and itself, birds at rest
-    skipped, by bird (its length is SPEC §7's local polarisation); zero where all of them
+    skipped, by bird (its length is the diagnostics' local polarisation); zero where all of them
     are at rest. A neighbourhood pass of its own, over the unit headings in place of the
     velocities: only the diagnostics read it, so the step does not carry two more sums
     through its candidate loop."""

@@ -1,4 +1,4 @@
-"""Per-frame diagnostics of a 3D flock (SPEC §9), beside the 2D ones of diagnostics.py.
+"""Per-frame diagnostics of a 3D flock (docs/model.md), beside the 2D ones of diagnostics.py.
 
 Semi-extents are those of the uniform ellipsoid with the flock's covariance: along each
 principal axis sqrt(5·λ), λ the variance along it (a uniform ellipsoid of semi-axis a has

@@ -1,4 +1,4 @@
-"""Banked flight (SPEC §9, after StarDisplay): one bird's step from its steering.
+"""Banked flight (docs/model.md, after StarDisplay): one bird's step from its steering.
 
 The steering acceleration a (m/s², rules + roost + noise) is split in the bird's frame:
 forward f, right r = f × z (horizontal), level up u = r × f. Along f it changes the speed,

@@ -1,4 +1,4 @@
-"""Measures of a 3D flock against real ones (SPEC §11, issue 20), in numpy (the cluster's
+"""Measures of a 3D flock against real ones (docs/starlings.md, issue 20), in numpy (the cluster's
 union–find a numba loop).
 
 - `hull`: the convex hull as the intersection of its supporting half-spaces over

@@ -1,6 +1,6 @@
 """Topological neighbours: each bird's k nearest visible birds, exact, from a folded grid.
 
-SPEC §9: a bird's neighbours are the k nearest of the birds it can see (outside the cone of
+docs/model.md: a bird's neighbours are the k nearest of the birds it can see (outside the cone of
 `blind_angle` straight behind it), optionally only within `max_range`, ties broken by bird
 index. The answer is exact and never depends on the cell side, the bird order or the
 thread count: those only decide how much is searched.

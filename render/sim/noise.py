@@ -1,4 +1,4 @@
-"""Per-step noise from a counter-based hash (SPEC §2, §9): the draw of bird `bird` at step
+"""Per-step noise from a counter-based hash (docs/model.md): the draw of bird `bird` at step
 `step` is a pure function of (seed, bird, step), so it never depends on the order birds are
 computed in or on the thread count. splitmix64 (Steele, Lea & Flood 2014) mixes the key;
 53 bits of each word make a uniform in (0, 1); Box–Muller makes normals.

@@ -1,7 +1,7 @@
 """The fixed-step simulator and the frames sampled from it.
 
 `Simulation` validates and prepares arrays and calls the numba step (step.py, one call
-per step); `frames` turns its steps into frame states at the output rate (SPEC §2: the
+per step); `frames` turns its steps into frame states at the output rate (docs/model.md: the
 step never changes to suit the fps; a frame between two steps interpolates, the short way
 across a wrapping edge).
 """

@@ -1,4 +1,4 @@
-"""The 3D simulator (SPEC §9): seeding over the roost, settling (kept on disk, see
+"""The 3D simulator (docs/model.md): seeding over the roost, settling (kept on disk, see
 settled.py) and the fixed step of step3d.py, behind the interface `frames` samples."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .forces.landing import FLYING
 from .snapshot import Snapshot, follow_start, follow_step
 from .state import streams
 
-# Volume per bird of the seeded blob (SPEC §9: compact, ~2.5 m³ a bird) and the spread
+# Volume per bird of the seeded blob (docs/model.md: compact, ~2.5 m³ a bird) and the spread
 # of the headings around the flock's (degrees, full width).
 BLOB_M3 = 2.5
 HEADING_SPREAD = 30.0

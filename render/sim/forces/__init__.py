@@ -1,4 +1,4 @@
-"""The forces of the model (SPEC §3), one module each: its parameters (a NamedTuple of
+"""The forces of the model (docs/model.md), one module each: its parameters (a NamedTuple of
 scalars, built once from the scene by the function of the same name) and its one numba
 implementation, per bird (`accel(params, x, y)`, scalars in, scalars out), which the fused
 step calls and which Python can call too. `tests/naive.py` holds their references.

@@ -14,7 +14,7 @@ from ...scene import Scene
 from ..jit import parallel, prange, serial
 
 # Semi-axes as a fraction of the world's sides when the scene has no containment section
-# (SPEC §3); only the diagnostics' ellipse then.
+# (docs/model.md); only the diagnostics' ellipse then.
 DEFAULT_SEMI_AXES = 0.385
 
 

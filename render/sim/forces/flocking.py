@@ -1,4 +1,4 @@
-"""The three flocking rules (SPEC §3): from the sums the neighbour search adds up over a
+"""The three flocking rules (docs/model.md): from the sums the neighbour search adds up over a
 bird's neighbours (render.sim.neighbours), the acceleration a = w_s·sep + w_a·ali +
 w_c·coh, each weighted rule clamped to max_force on its own."""
 

@@ -1,4 +1,4 @@
-"""The 3D flocking rules (SPEC §9, after StarDisplay), from sums over a bird's neighbours.
+"""The 3D flocking rules (docs/model.md, after StarDisplay), from sums over a bird's neighbours.
 
 The neighbour set is either metric (every visible bird within the perception radius, from
 `metric_sums`) or topological (the k nearest visible, from `listed_sums` over the lists of

@@ -1,4 +1,4 @@
-"""The hunting hawk (`[hawk] mode = "hunt"`, SPEC §11): one predator flown in Python each
+"""The hunting hawk (`[hawk] mode = "hunt"`, docs/model.md): one predator flown in Python each
 step (`HawkFlight.step`), and the turn-away of the birds within its startle range
 (`accel`, per bird).
 

@@ -1,4 +1,4 @@
-"""The landing finale (`[roost] landing_at`, SPEC §11): birds peel off, nearest the roost
+"""The landing finale (`[roost] landing_at`, docs/model.md): birds peel off, nearest the roost
 first, fly a funnel down into the reed bed and stay there.
 
 From landing_at, over `landing_spread`, the birds peel off nearest the roost first

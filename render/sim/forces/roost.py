@@ -1,4 +1,4 @@
-"""The roost (SPEC §9): a vertical spring toward the preferred altitude, and a return
+"""The roost (docs/model.md): a vertical spring toward the preferred altitude, and a return
 toward the roost that turns the heading sideways, never a radial spring.
 
 A radial spring toward the roost points against the heading of a flock flying away from

@@ -1,4 +1,4 @@
-"""Agitation waves (SPEC §11): zigs, and the copying that spreads them.
+"""Agitation waves (docs/model.md, the hunt): zigs, and the copying that spreads them.
 
 A zig is a quick roll sideways and back: for `zig_steps` steps a bird is steered along
 its horizontal left (side +1) or right (−1) by zig·sin(2π e / zig_steps), e the steps
