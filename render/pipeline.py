@@ -247,6 +247,10 @@ def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,
             if seam and pixels is not None:
                 seam.add(pixels)
             bar.update()
+        # The encoders still hold frames (x264's look-ahead, an AV1 encoder's far more:
+        # most of a minute for a 4K web clip): a full bar would sit there looking stuck.
+        bar.set_postfix_str("encoding the last frames")
+    bar.set_postfix_str("", refresh=False)
 
 
 def _keep(diagnostics: Diagnostics, rows: list[dict] | None, scene: Scene,

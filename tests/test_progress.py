@@ -112,3 +112,17 @@ def test_a_note_during_a_bar_starts_a_line_of_its_own(monkeypatch):
         bar.update()
     lines = terminal.getvalue().replace("\r", "\n").split("\n")
     assert "boids-render: 60 fps is faster than a GIF plays" in lines, lines
+
+
+def test_a_full_bar_says_the_encoder_is_finishing_then_ends_plain(cli, small_scene, tmp_path):
+    """The last frames handed over, ffmpeg still encodes what its look-ahead holds: the bar
+    says so rather than sit full and silent, and its last line is the plain count."""
+    shown = cli(small_scene, "-o", tmp_path / "a.mp4")
+    assert shown.code == 0, shown.err
+    lines = [line for line in shown.err.splitlines() if line.startswith("a.mp4:")]
+    finishing = [i for i, line in enumerate(lines) if "encoding the last frames" in line]
+    assert finishing and "100%" in lines[finishing[0]], lines
+    assert finishing[-1] < len(lines) - 1 and "100%" in lines[-1], lines
+    assert "encoding the last frames" not in lines[-1], lines
+    quiet = cli(small_scene, "-o", tmp_path / "b.mp4", "-q")
+    assert quiet.code == 0 and quiet.err == ""
