@@ -22,7 +22,7 @@ from .draw.camera import View, view_at
 from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .draw3d.camera import pose_at
-from .draw3d.frame import draw3d
+from .draw3d.frame import draw3d, hawk_drawn
 from .draw3d.types import Pose
 from .loop import crossfade_frames
 from .scene import Scene
@@ -38,7 +38,8 @@ class FrameState:
     (n, d) float64, world units, row i always bird i; neighbours: (n,); accent: the accent
     birds' mask (n,); exposure: the sub-frame (positions, velocities) pairs of motion blur,
     else (); view: the camera's (None: the whole world); time: the frame's time, s (index /
-    fps); hawk: its position (d floats) at the frame's time, None while it is not out;
+    fps); hawk: its position (d floats) at the frame's time, None while it is not out,
+    and hawk_velocity its velocity (see `sim.simulate.Frame`);
     bank: (n,) radians, None in level flight (the 2D simulator has no bank);
     pose: a 3D scene's camera at the scene's output size (None: drawn from above);
     attack: whether a hunting hawk's attack is on; landed: (n,) bool, None without a
@@ -58,6 +59,7 @@ class FrameState:
     attack: bool = False
     landed: np.ndarray | None = None
     followed: tuple[float, ...] | None = None
+    hawk_velocity: tuple[float, ...] | None = None
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -73,14 +75,16 @@ class FrameState:
                    frame.hawk, None if bank is None else bank.copy(),
                    pose_at(scene, time, frame.followed, *scene.output.size) if three else None,
                    getattr(frame.snapshot, "attack", False),
-                   None if landed is None else landed.copy(), frame.followed)
+                   None if landed is None else landed.copy(), frame.followed,
+                   frame.hawk_velocity)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
         state = self.visible(scene)
         if state.pose is not None:
             exposure = state.exposure or ((state.positions, state.velocities),)
-            return draw3d(canvas, scene, state.pose, exposure, state.bank, state.accent)
+            return draw3d(canvas, scene, state.pose, exposure, state.bank, state.accent,
+                          hawk_drawn(scene, state))
         if state.exposure:
             exposure = tuple((top_down(p), top_down(v)) for p, v in state.exposure)
             return draw_exposure(canvas, scene, exposure, state.neighbours, state.accent,
@@ -138,6 +142,10 @@ def simulated(scene: Scene, first: int, count: int, rows: list[dict] | None = No
         accent = np.asarray(sim.accent, bool)
     if crossfade:
         stream = looped(scene, stream, start, count, crossfade, accent)
+        if scene.dimensions == 3:
+            # A loop's window holds no attack, so its hunting hawk only pursues, startling
+            # nobody, and its flight cannot close at the wrap: the loop leaves it out.
+            stream = (replace(frame, hawk=None, hawk_velocity=None) for frame in stream)
     return detached(scene, stream, accent, rows)
 
 

@@ -138,10 +138,11 @@ def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,
     """The still as a PDF/SVG page: 2D streak outlines, or 3D depth-sorted streaks over
     a vector sky."""
     if still.pose is not None:
-        from .draw3d.frame import write_vector3d
+        from .draw3d.frame import hawk_drawn, write_vector3d
 
         write_vector3d(path, scene, still.pose, still.positions, still.velocities,
-                       still.bank, still.accent, dpi=dpi, title=title)
+                       still.bank, still.accent, hawk_drawn(scene, still), dpi=dpi,
+                       title=title)
         return
     from .draw.vector import write_vector
 
@@ -202,11 +203,11 @@ def _windows3d(scene: Scene, still: FrameState):
     """(x, y, w, h) → that window of the 3D still, (h, w, 4) BGRA: the streaks projected
     once for the whole frame, each window composited on its own (no apron needed: the
     compositor's pixels do not depend on the window)."""
-    from .draw3d.frame import composed, exposures
+    from .draw3d.frame import composed, exposures, hawk_drawn
 
     layers = exposures(scene, still.pose, still.exposure or ((still.positions,
                                                               still.velocities),),
-                       still.bank, still.accent)
+                       still.bank, still.accent, hawk_drawn(scene, still))
     return lambda x0, y0, cols, rows: composed(scene, still.pose, layers,
                                                (x0, y0, cols, rows))
 

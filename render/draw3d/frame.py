@@ -3,30 +3,68 @@ or as a window of the full frame (a tile), sharp or motion-blurred over sub-fram
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..scene import Scene
 from .camera import resized
 from .optics import compose
 from .sky import sky_for
-from .streaks import look_of, shutter_of, streaks
+from .streaks import hawk_look, joined, look_of, shutter_of, streaks
 from .types import Pose, Streaks
 from .vector import write_vector
 
+# The hunting hawk appears STANDOFF behind the flock (sim/forces/hunt.py): it comes into
+# view over its first second out rather than blink into the sky.
+HAWK_FADE_S = 1.0
+
+
+class Hawk(NamedTuple):
+    """The hunting hawk as a frame draws it: position (3,) m and velocity (3,) m/s when
+    the shutter opens, and how much of its ink shows (fading in)."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    shown: float
+
+
+def hawk_drawn(scene: Scene, state) -> Hawk | None:
+    """The hawk `state` (a `states.FrameState`) shows, None when there is none to draw (no
+    hunting hawk, `[hawk] wingspan = 0`, not out, or out for less than a step)."""
+    if state.hawk is None or state.hawk_velocity is None or hawk_look(scene) is None:
+        return None
+    shown = min(1.0, (float(state.time) - scene.hawk.start) / HAWK_FADE_S)
+    return Hawk(np.array(state.hawk, np.float64), np.array(state.hawk_velocity, np.float64),
+                shown) if shown > 0.0 else None
+
 
 def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
-              accent: np.ndarray) -> list[Streaks]:
+              accent: np.ndarray, hawk: Hawk | None = None) -> list[Streaks]:
     """The streaks of each exposure: `exposure` holds (positions (n, 3), velocities (n, 3))
     pairs, one for a sharp frame (its state when the shutter opens) or motion blur's
     sub-frames, each sampled at the middle of its equal slice of the shutter's opening,
-    as `sim.simulate.frames` samples them. Each streak covers its own slice."""
-    look = look_of(scene)
-    if len(exposure) == 1:
-        positions, velocities = exposure[0]
-        return [streaks(pose, positions, velocities, bank, accent, look, shutter_of(scene))]
-    slice_s = shutter_of(scene) / len(exposure)
-    return [streaks(pose, positions - 0.5 * slice_s * velocities, velocities, bank, accent,
-                    look, slice_s) for positions, velocities in exposure]
+    as `sim.simulate.frames` samples them. Each streak covers its own slice. The `hawk`,
+    if any, among the birds in depth order, flown on along its velocity to each
+    sub-frame."""
+    look, shutter = look_of(scene), shutter_of(scene)
+    count = len(exposure)
+    slice_s = shutter / count
+    layers = []
+    for k, (positions, velocities) in enumerate(exposure):
+        if count == 1:
+            layer = streaks(pose, positions, velocities, bank, accent, look, shutter)
+        else:
+            layer = streaks(pose, positions - 0.5 * slice_s * velocities, velocities, bank,
+                            accent, look, slice_s)
+        if hawk is not None:
+            at = hawk.position + k * slice_s * hawk.velocity  # where its slice begins
+            drawn = streaks(pose, at[None], hawk.velocity[None], None, np.zeros(1, bool),
+                            hawk_look(scene), slice_s)
+            layer = joined(layer, drawn._replace(alpha=drawn.alpha * hawk.shown,
+                                                 ids=np.full(len(drawn.ids), -1)))
+        layers.append(layer)
+    return layers
 
 
 def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
@@ -74,13 +112,13 @@ class Pixels(np.ndarray):
 
 
 def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
-           accent: np.ndarray) -> np.ndarray:
+           accent: np.ndarray, hawk: Hawk | None = None) -> np.ndarray:
     """The frame drawn onto `canvas` (any size: the same picture, see `camera.resized`);
     returns its pixels (h, w, 4) BGRA uint8, as the 2D drawing does, as `Pixels` with
     the float image when the canvas keeps one (`canvas.linear`)."""
     width, height = canvas.size
     pose = resized(pose, width, height)
-    layers = exposures(scene, pose, exposure, bank, accent)
+    layers = exposures(scene, pose, exposure, bank, accent, hawk)
     composed(scene, pose, layers, (0, 0, width, height), canvas.pixels, canvas.linear)
     canvas.surface.mark_dirty()
     pixels = canvas.flush()
@@ -92,10 +130,11 @@ def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
 
 
 def write_vector3d(path, scene: Scene, pose: Pose, positions: np.ndarray,
-                   velocities: np.ndarray, bank: np.ndarray | None, accent: np.ndarray, *,
-                   dpi: float, title: str = "") -> None:
-    """The frame as a PDF or SVG page (see `vector.write_vector`): the birds' streaks over
-    the whole shutter (a vector page has no sub-frames to average), depth-sorted."""
-    [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent)
+                   velocities: np.ndarray, bank: np.ndarray | None, accent: np.ndarray,
+                   hawk: Hawk | None = None, *, dpi: float, title: str = "") -> None:
+    """The frame as a PDF or SVG page (see `vector.write_vector`): the birds' streaks (and
+    the hawk's) over the whole shutter (a vector page has no sub-frames to average),
+    depth-sorted."""
+    [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent, hawk)
     write_vector(path, layer, sky_for(scene, pose), dpi,
                  transparent=scene.output.transparent, title=title)

@@ -48,6 +48,31 @@ def look_of(scene: Scene) -> Look:
                 float(visibility), scene.render.min_width_px)
 
 
+# A peregrine's proportions per metre of wingspan: its body's length (m), its wings' and
+# its body's silhouettes (m² per m² of wingspan squared), so the hawk draws as a hawk,
+# not as a starling scaled up.
+HAWK_BODY_LENGTH, HAWK_WING_AREA, HAWK_BODY_AREA = 0.42, 0.12, 0.04
+
+
+def hawk_look(scene: Scene) -> Look | None:
+    """The hunting hawk as the camera sees it (`[hawk] wingspan`, in a peregrine's
+    proportions), None when there is none to draw."""
+    hawk = scene.hawk
+    if hawk is None or hawk.mode != "hunt" or hawk.wingspan == 0.0:
+        return None
+    span = hawk.wingspan
+    return look_of(scene)._replace(wingspan=span, body_length=HAWK_BODY_LENGTH * span,
+                                   wing_area=HAWK_WING_AREA * span * span,
+                                   body_area=HAWK_BODY_AREA * span * span)
+
+
+def joined(birds: Streaks, more: Streaks) -> Streaks:
+    """`birds` with the streaks of `more` (far to near too) each put in depth order among
+    them, after the birds as far away as it is."""
+    at = np.searchsorted(-birds.depth, -more.depth, side="right")
+    return Streaks(*(np.insert(a, at, b) for a, b in zip(birds, more)))
+
+
 def shutter_of(scene: Scene) -> float:
     """How long the shutter is open, s: the shutter angle's share of a frame interval."""
     return scene.render.shutter_angle / 360.0 / float(scene.output.fps)

@@ -35,7 +35,7 @@ class Streaks(NamedTuple):
     (after the width floor). `contrast` is what the atmosphere leaves of it, 0.05^(d/V)
     (1 without haze), d its distance in m; `depth` its distance along the optical axis,
     m, non-increasing down the rows; `accent` the accent birds; `ids` each streak's bird
-    row in the state."""
+    row in the state (−1: the hawk's)."""
 
     x0: np.ndarray  # (m,) float64
     y0: np.ndarray

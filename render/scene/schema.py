@@ -222,6 +222,9 @@ class HawkSettings:
                                    lo=0, lo_open=True)
     refractory: float = setting(3.0, "hunt: a bird that has zigged does not zig again for "
                                 "this long (so the waves do not echo).", unit="s", lo=0)
+    wingspan: float = setting(1.0, "hunt: the hawk as the camera sees it, tip to tip (a "
+                              "peregrine's; its body and wings in a peregrine's "
+                              "proportions); 0: not drawn.", unit="m", lo=0)
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,8 @@ class Frame:
     (positions, velocities) at each sub-frame time the shutter is open; else empty.
     followed, bank ((n,) radians; None in 2D) and hawk (d floats; None while it is not
     out): interpolated at `time` like the positions (the hawk from the step before alone
-    when it is out at only one of the two)."""
+    when it is out at only one of the two); hawk_velocity (d floats, world units/s): its
+    flight over that step, None unless it is out at both."""
 
     index: int
     time: Fraction
@@ -157,6 +158,7 @@ class Frame:
     followed: tuple[float, ...] | None = None
     bank: np.ndarray | None = None
     hawk: tuple[float, ...] | None = None
+    hawk_velocity: tuple[float, ...] | None = None
 
 
 def step_fraction(dt: float) -> Fraction:
@@ -196,9 +198,11 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         if before is None or before.step != s0:
             raise RuntimeError("frames must be requested in increasing order")
         frac = float(where - s0)
+        flown = None if before.hawk is None or after.hawk is None else \
+            tuple((b - a) / float(dt) for a, b in zip(before.hawk, after.hawk))
         if frac == 0.0:
             return before.positions, before.velocities, before, before.followed, \
-                before.bank, before.hawk
+                before.bank, before.hawk, flown
         delta = after.positions - before.positions
         if wrap:
             delta -= extent * np.round(delta / extent)
@@ -209,7 +213,7 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         bank = None if before.bank is None else before.bank + frac * (after.bank -
                                                                      before.bank)
         return pos, vel, before, between(before.followed, after.followed, frac), bank, \
-            between(before.hawk, after.hawk, frac)
+            between(before.hawk, after.hawk, frac), flown
 
     if progress and count > 0 and first > 0:
         s0 = math.floor(Fraction(first) / fps / dt)
@@ -218,14 +222,14 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
             reach(s0, bar)
     for index in range(first, first + count):
         time = Fraction(index) / fps
-        pos, vel, snap, followed, bank, hawk = at(time)
+        pos, vel, snap, followed, bank, hawk, hawk_velocity = at(time)
         exposure = ()
         if subframes > 1:
             # Copies: the simulator may reuse its arrays as it steps through the shutter.
             exposure = tuple((p.copy(), v.copy()) for p, v, *_ in (
                 at(time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps)
                 for k in range(subframes)))
-        yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk)
+        yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk, hawk_velocity)
 
 
 def between(a, b, frac: float):
