@@ -184,11 +184,11 @@ seed = 3                     # --seed
 **Progress** goes to stderr: the settling's bar (3D); the flight to the first frame when
 that is late in the clip (`--still 40`, `--frames 600:1200`); a `--loop`'s search for its
 start; then the frames' bar (or the contact sheet's, or a tiled still's tiles). A still
-drawn whole shows none, and the frames' bar stands still near its end while the encoders
-catch up with the frames handed to them (at 4K `--quality web`'s AV1 takes tens of
-seconds). Each is redrawn
-in place ten times a second on a terminal, and every 10 s into a file or a pipe (a farm's
-log, CI) as a plain-text line of its own. `--quiet` drops them all.
+drawn whole shows none. The frames' bar, once full, says `encoding the last frames` while
+the encoders catch up with the frames handed to them (at 4K `--quality web`'s AV1 takes
+tens of seconds). Each is redrawn in place ten times a second on a terminal, and into a
+file or a pipe (a farm's log, CI) as a plain-text line of its own every 10 s and once at
+its end. `--quiet` drops them all.
 
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
 work), 130 interrupted (Ctrl-C or SIGTERM), 1 anything else; see

@@ -115,6 +115,8 @@ class State:
     accent birds. hawk: (d,) float64 where the hawk is, None while it is not out.
     neighbours: (n,) int64, each bird's neighbours: those within the perception radius
     (metric), or the k nearest it sees, fewer only within a max_range (topological).
+    attack: whether a hunting hawk's attack is on (False without one). landed: (n,) bool,
+    the birds down in the roost, None in a scene without a landing.
     """
 
     index: int
@@ -125,6 +127,8 @@ class State:
     accent: np.ndarray
     hawk: np.ndarray | None
     neighbours: np.ndarray
+    attack: bool
+    landed: np.ndarray | None
 
     @property
     def ids(self) -> np.ndarray:
@@ -139,11 +143,12 @@ class State:
         import numpy as np
 
         n = len(state.positions)
+        # The accent mask is the flock's, shared by every frame: each state gets its own.
         return cls(state.index, float(state.time), state.positions, state.velocities,
                    np.zeros(n) if state.bank is None else state.bank,
-                   np.asarray(state.accent, dtype=bool),
+                   np.array(state.accent, dtype=bool),
                    None if state.hawk is None else np.asarray(state.hawk, dtype=np.float64),
-                   state.neighbours)
+                   state.neighbours, bool(state.attack), state.landed)
 
 
 def simulate(scene: Scene, frames: int | tuple[int, int] | None = None, *,
@@ -168,8 +173,12 @@ def _clip(scene: Scene, frames) -> tuple[Scene, int]:
     """(the scene of a clip `frames` describe, its first frame); see `simulate`."""
     if frames is None:
         return scene, 0
+    frames = _plain(frames)  # numpy numbers too
     if isinstance(frames, int) and not isinstance(frames, bool):
         first, end = 0, frames
+        if end < 1:
+            raise UsageError(f"frames={frames}: expected a count n ≥ 1, or a range (a, b) "
+                             f"with 0 ≤ a < b")
     elif isinstance(frames, (tuple, list)) and len(frames) == 2 \
             and all(isinstance(f, int) and not isinstance(f, bool) for f in frames):
         first, end = frames
@@ -255,8 +264,9 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
 
     Options (the command line's, with the same defaults):
       frames: n or (a, b), see `simulate` (default: the scene's clip).
-      workers: drawing threads (default: the cores this process may use), or with
-        scheduler="local" the local cluster's processes.
+      workers: drawing threads (default: the cores this process may use less one, at
+        least one), or with scheduler="local" the local cluster's processes (default:
+        the cores).
       scheduler: a Dask scheduler's address, or "local"; cache_dir: storage every worker
         reads, through which states travel.
       stats: a .csv or .json of per-frame diagnostics; plot: a .png, .pdf or .svg of
@@ -293,6 +303,7 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
     if not isinstance(path, (str, Path)):
         raise UsageError(f"render(still=...) writes one file: expected a path such as "
                          f"FILE.png, got {path!r}")
+    bit_depth, tile_size, dpi = _plain(bit_depth), _plain(tile_size), _plain(dpi)
     if bit_depth not in (8, 16):
         raise UsageError(f"bit_depth: expected 8 or 16, got {bit_depth!r}")
     if tile_size is not None and (isinstance(tile_size, bool) or
@@ -370,6 +381,7 @@ def _executor(workers: int | None, scheduler: str | None, cache_dir):
     """Where frames are drawn: this process's threads, or a Dask cluster."""
     from .executor import Cluster, Threads
 
+    workers = _plain(workers)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise UsageError(f"workers: expected a whole number ≥ 1, got {workers!r}")

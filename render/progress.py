@@ -56,10 +56,14 @@ class _Lines:
 
 def progress_bar(**options) -> tqdm:
     """A tqdm bar on stderr at the interval stderr deserves (`options` as tqdm's): on a
-    terminal redrawn in place ten times a second, in a log a plain-text line every 10 s;
-    each step first checks for a swallowed interrupt (`check_interrupted`)."""
+    terminal redrawn in place ten times a second, in a log a plain-text line every 10 s
+    and one at its end; each step first checks for a swallowed interrupt
+    (`check_interrupted`)."""
     if sys.stderr.isatty():
         return _Bar(mininterval=0.1, **options)
+    # A bar cleared at its end on a terminal leaves its last line in a log: otherwise a
+    # bar done within 10 s leaves only its first, "0%", as if the work had stalled.
+    options["leave"] = True
     return _Bar(mininterval=10.0, file=_Lines(sys.stderr), ascii=True, **options)
 
 

@@ -290,6 +290,24 @@ def test_numpy_values_are_taken_as_python_ones(small_scene):
     assert render.frame(scene, np.float64(0.1), size="64x36", quiet=True).shape == (36, 64, 4)
 
 
+def test_numpy_numbers_are_taken_for_frames_dpi_tile_size_and_workers(small_scene, tmp_path):
+    scene = render.load_scene(small_scene, {"output.size": "64x36"})
+    assert len(list(render.simulate(scene, frames=np.int64(3), quiet=True))) == 3
+    assert [s.index for s in render.simulate(scene, frames=(np.int64(1), np.int64(3)),
+                                             quiet=True)] == [1, 2]
+    still = render.render(scene, tmp_path / "s.png", still=0.1, dpi=np.int64(300),
+                          tile_size=np.int64(16), bit_depth=np.int64(8), quiet=True)
+    assert [Path(p).exists() for p in still] == [True]
+    assert render.render(scene, tmp_path / "f.npz", frames=2, workers=np.int64(1),
+                         quiet=True)
+
+
+@pytest.mark.parametrize("frames", [0, -3])
+def test_a_count_of_no_frames_is_refused_in_the_apis_terms(small_scene, frames):
+    with pytest.raises(UsageError, match=rf"frames={frames}: expected a count n ≥ 1"):
+        render.simulate(render.load_scene(small_scene), frames=frames)
+
+
 @pytest.mark.parametrize("call, error, says", [
     (lambda path, scene: render.simulate(str(path)), TypeError,
      "scene: expected a Scene, got str: load it first, render.load_scene("),
@@ -317,3 +335,28 @@ def test_an_excerpt_of_a_3d_film_is_simulated_and_drawn_at_another_size():
                                "output.size": "64x36", "palette.theme": "dark"})
     assert [s.index for s in render.simulate(scene, 2, quiet=True)] == [0, 1]
     assert render.frame(scene, 0.5, size=(32, 18), quiet=True).shape == (18, 32, 4)
+
+
+def test_a_3d_state_carries_the_attack_and_the_landed_birds_as_the_npz_does(cli, tmp_path):
+    sets = {"flock.count": "300", "scene.settle_steps": "0", "scene.duration": "3.0",
+            "roost.landing_at": "0.5", "roost.landing_spread": "0.5", "roost.altitude": "6.0",
+            "hawk.start": "0.0", "output.size": '"160x90"', "output.fps": "20"}
+    scene_path = ROOT / "scenes" / "murmuration.toml"
+    out = tmp_path / "f.npz"
+    argv = [f"--set={k}={v}" for k, v in sets.items()]
+    assert cli(scene_path, "-o", out, "-q", *argv).code == 0
+    flock = np.load(out)
+    states = list(render.simulate(render.load_scene(scene_path, sets)))
+    np.testing.assert_array_equal([s.attack for s in states], flock["attack"])
+    np.testing.assert_array_equal([s.landed for s in states], flock["landed"])
+    assert states[-1].landed.any() and states[0].landed.dtype == bool
+
+
+def test_each_state_has_its_own_accent_mask(small_scene):
+    states = render.simulate(render.load_scene(small_scene), frames=3)
+    first = next(states)
+    before = first.accent.copy()
+    first.accent[:] = ~first.accent
+    later = list(states)
+    assert all(s.accent is not first.accent for s in later)
+    np.testing.assert_array_equal(later[-1].accent, before)

@@ -292,6 +292,9 @@ HUNT = ["--set", "world.dimensions=3", "--set", "rules.neighbours=topological",
     (["--set", "roost.landing_at=-1.0"], "roost.landing_at: the landing starts before "
                                          "settling is over"),
     (["--set", "hawk.start=-1.0"], "hawk.start: the hunt starts before settling is over"),
+    (["--set", "output.frames=60", "--set", "roost.landing_at=3.0"],
+     "roost.landing_at: the landing starts after the clip's end: expected below "
+     "output.frames (60 at 60 fps: 1 s)"),
     (["--set", "hawk.mode=chord"], "hawk.mode: a 3D world's hawk hunts"),
 ])
 def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):
@@ -305,6 +308,7 @@ def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):
 
 @pytest.mark.parametrize("flags, code", [(["--duration", "6"], 0),
                                          (["--set", "scene.duration=6"], 0),
+                                         (["--frames", "60"], 0),
                                          (["--duration", "6", "--set", "roost.landing_at=8"],
                                           2)])
 def test_a_clip_cut_short_of_the_files_landing_is_an_excerpt(tmp_path, flags, code):

@@ -32,12 +32,13 @@ def test_a_bar_in_a_log_is_plain_lines(monkeypatch):
         for _ in range(3):
             bar.update()
     with progress.progress_bar(total=2, desc="settling", leave=False) as bar:
-        bar.update(2)  # cleared at its end, on a terminal: nothing of it in a log but lines
+        bar.update(2)  # cleared at its end on a terminal, in a log its last line stays
     text = log.getvalue()
     assert "\r" not in text and text.isascii() and text.endswith("\n"), repr(text)
     lines = text.splitlines()
     assert lines[0].startswith("clip.mp4:   0%") and lines[1].startswith("clip.mp4: 100%")
     assert "3/3" in lines[1] and lines[2].startswith("settling:   0%"), lines
+    assert lines[3].startswith("settling: 100%") and "2/2" in lines[3], lines
     assert all(line == line.rstrip() and line for line in lines), lines
     terminal = Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
@@ -46,8 +47,8 @@ def test_a_bar_in_a_log_is_plain_lines(monkeypatch):
     assert "\r" in terminal.getvalue()  # drawn in place
 
 
-def test_settling_into_a_log_draws_its_bar_once(capsys):
-    """Seconds of settling into a file: the bar's first line, not one every 0.1 s."""
+def test_settling_into_a_log_draws_its_start_and_its_end(capsys):
+    """Seconds of settling into a file: its first line and its last, not one every 0.1 s."""
     def settled(steps: int, shown: bool) -> None:
         settings = {"seed": 5, "dt": 0.01, "settle_steps": steps}
         scene = build_scene({**scene3(n=50).to_dict(), "scene": settings}, "t.toml")
@@ -58,8 +59,10 @@ def test_settling_into_a_log_draws_its_bar_once(capsys):
     settled(1500, shown=True)
     took = time.monotonic() - started
     err = capsys.readouterr().err
-    # Once, and again every 10 s on a machine slow enough to take that long (under load).
-    assert 1 <= err.count("settling:") <= 1 + took // 10, err
+    # Its start and its end, and a line every 10 s on a machine slow enough to take that
+    # long (under load).
+    assert 2 <= err.count("settling:") <= 2 + took // 10, err
+    assert "settling: 100%" in err.splitlines()[-1], err
 
 
 def test_a_still_late_in_a_clip_shows_the_flight_to_it_unless_quiet(cli, small_scene,

@@ -25,18 +25,23 @@ def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> Non
                             f"got {show(hawk.mode)}")
         elif three:
             _check_hunter(values, where, usable, problems, rank)
+    # The clip's length: output.frames when given, else scene.duration.
+    output = values["output"]
+    counted = output.frames is not None
+    length = "output.frames" if counted else "scene.duration"
     if roost is not None and roost.landing_at is not None and usable(
-            "roost.landing_at", "scene.duration"):
-        duration = values["scene"].duration
+            "roost.landing_at", length, *(("output.fps",) if counted else ())):
+        end = float(output.frames / output.fps) if counted else values["scene"].duration
         if roost.landing_at < 0.0:
             problems.append(f"{where('roost.landing_at')}: the landing starts before "
                             f"settling is over (times count from frame 0, after settling): "
                             f"expected ≥ 0 s, got {show(roost.landing_at)}")
-        elif roost.landing_at >= duration and rank("scene.duration") <= rank(
-                "roost.landing_at"):
+        elif roost.landing_at >= end and rank(length) <= rank("roost.landing_at"):
+            clip = (f"output.frames ({output.frames} at {show(output.fps)} fps: "
+                    f"{end:g} s)" if counted else f"scene.duration ({show(end)} s)")
             problems.append(f"{where('roost.landing_at')}: the landing starts after the "
-                            f"clip's end: expected below scene.duration ({show(duration)} "
-                            f"s), got {show(roost.landing_at)}")
+                            f"clip's end: expected below {clip}, got "
+                            f"{show(roost.landing_at)}")
 
 
 def _check_hunter(values, where, usable, problems, rank) -> None:
