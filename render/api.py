@@ -10,6 +10,7 @@ honoured, both `render.errors.BoidsError`s; a keyword that does not exist is a T
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -19,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import SceneError, UsageError
+from .errors import SceneError, UsageError, api_names
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +29,19 @@ if TYPE_CHECKING:
     from .states import FrameState
 
 __all__ = ["State", "frame", "load_scene", "render", "simulate"]
+
+
+def _keywords(**renamed: str):
+    """The function's errors name the options it took as its keywords (dpi=0.1, not
+    --dpi 0.1; `renamed`: its own names, see `errors.api_names`), unless the command line
+    called it."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def named(*args, **kwargs):
+            with api_names(**renamed):
+                return fn(*args, **kwargs)
+        return named
+    return wrap
 
 
 def load_scene(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scene:
@@ -151,6 +165,7 @@ class State:
                    state.neighbours, bool(state.attack), state.landed)
 
 
+@_keywords()
 def simulate(scene: Scene, frames: int | tuple[int, int] | None = None, *,
              quiet: bool = False) -> Iterator[State]:
     """The flock's `State` at each frame of the clip, in order, as a render draws them.
@@ -193,6 +208,7 @@ def _clip(scene: Scene, frames) -> tuple[Scene, int]:
     return scene, first
 
 
+@_keywords(**{"--still": "t"})
 def frame(scene: Scene, t: float | Fraction | str,
           size: tuple[int, int] | None = None, *, quiet: bool = False) -> np.ndarray:
     """The frame at time `t` drawn at `size` (w, h) px (None: the scene's output.size):
@@ -253,6 +269,7 @@ _CLIP_OPTIONS = ("frames", "workers", "scheduler", "cache_dir", "stats", "plot",
 _STILL_OPTIONS = ("still", "dpi", "bit_depth", "tile_size", "overwrite", "quiet")
 
 
+@_keywords()
 def render(scene: Scene, path: str | Path | list | tuple | None = None,
            **options) -> list[Path]:
     """Render `scene` into `path` and return every file written, in order: a clip

@@ -20,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .encode import VIDEO_SUFFIXES, is_state_output
-from .errors import UsageError
+from .errors import UsageError, option
 from .scene import Scene
 
 BASE_BYTES = 250e6           # Python, numpy, numba, cairo and their compiled code
@@ -333,7 +333,8 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
                       "drawn whole)", "without it a still is drawn in tiles at any size"))
     if whole:
         if tile_size is not None:
-            raise UsageError("--tile-size draws opaque 8-bit stills without motion blur")
+            raise UsageError(f"{option('--tile-size')} draws opaque 8-bit stills without "
+                             f"motion blur")
         for limit, what, instead in whole:
             require_size(scene, where, limit, what, instead)
         k = supersample_factor(scene.output.size) if bit_depth == 16 else 1
@@ -403,8 +404,8 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
     if cost.seconds > MAX_SECONDS:
         raise UsageError(f"{where}: would take {_duration(cost.seconds)} (rough estimate; "
                          f"the limit is {_duration(MAX_SECONDS)}): use fewer frames "
-                         f"(--frames, --duration), fewer birds, a larger scene.dt or fewer "
-                         f"scene.settle_steps")
+                         f"{option('(--frames, --duration)')}, fewer birds, a larger scene.dt "
+                         f"or fewer scene.settle_steps")
     if cost.disk and cost.disk_checked:
         require_disk(where, cost.disk, trajectories=is_state_output(where))
     return cost
@@ -472,10 +473,10 @@ def require_disk(output: str, size: float, *, trajectories: bool = True) -> None
                          f"{Path(output).with_suffix('.usdc')}, or fewer frames or birds")
     free = available_disk(Path(output).parent)
     if free is not None and size > free:
-        fewer = "fewer birds" if trajectories else "a smaller frame (--size)"
+        fewer = "fewer birds" if trajectories else f"a smaller frame {option('(--size)')}"
         raise UsageError(f"{output}: needs about {_bytes(size)} on disk, but only "
-                         f"{_bytes(free)} is free there: use fewer frames (--frames, "
-                         f"--duration) or {fewer}, or write it elsewhere")
+                         f"{_bytes(free)} is free there: use fewer frames "
+                         f"{option('(--frames, --duration)')} or {fewer}, or write it elsewhere")
 
 
 def available_disk(folder: Path) -> float | None:

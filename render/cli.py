@@ -12,7 +12,7 @@ import sys
 import threading
 import traceback
 
-from .errors import BoidsError, SceneError, UsageError
+from .errors import BoidsError, SceneError, UsageError, cli_names
 from .options import frame_range, overrides_from, paper_size, parse_time, parser
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, malformed options
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        with _interrupts():
+        with _interrupts(), cli_names():
             return run(args)
     except SceneError as exc:
         for line in exc.problems:

@@ -34,7 +34,7 @@ from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
 from .encode import Target
 from .encode.images import SequenceWriter, is_sequence
-from .errors import BoidsError, UsageError
+from .errors import BoidsError, UsageError, option
 from .executor import Cluster, default_workers
 from .progress import note
 from .scene import Scene
@@ -233,8 +233,8 @@ def _probe(address: str) -> None:
     except ValueError:
         host = port = None
     if not host or not port:
-        raise UsageError(f"--scheduler {address}: expected 'local' or a scheduler's address "
-                         f"such as tcp://10.0.0.5:8786")
+        raise UsageError(f"{option('--scheduler', address)}: expected 'local' or a "
+                         f"scheduler's address such as tcp://10.0.0.5:8786")
     try:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as exc:

@@ -1,4 +1,11 @@
-"""The few errors the CLI turns into one-line messages and exit codes."""
+"""The few errors the CLI turns into one-line messages and exit codes, and how they name
+an option: as the command line's flag or as the Python API's keyword (`option`)."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class BoidsError(Exception):
@@ -29,3 +36,46 @@ class UsageError(BoidsError):
 
 class EncodeError(BoidsError):
     """ffmpeg failed or wrote something other than what was asked."""
+
+
+# The checks the command line and the Python API share name an option as its caller gave
+# it: a flag (the default), or, inside `api_names`, the keyword a function took.
+API_NAMES = {"--dpi": "dpi", "--bit-depth": "bit_depth", "--tile-size": "tile_size",
+             "--still": "still", "--scheduler": "scheduler", "--plot": "plot",
+             "--stats": "stats", "--resume": "resume=True",
+             "--no-overwrite": "overwrite=False", "--quality web": "web=True",
+             "-o": "path", "-o NAME.mp4": "a path NAME.mp4", "--frames A:B": "frames=(a, b)",
+             "--frames N or --duration S": "frames=n", "(--frames, --duration)": "(frames=)",
+             "(--size)": "(output.size)"}
+_NAMES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("names", default=None)
+
+
+def option(flag: str, value=None) -> str:
+    """`flag` (with its `value`) as the caller spells it: "--dpi 300" on the command line,
+    "dpi=300" from the API."""
+    name = (_NAMES.get() or {}).get(flag)
+    if name is None:
+        return flag if value is None else f"{flag} {value}"
+    return name if value is None else f"{name}={value}"
+
+
+@contextmanager
+def api_names(**renamed: str) -> Iterator[None]:
+    """Inside, options are named as the API's keywords (`renamed`: a function's own, such
+    as frame()'s t for --still), unless the command line is the caller (`cli_names`)."""
+    token = _NAMES.set({**API_NAMES, **renamed}) if _NAMES.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _NAMES.reset(token)
+
+
+@contextmanager
+def cli_names() -> Iterator[None]:
+    """Inside, options are named as flags, even through the API's functions."""
+    token = _NAMES.set({})
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)

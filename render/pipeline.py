@@ -21,7 +21,7 @@ from . import budget
 from .drawing import draw_range
 from .encode import ANIMATED_SUFFIXES, StateWriter, Target, open_state_writer, open_writer
 from .encode.files import place_or_refuse, refuse_existing
-from .errors import UsageError
+from .errors import UsageError, option
 from .executor import Cluster, Executor, Threads, default_workers
 from .loop import SeamMeter, crossfade_frames
 from .progress import note, progress_bar
@@ -63,7 +63,7 @@ class Diagnostics:
 
         if self.stats is not None:
             if Path(self.stats).suffix.lower() not in measures.SUFFIXES:
-                raise UsageError(f"{self.stats}: --stats writes "
+                raise UsageError(f"{self.stats}: {option('--stats')} writes "
                                  f"{' or '.join(measures.SUFFIXES)}, as the suffix says; got "
                                  f"{Path(self.stats).suffix or 'no suffix'}")
             refuse_existing(Path(self.stats), overwrite)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import UsageError, option
 
 # matplotlib writes each as its suffix says: a picture for the screen, or vectors for print.
 SUFFIXES = (".png", ".pdf", ".svg")
@@ -17,7 +17,7 @@ def require(path: str | Path) -> None:
     import importlib.util
 
     if Path(path).suffix.lower() not in SUFFIXES:
-        raise UsageError(f"{path}: --plot draws {', '.join(SUFFIXES[:-1])} or "
+        raise UsageError(f"{path}: {option('--plot')} draws {', '.join(SUFFIXES[:-1])} or "
                          f"{SUFFIXES[-1]}, as the suffix says; got "
                          f"{Path(path).suffix or 'no suffix'}")
     if importlib.util.find_spec("matplotlib") is None:

@@ -17,7 +17,7 @@ from .encode import STILL_SUFFIXES
 from .encode.files import place_or_refuse, refuse_existing
 from .encode.images import FRAME_FORMATS, encode_jpeg, encode_png, usable
 from .encode.still import provenance
-from .errors import UsageError
+from .errors import UsageError, option
 from .scene import Scene
 from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulated, simulation
@@ -43,12 +43,14 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
                          f"or SVG: expected a name ending in {', '.join(STILLS)}")
     if suffix in (".jpg", ".jpeg") and dpi is not None and \
             not JPEG_DPI[0] <= round(dpi) <= JPEG_DPI[1]:
-        raise UsageError(f"{output}: --dpi {dpi:g}: a JPEG records its resolution as a "
+        raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a JPEG records its "
+                         f"resolution as a "
                          f"whole number of dpi from {JPEG_DPI[0]} to {JPEG_DPI[1]}")
     if bit_depth == 16 and suffix != ".png":
-        raise UsageError("--bit-depth 16 applies to PNG stills")
+        raise UsageError(f"{option('--bit-depth', 16)} applies to PNG stills")
     if tile_size is not None and suffix != ".png":
-        raise UsageError("--tile-size applies to PNG stills; the others are drawn whole")
+        raise UsageError(f"{option('--tile-size')} applies to PNG stills; the others are "
+                         f"drawn whole")
     if suffix in FRAME_FORMATS:
         usable(FRAME_FORMATS[suffix], output, transparent,
                "a transparent still needs .png, .exr, .pdf or .svg")
@@ -126,9 +128,10 @@ def _loop_state(scene: Scene, time: Fraction, *, quiet: bool) -> FrameState:
     if index.denominator != 1 or not 0 <= index < scene.frame_count:
         fps, last = scene.output.fps, scene.frame_count - 1
         near = min(max(round(index), 0), last)
-        raise UsageError(f"--still {float(time):g}: a loop's still is one of its frames, at "
-                         f"a multiple of 1/{fps} s from 0 to {float(last / fps):g} s (frames "
-                         f"0 to {last}); the nearest is frame {near}: --still {near / fps}")
+        raise UsageError(f"{option('--still', f'{float(time):g}')}: a loop's still is one "
+                         f"of its frames, at a multiple of 1/{fps} s from 0 to "
+                         f"{float(last / fps):g} s (frames 0 to {last}); the nearest is "
+                         f"frame {near}: {option('--still', near / fps)}")
     states = simulated(scene, 0, scene.frame_count, quiet=quiet)
     return next(itertools.islice(states, int(index), None))
 

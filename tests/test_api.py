@@ -360,3 +360,38 @@ def test_each_state_has_its_own_accent_mask(small_scene):
     later = list(states)
     assert all(s.accent is not first.accent for s in later)
     np.testing.assert_array_equal(later[-1].accent, before)
+
+
+@pytest.mark.parametrize("options, says", [
+    (dict(still=0.5, dpi=0.1), "e.jpg: dpi=0.1: a JPEG records its resolution"),
+    (dict(still=0.5, bit_depth=16), "bit_depth=16 applies to PNG stills"),
+    (dict(still=0.5, tile_size=64), "tile_size applies to PNG stills"),
+    (dict(resume=True), "resume=True applies to PNG sequences"),
+    (dict(scheduler="nowhere"), "scheduler=nowhere: expected 'local'"),
+    (dict(stats="x.txt"), "x.txt: stats writes .csv or .json"),
+])
+def test_the_apis_errors_name_its_keywords_not_the_command_lines_flags(small_scene, tmp_path,
+                                                                      options, says):
+    scene = render.load_scene(small_scene)
+    suffix = ".jpg" if "still" in options else ".mp4"
+    if "stats" in options:
+        options = {**options, "stats": tmp_path / options["stats"]}
+    with pytest.raises(UsageError) as caught:
+        render.render(scene, tmp_path / f"e{suffix}", quiet=True, **options)
+    assert says in str(caught.value) and " --" not in str(caught.value), caught.value
+
+
+def test_the_apis_overwrite_loop_and_web_errors_speak_its_terms(small_scene, tmp_path):
+    scene = render.load_scene(small_scene)
+    (tmp_path / "k.mp4").touch()
+    with pytest.raises(UsageError, match="already exists and overwrite=False keeps it; "
+                                         "remove it or drop overwrite=False"):
+        render.render(scene, tmp_path / "k.mp4", overwrite=False)
+    with pytest.raises(UsageError, match=r"web=True needs a path NAME\.mp4"):
+        render.render(scene, tmp_path / "k.webm", web=True)
+    loop = render.load_scene(small_scene, {"output.loop": True, "output.crossfade": 0.2})
+    with pytest.raises(UsageError, match=r"frames=\(a, b\): a loop is rendered whole .* "
+                                         r"expected frames=n$"):
+        render.simulate(loop, frames=(5, 20))
+    with pytest.raises(UsageError, match=r"^t=0\.51: a loop's still .*: t=1/2$"):
+        render.frame(loop, 0.51, quiet=True)

@@ -37,7 +37,7 @@ def hand_made(index: int, blur: int = 1) -> SimpleNamespace:
                      for k in range(blur)) if blur > 1 else ()
     return SimpleNamespace(index=index, time=Fraction(index, 25), positions=positions,
                            velocities=velocities, exposure=exposure, followed=None,
-                           bank=None, hawk=None,
+                           bank=None, hawk=None, hawk_velocity=None,
                            snapshot=SimpleNamespace(neighbours=np.full(BIRDS, 7.0)))
 
 

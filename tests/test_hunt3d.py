@@ -292,9 +292,6 @@ HUNT = ["--set", "world.dimensions=3", "--set", "rules.neighbours=topological",
     (["--set", "roost.landing_at=-1.0"], "roost.landing_at: the landing starts before "
                                          "settling is over"),
     (["--set", "hawk.start=-1.0"], "hawk.start: the hunt starts before settling is over"),
-    (["--set", "output.frames=60", "--set", "roost.landing_at=3.0"],
-     "roost.landing_at: the landing starts after the clip's end: expected below "
-     "output.frames (60 at 60 fps: 1 s)"),
     (["--set", "hawk.mode=chord"], "hawk.mode: a 3D world's hawk hunts"),
 ])
 def test_bad_hunts_and_landings_exit_2_naming_the_key(tmp_path, extra, needle):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import UsageError
+from ..errors import UsageError, option
 from ..scene import Scene
 
 if TYPE_CHECKING:  # budget.py reads the suffixes and imports no numpy
@@ -146,8 +146,8 @@ def _together(writers: list, target: Target):
 
 def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
     if target.resume:
-        raise UsageError(f"{output}: --resume applies to PNG sequences; trajectories are "
-                         f"always written whole")
+        raise UsageError(f"{output}: {option('--resume')} applies to PNG sequences; "
+                         f"trajectories are always written whole")
     options = dict(fps=scene.output.fps, frames=target.count, first=target.first,
                    overwrite=target.overwrite)
     if Path(output).suffix.lower() == ".npz":
@@ -170,8 +170,9 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
     suffix = Path(output).suffix.lower()
     if suffix in VIDEO_SUFFIXES:
         if target.resume:
-            raise UsageError(f"{output}: --resume applies to PNG sequences (and EXR or JPEG "
-                             f"ones); a clip is always rendered whole: drop --resume")
+            raise UsageError(f"{output}: {option('--resume')} applies to PNG sequences (and "
+                             f"EXR or JPEG ones); a clip is always rendered whole: drop "
+                             f"{option('--resume')}")
         if suffix in ANIMATED_SUFFIXES:
             from .animated import AnimatedWriter as Writer
         else:

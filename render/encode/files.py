@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import EncodeError, UsageError
+from ..errors import EncodeError, UsageError, option
 
 
 # Every temporary this process has made, named before it is created: an interrupt that
@@ -113,8 +113,8 @@ def place_or_refuse(path: Path, write: Callable[[Path], None], *, overwrite: boo
     """`write_atomically`; UsageError when `overwrite` is off and `path` appeared while
     rendering (it was checked by `refuse_existing` before)."""
     if not write_atomically(path, write, overwrite=overwrite):
-        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
-                         f"the new file was discarded")
+        raise UsageError(f"{path}: appeared while rendering and {option('--no-overwrite')} "
+                         f"keeps it; the new file was discarded")
 
 
 def require_folder(path: Path, name: str | None = None) -> None:
@@ -147,16 +147,17 @@ def refuse_existing(path: Path, overwrite: bool) -> None:
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; a file cannot take its name")
     if not overwrite and path.exists():
-        raise UsageError(f"{path}: already exists and --no-overwrite keeps it; remove it "
-                         f"or drop --no-overwrite to replace it")
+        keeps = option("--no-overwrite")
+        raise UsageError(f"{path}: already exists and {keeps} keeps it; remove it or drop "
+                         f"{keeps} to replace it")
 
 
 def place_finished(tmp: Path, path: Path, *, overwrite: bool) -> None:
     """`place` a finished output; UsageError when another render put `path` there
     meanwhile and --no-overwrite keeps it."""
     if not place(tmp, path, overwrite=overwrite):
-        raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps it; "
-                         f"the new render was discarded")
+        raise UsageError(f"{path}: appeared while rendering and {option('--no-overwrite')} "
+                         f"keeps it; the new render was discarded")
 
 
 def _kept_aside(path: Path) -> Path | None:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from ..errors import EncodeError, UsageError
+from ..errors import EncodeError, UsageError, option
 from ..scene import Scene
 from .files import refuse_existing, temp_beside
 from .images import encode_jpeg
@@ -76,20 +76,21 @@ MIN_SIDE = 16
 def check_web_size(size: tuple[int, int]) -> None:
     """UsageError for a web clip too small for its encoders."""
     if min(size) < MIN_SIDE:
-        raise UsageError(f"--quality web needs a size of at least {MIN_SIDE}x{MIN_SIDE} px, "
+        raise UsageError(f"{option('--quality web')} needs a size of at least "
+                         f"{MIN_SIDE}x{MIN_SIDE} px, "
                          f"got {size[0]}x{size[1]}")
 
 
 def check_web_output(paths: tuple[str, ...]) -> None:
     """UsageError unless `paths` is the one NAME.mp4 a web page's files are named after."""
-    hint = "e.g. --quality web -o out/hero.mp4 (writes hero.mp4, hero.av1.mp4, hero.jpg, " \
-           "hero.html)"
+    web, named = option("--quality web"), option("-o NAME.mp4")
+    hint = f"e.g. {web} {option('-o', 'out/hero.mp4')} (writes hero.mp4, hero.av1.mp4, " \
+           f"hero.jpg, hero.html)"
     if len(paths) != 1:
-        raise UsageError(f"--quality web writes a page's four files from one -o NAME.mp4, "
-                         f"{hint}")
+        raise UsageError(f"{web} writes a page's four files from one {named}, {hint}")
     name = paths[0].lower()
     if not name.endswith(".mp4") or name.endswith(".av1.mp4"):
-        raise UsageError(f"{paths[0]}: --quality web needs -o NAME.mp4 (not .av1.mp4), "
+        raise UsageError(f"{paths[0]}: {web} needs {named} (not .av1.mp4), "
                          f"{hint}")
 
 

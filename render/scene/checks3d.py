@@ -14,7 +14,8 @@ def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> Non
     a hunt without topological neighbours (the waves spread over the k nearest), and
     roost.landing_at outside the clip (before settling ends is negative time). A clip cut
     short of its landing by a later setting (`--duration` over the file's landing_at:
-    `rank` orders where settings came from) is an excerpt, not a mistake."""
+    `rank` orders where settings came from) is an excerpt, not a mistake; so is one that
+    `output.frames` cuts (--frames N, the API's frames=n: which frames to render)."""
     world, hawk, roost = values["world"], values["hawk"], values["roost"]
     three = world.dimensions == 3
     if hawk is not None and usable("hawk.mode", "world.dimensions"):
@@ -25,23 +26,18 @@ def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> Non
                             f"got {show(hawk.mode)}")
         elif three:
             _check_hunter(values, where, usable, problems, rank)
-    # The clip's length: output.frames when given, else scene.duration.
-    output = values["output"]
-    counted = output.frames is not None
-    length = "output.frames" if counted else "scene.duration"
     if roost is not None and roost.landing_at is not None and usable(
-            "roost.landing_at", length, *(("output.fps",) if counted else ())):
-        end = float(output.frames / output.fps) if counted else values["scene"].duration
+            "roost.landing_at", "scene.duration"):
+        duration = values["scene"].duration
         if roost.landing_at < 0.0:
             problems.append(f"{where('roost.landing_at')}: the landing starts before "
                             f"settling is over (times count from frame 0, after settling): "
                             f"expected ≥ 0 s, got {show(roost.landing_at)}")
-        elif roost.landing_at >= end and rank(length) <= rank("roost.landing_at"):
-            clip = (f"output.frames ({output.frames} at {show(output.fps)} fps: "
-                    f"{end:g} s)" if counted else f"scene.duration ({show(end)} s)")
+        elif roost.landing_at >= duration and rank("scene.duration") <= rank(
+                "roost.landing_at"):
             problems.append(f"{where('roost.landing_at')}: the landing starts after the "
-                            f"clip's end: expected below {clip}, got "
-                            f"{show(roost.landing_at)}")
+                            f"clip's end: expected below scene.duration ({show(duration)} "
+                            f"s), got {show(roost.landing_at)}")
 
 
 def _check_hunter(values, where, usable, problems, rank) -> None:
