@@ -61,3 +61,20 @@ def test_importing_the_simulator_first_sets_numbas_target():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env)
     assert out.stdout.strip() == "haswell"
+
+
+def test_numba_imported_first_is_said_and_the_first_run_check_looks_where_it_caches():
+    """numba has read its settings: boids-render leaves NUMBA_CACHE_DIR unset (so the check
+    for a first run looks beside the sources, where numba caches) and warns that the
+    kernels are neither its cache's nor compiled for the portable target."""
+    code = ("import numba, os, warnings; warnings.simplefilter('always'); import render.sim; "
+            "print(os.environ.get('NUMBA_CACHE_DIR'))")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env, cwd=Path(__file__).parents[1])
+    assert out.stdout.strip() == "None"
+    assert "RuntimeWarning: numba was imported before boids-render" in out.stderr
+    after = subprocess.run([sys.executable, "-c", code.replace("import numba, ", "import ")],
+                           capture_output=True, text=True, check=True, env=env,
+                           cwd=Path(__file__).parents[1])
+    assert "boids-render" in after.stdout and after.stderr == ""

@@ -16,6 +16,7 @@ import hashlib
 import os
 import platform
 import sys
+import warnings
 from pathlib import Path
 
 _SIM = Path(__file__).resolve().parent
@@ -53,7 +54,16 @@ def kernels_digest(package: Path = _SIM.parent) -> str:
 def use_numba_cache() -> None:
     """Point NUMBA_CACHE_DIR at <user cache>/boids-render/numba-<`kernels_digest`>,
     unless it is set already. numba reads it once, on its first import: call this
-    before that."""
+    before that. Imported already (a notebook that imported numba first), numba keeps
+    its own folder and its own target processor: a warning says so, and the variable
+    stays unset, so the check for a first run (`states.kernels_cached`) looks where
+    numba does."""
+    if "numba" in sys.modules and "NUMBA_CACHE_DIR" not in os.environ:
+        warnings.warn("numba was imported before boids-render: it keeps the kernels in "
+                      "its own cache and compiles them for this processor, so frames may "
+                      "differ in their last bits from the command line's; import render "
+                      "before numba", RuntimeWarning, stacklevel=2)
+        return
     folder = user_cache_dir() / "boids-render" / f"numba-{kernels_digest()}"
     if "NUMBA_CACHE_DIR" not in os.environ and not folder.exists():
         drop_stale_kernels(folder.parent)  # a new version's first run: the old ones'
