@@ -63,6 +63,7 @@ def test_the_kernels_folder_follows_every_source_the_settled_states_the_simulato
     assert before[1] == sources_digest()
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setattr(cache, "portable_target", lambda: None)
+    monkeypatch.delitem(sys.modules, "numba")  # as a fresh process, before numba's import
     cache.use_numba_cache()
     assert os.environ["NUMBA_CACHE_DIR"].endswith(f"numba-{cache.kernels_digest()}")
     # Another checkout of the same sources gets a folder of its own (numba files kernels
@@ -184,6 +185,7 @@ def test_kernels_of_other_sources_unused_for_a_month_go_at_a_new_version(tmp_pat
     os.utime(root / "numba-mixed" / "sim" / "a.nbc")  # read today
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(cache, "portable_target", lambda: None)
+    monkeypatch.delitem(sys.modules, "numba")  # as a fresh process, before numba's import
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
     cache.use_numba_cache()  # a folder of its own: the user's cache is not touched
     assert sorted(p.name for p in root.iterdir()) == ["numba-mixed", "numba-old",
