@@ -1,6 +1,6 @@
 """Command line: argv → options (options.py) → scene → a still, a contact sheet, a check or
 the pipeline. Errors become one line and an exit code here and nowhere else: 0 done, 2 bad
-input, 130 interrupted (Ctrl-C or SIGTERM), 1 anything else."""
+input, 130 interrupted (Ctrl-C, SIGTERM or SIGHUP), 1 anything else."""
 
 from __future__ import annotations
 
@@ -333,11 +333,12 @@ def _caused_by_interrupt(exc: BaseException | None) -> bool:
 
 @contextlib.contextmanager
 def _interrupts():
-    """SIGTERM (`kill`, a render farm's scheduler) stops a render the way Ctrl-C does: the
-    KeyboardInterrupt unwinds through the writers, which kill ffmpeg and remove their
-    temporaries, and the exit status is the same 130. Both are remembered, so one that
-    lands where Python drops the exception still stops the render (`progress.interrupt`);
-    the temporaries of files being written are removed whatever happened."""
+    """SIGTERM (`kill`, a render farm's scheduler) and SIGHUP (unless nohup ignores it)
+    stop a render the way Ctrl-C does: the KeyboardInterrupt unwinds through the writers,
+    which kill ffmpeg and remove their temporaries, and the exit status is the same 130.
+    Each is remembered, so one that lands where Python drops the exception still stops
+    the render (`progress.interrupt`); the temporaries of files being written are removed
+    whatever happened."""
     from .encode.files import remove_temporaries
     from .progress import forget_interrupt, interrupt
 
@@ -345,6 +346,11 @@ def _interrupts():
     # Signal handlers can only be set from the main thread.
     main = threading.current_thread() is threading.main_thread()
     signals = (signal.SIGINT, signal.SIGTERM) if main else ()
+    # A hang-up (its terminal closed, its ssh session dropped) stops it too, unless it is
+    # ignored: nohup's way of saying carry on.
+    hangup = getattr(signal, "SIGHUP", None)
+    if main and hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+        signals += (hangup,)
     previous = [signal.signal(signum, interrupt) for signum in signals]
     try:
         yield

@@ -154,17 +154,20 @@ def _slots(client) -> int:
 
 def _result(future, scheduler: str):
     """The task's result; a lost cluster as one line, not a traceback."""
+    from distributed.comm import CommClosedError
     from distributed.scheduler import KilledWorker
 
+    given = option("--scheduler", scheduler)
+    abandoned = (f"the render was abandoned (a clip is not written; a sequence keeps the "
+                 f"frames it finished, and {option('--resume')} goes on from them)")
     try:
         return future.result()
-    except (asyncio.CancelledError, concurrent.futures.CancelledError):
-        raise BoidsError(f"--scheduler {scheduler}: the connection to the scheduler was "
-                         f"lost; the render was abandoned (nothing written)") from None
+    except (asyncio.CancelledError, concurrent.futures.CancelledError, CommClosedError):
+        raise BoidsError(f"{given}: the connection to the scheduler was lost; "
+                         f"{abandoned}") from None
     except KilledWorker:
-        raise BoidsError(f"--scheduler {scheduler}: a segment's worker died three times "
-                         f"(out of memory?); the render was abandoned (nothing "
-                         f"written)") from None
+        raise BoidsError(f"{given}: a segment's worker died three times (out of memory?); "
+                         f"{abandoned}") from None
 
 
 _SILENT = logging.CRITICAL + 1  # above every level Dask logs at
@@ -211,35 +214,75 @@ def _clients(scheduler: str, workers: int) -> Iterator:
     try:
         client = Client(scheduler, timeout=30)
     except (OSError, TimeoutError) as exc:
-        raise UsageError(f"--scheduler {scheduler}: cannot connect to the Dask scheduler: "
-                         f"{exc}") from None
+        raise UsageError(f"{option('--scheduler', scheduler)}: cannot connect to the Dask "
+                         f"scheduler: {exc}") from None
     with client:
         try:
             client.wait_for_workers(1, timeout=120)
         except TimeoutError:
-            raise UsageError(f"--scheduler {scheduler}: no worker joined within 120 s; "
-                             f"start one with `dask worker {scheduler}`") from None
+            raise UsageError(f"{option('--scheduler', scheduler)}: no worker joined within "
+                             f"120 s; start one with `dask worker {scheduler}`") from None
         _check_versions(client, scheduler)
         yield client
 
 
+def reach(address: str) -> None:
+    """UsageError unless a scheduler answers at `address` ("local": one is started): a
+    render asks before its flock settles or flies for minutes to its first frame."""
+    if address != "local":
+        _probe(address)
+
+
 def _probe(address: str) -> None:
-    """Fail in a moment, not after the client's timeout, when nothing listens there."""
+    """Fail in seconds, with a reason, when no Dask scheduler answers there: nothing
+    listens, or something else does (its dashboard, a web server, sshd), which would
+    keep the client waiting forever or have it read a banner as a message's length."""
+    given = option("--scheduler", address)
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     if parts.scheme != "tcp":
-        return  # tls://, ucx://: the client's own error will do
+        raise UsageError(f"{given}: expected 'local' or a tcp:// address (a "
+                         f"{parts.scheme}:// scheduler needs security or transport "
+                         f"settings that boids-render does not pass)")
     try:
         host, port = parts.hostname, parts.port
     except ValueError:
         host = port = None
     if not host or not port:
-        raise UsageError(f"{option('--scheduler', address)}: expected 'local' or a "
-                         f"scheduler's address such as tcp://10.0.0.5:8786")
+        raise UsageError(f"{given}: expected 'local' or a scheduler's address such as "
+                         f"tcp://10.0.0.5:8786")
     try:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as exc:
-        raise UsageError(f"--scheduler {address}: cannot reach a Dask scheduler there: "
+        raise UsageError(f"{given}: cannot reach a Dask scheduler there: "
                          f"{exc.strerror or exc}; start one with `dask scheduler`") from None
+    if not _answers(f"tcp://{host}:{port}"):
+        raise UsageError(f"{given}: something listens there, but no Dask scheduler answered "
+                         f"within {ANSWER_S:g} s: give the scheduler's own port (8786 "
+                         f"unless it was started with another; 8787 is its dashboard)")
+
+
+ANSWER_S = 10.0  # s a scheduler has to complete the handshake
+
+
+def _answers(address: str) -> bool:
+    """Whether a Dask scheduler completes distributed's handshake at `address` within
+    ANSWER_S (the client's own timeout does not bound the handshake)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+
+    async def handshake():
+        comm = await asyncio.wait_for(connect(address, timeout=ANSWER_S), ANSWER_S)
+        await comm.close()
+
+    # A thread of its own runs the event loop: a notebook's thread already has one.
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, handshake()).result()
+        except Exception:  # a timeout, a closed connection, a banner read as a length
+            return False
+    return True
 
 
 def _check_versions(client, scheduler: str) -> None:
@@ -251,9 +294,9 @@ def _check_versions(client, scheduler: str) -> None:
     other = {worker: v for worker, v in found.items() if v != version()}
     if other:
         worker, theirs = next(iter(other.items()))
-        raise UsageError(f"--scheduler {scheduler}: {worker} has boids-render {theirs}, "
-                         f"this machine {version()}; install the same version on every "
-                         f"worker ({INSTALL})")
+        raise UsageError(f"{option('--scheduler', scheduler)}: {worker} has boids-render "
+                         f"{theirs}, this machine {version()}; install the same version on "
+                         f"every worker ({INSTALL})")
 
 
 # Animated images are not split into segments: why not, for each.

@@ -25,7 +25,7 @@ examples:
   boids-render scenes/murmuration.toml -o out/m.mp4 --scheduler local --workers 2
   boids-render scenes/murmuration.toml -o out/flock.npz   (trajectories; or flock.usd)
 
-exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C or SIGTERM),
+exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C, SIGTERM, SIGHUP),
 1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
 """
 

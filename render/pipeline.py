@@ -79,6 +79,10 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     note that a first run compiles the kernels. Returns the number of frames. A kept
     frame (see `Target`) is still simulated, not drawn."""
     refuse(scene, target, executor, diagnostics)
+    if isinstance(executor, Cluster):
+        from .cluster import reach
+
+        reach(executor.address)
     crossfade = crossfade_frames(scene, target.first)
     if not crossfade and not quiet:
         for path in _played_in_a_loop(target):

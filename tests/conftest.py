@@ -125,10 +125,12 @@ def timecode(path) -> str | None:
 
 
 def default_sigint() -> None:
-    """For a child's preexec_fn: Ctrl-C's default action back. A job a shell starts in the
-    background inherits SIGINT ignored, and Python then never raises KeyboardInterrupt:
-    a test that interrupts a render would fail only because of how the suite was run."""
+    """For a child's preexec_fn: Ctrl-C's and a hang-up's default actions back. A job a
+    shell starts in the background inherits SIGINT ignored (and nohup, SIGHUP), and the
+    render then leaves them so: a test that interrupts a render would fail only because
+    of how the suite was run."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def wait_until_writing(proc: subprocess.Popen, folder: Path, timeout_s: float = 60) -> None:

@@ -354,6 +354,7 @@ def test_ctrl_c_in_a_terminal_stops_a_local_cluster_render_in_one_line(tmp_path)
 @pytest.mark.parametrize("args, message", [
     (("--scheduler", "tcp://127.0.0.1:1"), "cannot reach a Dask scheduler"),
     (("--scheduler", "nowhere"), "expected 'local' or a scheduler's address"),
+    (("--scheduler", "tls://127.0.0.1:8786"), "expected 'local' or a tcp:// address"),
     (("--scheduler", "local", "-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
     (("--scheduler", "local", "-o", "{tmp}/x.webp"), "assembles an animated WebP whole"),
     (("--scheduler", "local", "-o", "{tmp}/x.apng"), "cannot join APNG segments"),
@@ -455,3 +456,42 @@ def test_a_lost_scheduler_ends_the_render_in_one_line(capsys, tmp_path):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "connection to the scheduler was lost" in lines[0], lines
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("greeting", [None, b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"],
+                         ids=["silent", "banner"])
+def test_something_else_listening_at_the_address_is_refused_in_seconds(
+        cli, tmp_path, monkeypatch, greeting):
+    """A web server or the dashboard (silent: the handshake would wait forever) or sshd
+    (its banner read as a message's length: 3 EiB) at the scheduler's address."""
+    monkeypatch.setattr(cluster, "ANSWER_S", 1.0)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        port = server.getsockname()[1]
+
+        def serve():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                if greeting:
+                    conn.sendall(greeting)
+
+        threading.Thread(target=serve, daemon=True).start()
+        started = time.monotonic()
+        r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler",
+                f"tcp://127.0.0.1:{port}")
+    assert r.code == 2 and time.monotonic() - started < 10, r.err
+    assert "something listens there, but no Dask scheduler answered within 1 s" in r.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_scheduler_is_reached_before_the_flock_settles(cli, tmp_path):
+    """No scheduler there: said at once, not after minutes of settling and flight."""
+    started = time.monotonic()
+    r = cli(SCENES / "murmuration.toml", "-o", tmp_path / "x.mp4", "--frames", "3",
+            "--scheduler", "tcp://127.0.0.1:1")
+    assert r.code == 2 and "cannot reach a Dask scheduler" in r.err, r.err
+    assert "settling" not in r.err and time.monotonic() - started < 10

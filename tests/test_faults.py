@@ -93,7 +93,8 @@ def render_subprocess(argv, **kwargs) -> subprocess.Popen:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not PROC.is_dir(), reason="needs /proc to find ffmpeg")
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_stops_a_render_fast_kills_ffmpeg_and_leaves_nothing(
         small_scene, tmp_path, signum):
     out = tmp_path / "out"
@@ -120,6 +121,26 @@ def test_signal_stops_a_render_fast_kills_ffmpeg_and_leaves_nothing(
     assert list(out.iterdir()) == []  # no clip, no temporary
     for pid in encoders:
         assert not (PROC / str(pid)).exists(), f"ffmpeg {pid} outlived the render"
+
+
+@pytest.mark.slow
+def test_a_hang_up_under_nohup_leaves_the_render_going(small_scene, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def nohup():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = render_subprocess([small_scene, "-o", out / "clip.mp4", "--frames", "20000",
+                              "--size", "640x360", "-q"], preexec_fn=nohup)
+    try:
+        wait_until_writing(proc, out)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert proc.poll() is None, proc.communicate()[1]
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_interrupt_landing_inside_a_numba_kernel_still_exits_130(
