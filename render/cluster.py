@@ -295,8 +295,8 @@ def _check_versions(client, scheduler: str) -> None:
     if other:
         worker, theirs = next(iter(other.items()))
         raise UsageError(f"{option('--scheduler', scheduler)}: {worker} has boids-render "
-                         f"{theirs}, this machine {version()}; install the same version on "
-                         f"every worker ({INSTALL})")
+                         f"{theirs}, this machine {version()}; install the same version, "
+                         f"from the same sources, on every worker ({INSTALL})")
 
 
 # Animated images are not split into segments: why not, for each.

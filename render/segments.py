@@ -5,6 +5,7 @@ the driver shipped (`Shipment`) and returns them encoded, as a clip
 
 from __future__ import annotations
 
+import functools
 import pickle
 import tempfile
 from dataclasses import dataclass
@@ -75,15 +76,24 @@ def _unpacked(shipment: Shipment, driver_version: str) -> list[FrameState]:
     if driver_version != version():
         raise UsageError(f"a worker has boids-render {version()}, the driver "
                          f"{driver_version}; "
-                         f"install the same version on every worker ({INSTALL})")
+                         f"install the same version, from the same sources, on every "
+                         f"worker ({INSTALL})")
     return shipment.load()
 
 
 def version() -> str:
-    """The boids-render this process runs."""
+    """The boids-render this process runs: its version and the digest of its sources, so
+    a worker with a modified copy of the same version does not draw other frames."""
     from . import __version__
 
-    return __version__
+    return f"{__version__} (sources {_sources()})"
+
+
+@functools.cache
+def _sources() -> str:
+    from .sim.cache import sources_digest
+
+    return sources_digest(Path(__file__).resolve().parent)
 
 
 def _worker():

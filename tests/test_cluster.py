@@ -401,13 +401,18 @@ def test_without_the_extra_the_error_says_how_to_install_it(cli, tmp_path, monke
     assert "boids-render[distributed]" in r.err
 
 
-def test_a_worker_with_another_version_is_refused(cli, scheduler, tmp_path, monkeypatch):
+@pytest.mark.parametrize("other", ["version", "sources"])
+def test_a_worker_with_another_version_or_modified_sources_is_refused(
+        cli, scheduler, tmp_path, monkeypatch, other):
     import render
 
-    monkeypatch.setattr(render, "__version__", "0.0.0-other")  # this side only
+    if other == "version":
+        monkeypatch.setattr(render, "__version__", "0.0.0-other")  # this side only
+    else:  # the same version number, its code edited on one side
+        monkeypatch.setattr(segments, "_sources", lambda: "0123456789abcdef")
     r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", scheduler)
     assert r.code == 2
-    assert "install the same version on every worker" in r.err
+    assert "install the same version, from the same sources, on every worker" in r.err
     assert list(tmp_path.iterdir()) == []
 
 
