@@ -57,7 +57,7 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
     """Draw and encode `states` (`target`'s frames) on `cluster` into `target`'s one path,
     advancing the tqdm `bar` as frames are drawn across all workers (`refuse` has passed
     them)."""
-    with connect(cluster) as client, \
+    with connect(cluster, quiet=bar.disable) as client, \
             _Destination(scene, target) as destination, \
             _Shipping(cluster.cache_dir) as shipping:
         run = _Run(client, scene, destination, shipping, cluster.address, bar)
@@ -174,10 +174,11 @@ _SILENT = logging.CRITICAL + 1  # above every level Dask logs at
 
 
 @contextlib.contextmanager
-def connect(cluster: Cluster) -> Iterator:
+def connect(cluster: Cluster, *, quiet: bool = False) -> Iterator:
     """A Dask client of `cluster`: a LocalCluster of its `workers` single-threaded
     processes for "local", else the scheduler at its address, once a worker has joined
-    and every worker runs this version of boids-render."""
+    (unless `quiet`, a line says when it waits for one) and every worker runs this
+    version of boids-render."""
     import dask
 
     # Dask logs its own account of a lost connection or a failed task, tracebacks and
@@ -192,13 +193,13 @@ def connect(cluster: Cluster) -> Iterator:
         # A task carries its states (up to TASK_BYTES) on purpose: no warning about it.
         with dask.config.set({"distributed.admin.large-graph-warning-threshold":
                               f"{2 * TASK_BYTES}B"}):
-            yield from _clients(cluster.address, cluster.workers or default_workers())
+            yield from _clients(cluster.address, cluster.workers or default_workers(), quiet)
     finally:
         for log, level in zip(logs, levels):
             log.setLevel(level)
 
 
-def _clients(scheduler: str, workers: int) -> Iterator:
+def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
     from distributed import Client, LocalCluster
 
     if scheduler == "local":
@@ -217,11 +218,15 @@ def _clients(scheduler: str, workers: int) -> Iterator:
         raise UsageError(f"{option('--scheduler', scheduler)}: cannot connect to the Dask "
                          f"scheduler: {exc}") from None
     with client:
+        if not quiet and not client.scheduler_info()["workers"]:
+            note(f"{option('--scheduler', scheduler)}: no worker has joined yet; waiting up "
+                 f"to {WORKER_WAIT_S:g} s for one (`dask worker {scheduler}`)")
         try:
-            client.wait_for_workers(1, timeout=120)
+            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
         except TimeoutError:
             raise UsageError(f"{option('--scheduler', scheduler)}: no worker joined within "
-                             f"120 s; start one with `dask worker {scheduler}`") from None
+                             f"{WORKER_WAIT_S:g} s; start one with `dask worker {scheduler}`") \
+                from None
         _check_versions(client, scheduler)
         yield client
 
@@ -262,6 +267,7 @@ def _probe(address: str) -> None:
 
 
 ANSWER_S = 10.0  # s a scheduler has to complete the handshake
+WORKER_WAIT_S = 120.0  # s the first worker has to join
 
 
 def _answers(address: str) -> bool:

@@ -500,3 +500,35 @@ def test_the_scheduler_is_reached_before_the_flock_settles(cli, tmp_path):
             "--scheduler", "tcp://127.0.0.1:1")
     assert r.code == 2 and "cannot reach a Dask scheduler" in r.err, r.err
     assert "settling" not in r.err and time.monotonic() - started < 10
+
+
+def test_a_scheduler_without_workers_says_it_waits_then_gives_up(cli, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setattr(cluster, "WORKER_WAIT_S", 2.0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until it listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler",
+                f"tcp://127.0.0.1:{port}")
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+    assert r.code == 2, r.err
+    lines = r.err.splitlines()
+    waiting = [i for i, line in enumerate(lines) if "no worker has joined yet; waiting up "
+               "to 2 s" in line]
+    given_up = [i for i, line in enumerate(lines) if "no worker joined within 2 s" in line]
+    assert waiting and given_up and waiting[0] < given_up[0], lines
+    assert list(tmp_path.iterdir()) == []
