@@ -416,27 +416,34 @@ def test_a_worker_with_another_version_or_modified_sources_is_refused(
     assert list(tmp_path.iterdir()) == []
 
 
+def _scheduler_alone() -> tuple[subprocess.Popen, str]:
+    """A Dask scheduler process on a free local port, no worker, once it listens; and its
+    address."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    return scheduler, f"tcp://127.0.0.1:{port}"
+
+
 def test_a_lost_scheduler_ends_the_render_in_one_line(capsys, tmp_path):
     """The scheduler killed mid-render: exit 1, one line saying so, nothing written."""
     from render.cli import main
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                  "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0"], **quiet)
+    scheduler, address = _scheduler_alone()
     worker = None
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # until it listens
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
                                    address, "--nthreads", "1", "--nworkers", "1"], **quiet)
         codes = []
@@ -505,23 +512,9 @@ def test_the_scheduler_is_reached_before_the_flock_settles(cli, tmp_path):
 def test_a_scheduler_without_workers_says_it_waits_then_gives_up(cli, tmp_path,
                                                                    monkeypatch):
     monkeypatch.setattr(cluster, "WORKER_WAIT_S", 2.0)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
-                                  "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler, address = _scheduler_alone()
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # until it listens
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler",
-                f"tcp://127.0.0.1:{port}")
+        r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", address)
     finally:
         scheduler.kill()
         scheduler.wait()
