@@ -75,6 +75,9 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
             # Before the cache is removed: tasks still queued would find their states gone.
             client.cancel(list(run.pending), force=True)
             client.unsubscribe_topic(TOPIC)
+    account = destination.sequence.kept_account() if destination.sequence else None
+    if account and not bar.disable:
+        note(account)
 
 
 def _chunks(states: Iterable[FrameState], length) -> Iterator[list[FrameState]]:

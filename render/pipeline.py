@@ -255,6 +255,14 @@ def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,
         # most of a minute for a 4K web clip): a full bar would sit there looking stuck.
         bar.set_postfix_str("encoding the last frames")
     bar.set_postfix_str("", refresh=False)
+    _tell_kept(writer, bar)
+
+
+def _tell_kept(writer, bar) -> None:
+    """Unless quiet (the bar disabled), what a sequence kept of the frames on disk."""
+    account = getattr(writer, "kept_account", lambda: None)()
+    if account and not bar.disable:
+        note(account)
 
 
 def _keep(diagnostics: Diagnostics, rows: list[dict] | None, scene: Scene,

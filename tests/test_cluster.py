@@ -286,6 +286,7 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
 
     class Interrupting:
         n = 0
+        disable = True  # as a --quiet render's bar
 
         def update(self, k):
             self.n += k

@@ -94,7 +94,7 @@ def test_the_dask_path_takes_3d_states(scene, tmp_path):
 
     for output in ("clip.mp4", "frames/"):
         path = f"{tmp_path}/{output}"
-        bar = SimpleNamespace(n=0)
+        bar = SimpleNamespace(n=0, disable=True)  # as a --quiet render's
         bar.update = lambda k, bar=bar: setattr(bar, "n", bar.n + k)
         draw_on_cluster(scene, states(scene), Target((path,), 0, FRAMES),
                         Cluster("local", workers=1), bar)

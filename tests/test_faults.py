@@ -212,9 +212,10 @@ def test_resume_keeps_complete_frames_and_renders_the_rest_identically(
     kept = {name: (seq / name).stat().st_ino for name in ("frame_00000.png",
                                                           "frame_00002.png")}
     drawn = count_draws(monkeypatch)
-    r = cli(small_scene, "-o", f"{seq}/", "--frames", "6", "--resume", "-q")
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "6", "--resume")
     assert r.code == 0, r.err
     assert len(drawn) == 3  # frames 1 (truncated), 4 and 5
+    assert "kept 3 frames already there (--resume), wrote 3" in r.err, r.err
     assert {name: (seq / name).stat().st_ino for name in kept} == kept
     assert frame_names(seq) == frame_names(uninterrupted)
     for name in frame_names(seq):
@@ -261,10 +262,12 @@ def test_no_overwrite_skips_existing_frames_whatever_they_hold(
     seq.mkdir()
     (seq / "frame_00001.png").write_bytes(b"another machine's")
     drawn = count_draws(monkeypatch)
-    r = cli(small_scene, "-o", f"{seq}/", "--frames", "3", "--no-overwrite", "-q")
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "3", "--no-overwrite")
     assert r.code == 0, r.err
     assert len(drawn) == 2
     assert (seq / "frame_00001.png").read_bytes() == b"another machine's"
+    assert "kept 1 frame already there (--no-overwrite), wrote 2; 1 of them was not " \
+        "drawn by this render" in r.err, r.err
     assert frame_names(seq) == ["frame_00000.png", "frame_00001.png", "frame_00002.png"]
 
 

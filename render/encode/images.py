@@ -17,7 +17,7 @@ from pathlib import Path
 import cairo
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import UsageError, option
 from ..scene import Scene
 from .files import require_folder, resolved, write_atomically
 from .still import add_chunks, png16
@@ -226,6 +226,7 @@ class SequenceWriter:
         self.resume = resume
         self.overwrite = overwrite
         self.written = 0
+        self.kept = self.foreign = 0  # frames on disk kept; of them, another render's
 
     def __enter__(self) -> SequenceWriter:
         Path(self.pattern % 0).parent.mkdir(parents=True, exist_ok=True)
@@ -235,9 +236,21 @@ class SequenceWriter:
         """Whether frame `index` needs drawing; False for a frame on disk to keep."""
         path = self.pattern % index
         if not self.overwrite and os.path.exists(path):
+            self.kept += 1
+            self.foreign += self._foreign(path)
             return False
-        return not (self.resume and self.format.is_complete(path, self.size)
-                    and self._recorded(path) == self.record)
+        keep = self.resume and self.format.is_complete(path, self.size) \
+            and self._recorded(path) == self.record
+        self.kept += keep
+        return not keep
+
+    def _foreign(self, path: str) -> bool:
+        """Whether the file at `path` is not a frame of this render (another's, or not a
+        frame at all)."""
+        try:
+            return self._recorded(path) != self.record
+        except (UsageError, OSError):
+            return True
 
     def _recorded(self, path: str) -> dict[str, str]:
         """The entries of `self.record` the frame at `path` records (another render's
@@ -258,6 +271,17 @@ class SequenceWriter:
         self.written += write_atomically(Path(self.pattern % index),
                                          lambda tmp: tmp.write_bytes(data),
                                          overwrite=self.overwrite)
+
+    def kept_account(self) -> str | None:
+        """What the render kept of the frames on disk, for the user; None if nothing."""
+        if not self.kept:
+            return None
+        how = option("--no-overwrite" if not self.overwrite else "--resume")
+        other = (f"; {self.foreign} of them {'was' if self.foreign == 1 else 'were'} not "
+                 f"drawn by this render (another scene, seed, size or quality, or not a "
+                 f"frame)" if self.foreign else "")
+        return (f"{self.pattern}: kept {self.kept} frame{'s' * (self.kept != 1)} already "
+                f"there ({how}), wrote {self.written}{other}")
 
     def __exit__(self, exc_type, exc, tb) -> None:
         return None
