@@ -352,9 +352,20 @@ def _interrupts():
     if main and hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
         signals += (hangup,)
     previous = [signal.signal(signum, interrupt) for signum in signals]
+    unraisable = sys.unraisablehook
+
+    def dropped(report) -> None:
+        # An interrupt raised where Python cannot raise it (a garbage collector's
+        # callback, a __del__) is printed with its traceback and dropped: it is
+        # remembered, and the render stops at its next step with one line.
+        if not isinstance(report.exc_value, KeyboardInterrupt):
+            unraisable(report)
+
+    sys.unraisablehook = dropped
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         for signum, handler in zip(signals, previous):
             signal.signal(signum, handler)
         remove_temporaries()

@@ -162,6 +162,33 @@ def test_interrupt_landing_inside_a_numba_kernel_still_exits_130(
     assert list(out.iterdir()) == []
 
 
+def test_an_interrupt_python_cannot_raise_still_stops_in_one_line(
+        cli, small_scene, tmp_path, monkeypatch):
+    """Ctrl-C landing in a garbage collector's callback (Dask's, in a cluster render) or a
+    __del__: Python prints the exception with its traceback and drops it; the render
+    stops all the same, saying only that it was interrupted."""
+    from render import progress
+
+    class Collected:
+        def __del__(self):
+            progress.interrupt()
+
+    real = states.draw_frame
+
+    def drawn(*args, **kwargs):
+        Collected()  # dropped at once: its __del__ runs here
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(states, "draw_frame", drawn)
+    # Python's own hook, which prints to stderr (pytest's would keep it from the output).
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    out = tmp_path / "out"
+    r = cli(small_scene, "-o", out / "clip.mp4", "--frames", "3", "-q")
+    assert r.code == 130
+    assert r.err_lines == ["boids-render: interrupted"], r.err
+    assert sys.unraisablehook is sys.__unraisablehook__  # put back
+
+
 def test_sigterm_handler_is_restored_after_main(small_scene, tmp_path):
     before = signal.getsignal(signal.SIGTERM)
     assert main([str(small_scene), "--check"]) == 0
