@@ -53,10 +53,10 @@ SEGMENTS_PER_WORKER = 3
 
 
 def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
-                    cluster: Cluster, bar) -> None:
+                    cluster: Cluster, bar) -> str | None:
     """Draw and encode `states` (`target`'s frames) on `cluster` into `target`'s one path,
     advancing the tqdm `bar` as frames are drawn across all workers (`refuse` has passed
-    them)."""
+    them); returns what a sequence kept of the frames on disk, if anything."""
     with connect(cluster, quiet=bar.disable) as client, \
             _Destination(scene, target) as destination, \
             _Shipping(cluster.cache_dir) as shipping:
@@ -75,9 +75,7 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
             # Before the cache is removed: tasks still queued would find their states gone.
             client.cancel(list(run.pending), force=True)
             client.unsubscribe_topic(TOPIC)
-    account = destination.sequence.kept_account() if destination.sequence else None
-    if account and not bar.disable:
-        note(account)
+    return destination.sequence.kept_account() if destination.sequence else None
 
 
 def _chunks(states: Iterable[FrameState], length) -> Iterator[list[FrameState]]:

@@ -21,6 +21,7 @@ from . import budget
 from .drawing import draw_range
 from .encode import ANIMATED_SUFFIXES, StateWriter, Target, open_state_writer, open_writer
 from .encode.files import place_or_refuse, refuse_existing
+from .encode.images import SequenceWriter
 from .errors import UsageError, option
 from .executor import Cluster, Executor, Threads, default_workers
 from .loop import SeamMeter, crossfade_frames
@@ -90,7 +91,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
                  f"--loop for a seamless one (docs/loops.md)")
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
-    seam = None
+    seam = kept_frames = None
     # The flock is seeded and settled, and the first frame simulated, before the bar
     # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
     # would otherwise count as the first frame's time and wreck the ETA.
@@ -106,13 +107,16 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
             from .cluster import draw_on_cluster
 
             seam = _meter(scene, target, crossfade, quiet)
-            draw_on_cluster(scene, _metered(states, seam), target, executor, bar)
+            kept_frames = draw_on_cluster(scene, _metered(states, seam), target, executor,
+                                          bar)
             if seam:
                 _read_back(scene, target, seam)
         else:
             seam = _meter(scene, target, crossfade, quiet)
-            _draw_here(scene, _paced(_metered(states, seam)), target, executor or Threads(),
-                       bar, seam)
+            kept_frames = _draw_here(scene, _paced(_metered(states, seam)), target,
+                                     executor or Threads(), bar, seam)
+    if kept_frames and not quiet:
+        note(kept_frames)
     if seam and seam.report():
         note(seam.report())
         if rows is not None:
@@ -244,8 +248,9 @@ def _written(states: Iterable[FrameState], writer: StateWriter) -> Iterator[Fram
 
 
 def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,
-               threads: Threads, bar, seam: SeamMeter | None) -> None:
-    """Draw `states` on this machine's threads into `target`'s writer."""
+               threads: Threads, bar, seam: SeamMeter | None) -> str | None:
+    """Draw `states` on this machine's threads into `target`'s writer; returns what a
+    sequence kept of the frames on disk (`SequenceWriter.kept_account`), if anything."""
     with open_writer(target, scene) as writer:
         for _, pixels in draw_range(scene, states, writer, workers=threads.workers):
             if seam and pixels is not None:
@@ -255,14 +260,7 @@ def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,
         # most of a minute for a 4K web clip): a full bar would sit there looking stuck.
         bar.set_postfix_str("encoding the last frames")
     bar.set_postfix_str("", refresh=False)
-    _tell_kept(writer, bar)
-
-
-def _tell_kept(writer, bar) -> None:
-    """Unless quiet (the bar disabled), what a sequence kept of the frames on disk."""
-    account = getattr(writer, "kept_account", lambda: None)()
-    if account and not bar.disable:
-        note(account)
+    return writer.kept_account() if isinstance(writer, SequenceWriter) else None
 
 
 def _keep(diagnostics: Diagnostics, rows: list[dict] | None, scene: Scene,

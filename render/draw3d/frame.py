@@ -48,6 +48,7 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
     if any, among the birds in depth order, flown on along its velocity to each
     sub-frame."""
     look, shutter = look_of(scene), shutter_of(scene)
+    hawk_sizes = None if hawk is None else hawk_look(scene)
     count = len(exposure)
     slice_s = shutter / count
     layers = []
@@ -60,7 +61,7 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
         if hawk is not None:
             at = hawk.position + k * slice_s * hawk.velocity  # where its slice begins
             drawn = streaks(pose, at[None], hawk.velocity[None], None, np.zeros(1, bool),
-                            hawk_look(scene), slice_s)
+                            hawk_sizes, slice_s)
             layer = joined(layer, drawn._replace(alpha=drawn.alpha * hawk.shown,
                                                  ids=np.full(len(drawn.ids), -1)))
         layers.append(layer)

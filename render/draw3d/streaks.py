@@ -69,6 +69,8 @@ def hawk_look(scene: Scene) -> Look | None:
 def joined(birds: Streaks, more: Streaks) -> Streaks:
     """`birds` with the streaks of `more` (far to near too) each put in depth order among
     them, after the birds as far away as it is."""
+    if len(more.depth) == 0:  # the hawk off the frame: no copy of every field
+        return birds
     at = np.searchsorted(-birds.depth, -more.depth, side="right")
     return Streaks(*(np.insert(a, at, b) for a, b in zip(birds, more)))
 
