@@ -49,7 +49,7 @@ def load_scene(path: str | Path, overrides: Mapping[str, Any] | None = None) -> 
 
     overrides: {"section.key": value}, each value a Python value (2000, True, "dark",
     (1280, 720), Fraction(24000, 1001) for a frame rate) or a TOML string as `--set` takes
-    it ("2000", '"1280x720"'; a bare word is a string). They win over the file, as the command line's options do. The command
+    it ("2000", '"1280x720"'; a bare word, and any scene.name, is a string). They win over the file, as the command line's options do. The command
     line passes (key, raw value, source) triples, the source naming the option in errors.
     Raises SceneError listing every problem found.
     """

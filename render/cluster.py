@@ -204,10 +204,12 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
     from distributed import Client, LocalCluster
 
     if scheduler == "local":
-        # ":0": any free port for the scheduler's HTTP server; two renders at once would
-        # both want 8787. The preload leaves a terminal's Ctrl-C to this process.
+        # Port 0: any free port for the scheduler's HTTP server; two renders at once would
+        # both want 8787. On the loopback only, as the scheduler itself: ":0" would open
+        # the dashboard to the whole network. The preload leaves a terminal's Ctrl-C to
+        # this process.
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0", silence_logs=_SILENT,
+                          dashboard_address="127.0.0.1:0", silence_logs=_SILENT,
                           preload=["render.local_worker"]) as cluster, \
                 Client(cluster) as client:
             yield client

@@ -81,8 +81,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--crf", metavar="N", help="x264 quality 0–51 (18 default), e.g. --crf 23")
     p.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[],
                    dest="overrides",
-                   help="override any scene key (TOML syntax), e.g. --set rules.falloff=unit; "
-                        "repeatable")
+                   help="override any scene key (TOML syntax; a bare word, and any scene.name, "
+                        "is text), e.g. --set rules.falloff=unit; repeatable")
     p.add_argument("--stats", metavar="FILE",
                    help="write per-frame diagnostics to FILE.csv or FILE.json, e.g. --stats "
                         "out/stats.csv; without -o the flock is simulated but not drawn")

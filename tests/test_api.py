@@ -66,6 +66,13 @@ def test_overrides_take_python_values_or_toml_strings(small_scene):
         (50, (64, 36), True)
 
 
+def test_a_python_string_names_the_scene_as_written(small_scene):
+    scene = render.load_scene(small_scene, {"scene.name": "123", "flock.count": "50"})
+    assert (scene.scene.name, scene.flock.count) == ("123", 50)
+    with pytest.raises(SceneError, match="scene.name"):
+        render.load_scene(small_scene, {"scene.name": 123})  # a number is no name
+
+
 def test_a_bad_override_is_the_clis_scene_error(cli, small_scene):
     with pytest.raises(SceneError) as raised:
         render.load_scene(small_scene, {"flock.count": -5, "flock.colour": 1})

@@ -35,7 +35,7 @@ SMALL = ("--size", "160x90", "--quiet")
 def scheduler():
     """The address of a LocalCluster of 2 single-threaded worker processes."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as local:
+                      dashboard_address="127.0.0.1:0") as local:
         yield local.scheduler_address
 
 
@@ -69,6 +69,28 @@ def local_frames(tmp_path_factory):
                  "--motion-blur", "2", "--workers", "1", "--stats",
                  str(folder / "stats.csv")]) == 0
     return folder
+
+
+def listening(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net shows them) of the sockets listening on
+    `port`, IPv4 and IPv6."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.append(address)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net")
+def test_a_local_cluster_listens_on_the_loopback_only():
+    loopback = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1, ::1
+    with cluster.connect(Cluster("local", workers=1), quiet=True) as client:
+        services = client.scheduler_info()["services"]
+        found = listening(services["dashboard"])
+    assert found and set(found) <= loopback, found
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
@@ -244,7 +266,7 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
     args = ["--size", "640x360", "--frames", "14", "--motion-blur", "8", "--crf", "0",
             "--quiet"]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as local, Client(local) as client:
+                      dashboard_address="127.0.0.1:0") as local, Client(local) as client:
         pids = client.run(os.getpid)
         drawn = []
         client.subscribe_topic(segments.TOPIC, drawn.append)

@@ -86,6 +86,15 @@ def test_set_overrides_the_scene_file(small_scene):
     assert sources(scene)["flock.count"] == "--set"
 
 
+@pytest.mark.parametrize("text, name", [("2026", "2026"), ("true", "true"),
+                                         ("1979-05-27", "1979-05-27"), ('"quoted"', "quoted"),
+                                         ("dusk study", "dusk study")])
+def test_a_name_set_is_text_whatever_it_reads_as(small_scene, text, name):
+    scene = resolve(small_scene, "--set", f"scene.name={text}", "--set", "scene.seed=5")
+    assert scene.scene.name == name
+    assert scene.scene.seed == 5  # numbers elsewhere still read as TOML
+
+
 def test_later_set_wins_over_earlier_set(small_scene):
     scene = resolve(small_scene, "--set", "scene.seed=5", "--set", "scene.seed=6")
     assert scene.scene.seed == 6

@@ -70,6 +70,21 @@ def _toml_value(raw: str):
         return raw
 
 
+def _override_value(section: str, key: str, value):
+    """An override's value: text read as TOML, as --set takes it, except for a setting
+    that is free text (a scene's name), which keeps the text as written whatever it reads
+    as: `--set scene.name=2026` names the scene "2026", not the integer."""
+    if not isinstance(value, str):
+        return value
+    read = _toml_value(value)
+    if isinstance(read, str):
+        return read
+    kinds = {f.metadata.get("kind") for cls in (SECTIONS[section],
+                                                SECTIONS_3D_CLASSES.get(section))
+             if cls is not None for f in dataclasses.fields(cls) if f.name == key}
+    return value if kinds == {"str"} else read
+
+
 def _closest(section: str) -> str:
     """" (did you mean 'x'?)", or the sections there are when none is close."""
     return suggest(section, SECTIONS) or f"; sections: {', '.join(SECTIONS)}"
@@ -118,8 +133,7 @@ def build_scene(raw: dict, path: str = "<scene>",
         if section not in SECTIONS:
             problems.append(f"{label} {dotted}: unknown section{_closest(section)}")
             continue
-        merged.setdefault(section, {})[key] = _toml_value(value) if isinstance(value, str) \
-            else value
+        merged.setdefault(section, {})[key] = _override_value(section, key, value)
         sources[dotted] = label
         # count and spacing are alternatives: setting one replaces the file's other.
         other = {"flock.count": "spacing", "flock.spacing": "count"}.get(dotted)
