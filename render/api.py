@@ -85,7 +85,13 @@ def _plain(value):
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if type(value).__module__ == "numpy":  # without importing numpy for plain values
-        return _plain(value.tolist())  # an array's nested lists, or a number
+        if value.ndim:
+            return [_plain(v) for v in value]
+        if value.dtype.kind == "f" and value.dtype.itemsize < 8:
+            # The decimal a float32 stands for: np.float32(2.1) means 2.1, where its
+            # float64 value, 2.0999999046325684, would show in --check and the metadata.
+            return float(str(value))
+        return value.item()
     return value
 
 

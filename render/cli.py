@@ -173,7 +173,15 @@ def _scene(args: argparse.Namespace):
         return _embedded_scene(args.from_png, sheet(args.landscape or width > height))
     if args.scene is None:
         raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
-    return load_scene(args.scene, sheet(args.landscape) if args.paper else overrides), None
+    scene = load_scene(args.scene, sheet(args.landscape) if args.paper else overrides)
+    if not args.quiet and all(source != "scene file" for _, source in scene.sources):
+        # An empty file (saved blank, or every line commented out) would otherwise
+        # render the 2D defaults as if they were what it asked for.
+        from .progress import note
+
+        note(f"{args.scene}: the file sets no key; every setting not given on the command "
+             f"line is its default (docs/scenes.md)")
+    return scene, None
 
 
 def _contact_sheet(args: argparse.Namespace, scene) -> int:

@@ -291,9 +291,11 @@ def test_the_docs_examples_run(tmp_path, monkeypatch, capsys):
 def test_numpy_values_are_taken_as_python_ones(small_scene):
     scene = render.load_scene(small_scene, {"flock.count": np.int64(40),
                                             "output.size": np.array([96, 54]),
-                                            "render.tail": np.float32(2.5)})
-    assert (scene.count, scene.output.size, scene.render.tail) == (40, (96, 54), 2.5)
-    assert isinstance(scene.count, int)
+                                            "render.tail": np.float32(2.1),
+                                            "render.head": np.array(1.3, np.float16)})
+    assert (scene.count, scene.output.size, scene.render.tail, scene.render.head) == \
+        (40, (96, 54), 2.1, 1.3)
+    assert isinstance(scene.count, int) and "tail = 2.1\n" in scene.to_toml()
     assert render.frame(scene, np.float64(0.1), size="64x36", quiet=True).shape == (36, 64, 4)
 
 

@@ -72,6 +72,16 @@ def test_keys_missing_from_the_scene_file_take_the_defaults(small_scene):
     assert sources(scene)["world.wall_margin"] == "default"
 
 
+@pytest.mark.parametrize("text, told", [("", True), ("# to do\n[scene]\n", True),
+                                         ("[scene]\nseed = 1\n", False)])
+def test_a_file_that_sets_nothing_is_said_to(cli, write_scene, text, told):
+    path = write_scene(text)
+    result = cli(path, "--check", "--set", "flock.count=50")
+    assert result.code == 0
+    assert (f"{path}: the file sets no key" in result.err) == told
+    assert "sets no key" not in cli(path, "--check", "--quiet").err
+
+
 def test_scene_file_value_overrides_the_default(small_scene):
     scene = resolve(small_scene)
     assert scene.scene.seed == 3  # the built-in default is 0
