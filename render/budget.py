@@ -132,13 +132,16 @@ class Estimate:
     settled: bool = False  # the settling left out: its state is on disk already
     disk_checked: bool = True  # `disk` follows from the frames: refused past the free space
     frames_held: bool = False  # the encoder holds every frame (a GIF's palette)
+    on_disk: int = 0  # frames of a sequence already there, kept (or replaced), not added
 
     def __str__(self) -> str:
         disk = "" if not self.disk else f", {_bytes(self.disk)} on disk" \
             if self.disk_checked else f", of the order of {_bytes(self.disk)} on disk"
         kept = " (the settled flock read from its cache)" if self.settled else ""
+        there = f" ({self.on_disk} frame{'s' * (self.on_disk != 1)} already there left " \
+                f"out)" if self.on_disk else ""
         return f"about {_bytes(self.bytes)} of memory{disk} and " \
-               f"{_duration(self.seconds)}{kept}"
+               f"{_duration(self.seconds)}{kept}{there}"
 
 
 def simulation_costs(scene: Scene) -> tuple[float, float]:
@@ -180,11 +183,13 @@ def sampled_frames(scene: Scene, first: int = 0) -> int:
 
 
 def estimate(scene: Scene, output: str | None, first: int = 0, *,
-             stats: bool = False, web: bool = False) -> Estimate:
+             stats: bool = False, web: bool = False, on_disk: int = 0) -> Estimate:
     """Cost of rendering frames first .. the last of `scene` to `output` (None: simulate
     only, as for --stats): the flock is simulated from the start, only those frames are
     drawn and written; `stats`: each frame's diagnostics measured too (--stats, --plot);
-    `web`: `output` names a web page's files (--quality web: two encoders)."""
+    `web`: `output` names a web page's files (--quality web: two encoders); `on_disk`:
+    frames of a sequence already there that the render keeps (--resume, --no-overwrite),
+    neither drawn nor adding to the disk."""
     birds = scene.count
     # Steps: the settling, then up to the last frame's time (float: may be astronomical).
     flown = float(scene.frame_count / scene.output.fps) / scene.scene.dt + 1
@@ -216,12 +221,13 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
             (EXR_BYTES_PER_PX if exr else 0)
         encoding = MOV_S_PER_PX if suffix == ".mov" else VIDEO_S_PER_PX if video else \
             PNG3_S_PER_PX if suffix == ".png" and scene.dimensions == 3 else DRAW_S_PER_PX
-        seconds += frames * (birds * draw_seconds(scene)
+        drawn = frames - on_disk
+        seconds += drawn * (birds * draw_seconds(scene)
                              + pixels * encoding
                              + pixels * (EXR_S_PER_PX if exr else 0)
                              + pixels * (WEB_S_PER_PX if web else 0))
         sizes = FILE_BYTES_PER_PX_3D if scene.dimensions == 3 else FILE_BYTES_PER_PX
-        disk = frames * pixels * sizes.get(suffix, 0)
+        disk = drawn * pixels * sizes.get(suffix, 0)
         disk_checked = suffix in DISK_CHECKED
         frames_held = suffix == ".gif"
         if frames_held:
@@ -231,7 +237,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
             held = WEB_BYTES
     return Estimate(BASE_BYTES + held + birds * per_bird + pixels * per_pixel, seconds,
                     birds, pixels, per_pixel, per_bird, disk=disk, settled=kept,
-                    frames_held=frames_held, disk_checked=disk_checked)
+                    frames_held=frames_held, disk_checked=disk_checked, on_disk=on_disk)
 
 
 def sheet_estimate(scene: Scene, thumbs: int, thumb_pixels: int,
@@ -385,7 +391,7 @@ def require_size(scene: Scene, where: str, limit: float, what: str, instead: str
 
 
 def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
-          first: int = 0, web: bool = False) -> Estimate:
+          first: int = 0, web: bool = False, on_disk: int = 0) -> Estimate:
     """`cost` (by default the estimate of rendering frames first .. the last of `scene` to
     `output`, a clip or PNG sequence, whose frames must also be small enough for cairo), or
     UsageError (exit 2) saying what would fit when it does not."""
@@ -395,7 +401,7 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
                          "drawn in tiles", even=True)
-        cost = estimate(scene, output, first, web=web)
+        cost = estimate(scene, output, first, web=web, on_disk=on_disk)
     where = output or scene.path
     memory = available_memory()
     if memory is not None and cost.bytes > memory:

@@ -269,14 +269,18 @@ def _check(args: argparse.Namespace, scene, first: int, options: dict) -> int:
     """--check: the resolved settings and what rendering them would cost; then what the
     render would refuse, as it would."""
     from . import budget
+    from .encode import Target
     from .scene import describe
 
     print(describe(scene))
     stats = args.stats is not None or args.plot is not None
+    target = Target(tuple(args.outputs), first, scene.frame_count, args.resume,
+                    args.overwrite)
     for output in args.outputs or [None]:
         scope = f"to {output}" if output else "(simulation only; -o adds drawing)"
         cost = budget.estimate(scene, output, first, stats=stats,
-                               web=args.quality == "web")
+                               web=args.quality == "web",
+                               on_disk=target.on_disk(output) if output else 0)
         print(f"# estimate {scope}: {cost}")
     if args.output is None and not stats:
         budget.check(scene, None, first=first)

@@ -25,6 +25,28 @@ def test_a_clip_is_not_refused_by_a_guess_at_its_size(cli, small_scene, tmp_path
     assert r.code == 0 and "of the order of 6.22 MB on disk" in r.out, r.out
 
 
+@pytest.mark.parametrize("keep", ["--resume", "--no-overwrite"])
+def test_frames_already_there_are_not_counted_again(cli, small_scene, tmp_path, monkeypatch,
+                                                    keep):
+    seq, size = f"{tmp_path}/frames/", ("--size", "640x360", "--frames", "6")
+    assert cli(small_scene, "-o", seq, *size, "--frames", "4", "-q").code == 0
+    scene = load_scene(small_scene, [("output.size", '"640x360"', "--size"),
+                                     ("output.frames", "6", "--frames")])
+    each = budget.estimate(scene, seq).disk / 6
+    # Room for the two frames still to draw, not for six: refused unless the four there
+    # are kept.
+    monkeypatch.setattr(budget, "available_disk", lambda folder: 3 * each)
+    r = cli(small_scene, "-o", seq, *size, "-q")
+    assert r.code == 2 and "on disk, but only" in r.err, r.err
+    r = cli(small_scene, "--check", "-o", seq, *size, keep)
+    assert r.code == 0, r.err
+    assert "(4 frames already there left out)" in r.out
+    assert f"{budget._bytes(2 * each)} on disk" in r.out
+    r = cli(small_scene, "-o", seq, *size, keep, "-q")
+    assert r.code == 0, r.err
+    assert len(list((tmp_path / "frames").iterdir())) == 6
+
+
 def test_outputs_written_together_are_refused_when_only_each_fits(cli, small_scene, tmp_path,
                                                                    monkeypatch):
     one = budget.estimate(load_scene(small_scene), "a.npz").disk

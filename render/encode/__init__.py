@@ -84,6 +84,16 @@ class Target:
         """The paths that take drawn frames (see `open_writer`)."""
         return tuple(p for p in self.paths if not is_state_output(p))
 
+    def on_disk(self, path: str) -> int:
+        """Frames of the sequence `path` in the range already at their names, when the
+        render keeps what it finds (resume, or overwrite=False); else 0 (a clip, or every
+        frame written anew)."""
+        from .images import frames_there, is_sequence
+
+        if (self.overwrite and not self.resume) or not is_sequence(path):
+            return 0
+        return frames_there(path, self.first, self.end)
+
     @property
     def state_paths(self) -> tuple[str, ...]:
         """The paths that take states, nothing drawn (see `open_state_writer`)."""

@@ -36,6 +36,13 @@ def sequence_pattern(output: str) -> str:
     return output if _PATTERN.search(output) else os.path.join(output, "frame_%05d.png")
 
 
+def frames_there(output: str, first: int, end: int) -> int:
+    """How many of frames first .. end - 1 of the sequence `output` have a file at their
+    name."""
+    pattern = sequence_pattern(output)
+    return sum(os.path.exists(pattern % k) for k in range(first, end))
+
+
 def frame_of(output: str, path: str | Path) -> int | None:
     """The frame number whose file in the sequence `output` is `path`, else None."""
     pattern, path = resolved(sequence_pattern(output)), resolved(path)
