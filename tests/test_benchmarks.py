@@ -129,3 +129,28 @@ def test_a_difference_reads_as_one_not_as_a_ratio():
                              compared=" points (difference)")
     assert "| -0.2 points (difference) |" in run.table([row])
     assert "| 1.5× |" in run.table([run.figures.result("t", 3.0, "s", reference=2.0)])
+
+
+def test_the_sky_cover_bound_runs_and_its_flocks_are_what_it_says():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import numpy as np
+    from sky_cover_bound import DENSEST_M3, ellipsoid, flocks
+
+    rng = np.random.default_rng(0)
+    axes = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    points = ellipsoid(rng, np.array([1.0, 2.0, 3.0]), axes, (2.0, 5.0, 9.0), 200_000)
+    local = (points - [1.0, 2.0, 3.0]) @ axes
+    assert (((local / [2.0, 5.0, 9.0]) ** 2).sum(axis=1) <= 1.0 + 1e-12).all()
+    assert np.cov(local.T) == pytest.approx(np.diag([4.0, 25.0, 81.0]) / 5, abs=0.05)
+    named = dict(flocks(rng, points[:5000]))
+    dense = named["sharp-edged, densest, 1 : 2.8 : 5.6"] @ axes
+    semi = np.sqrt(5 * np.sort(np.var(dense, axis=0)))
+    assert semi / semi[0] == pytest.approx([1.0, 2.8, 5.6], rel=0.05)
+    assert 4 / 3 * np.pi * semi.prod() / 5000 == pytest.approx(DENSEST_M3, rel=0.05)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sky_cover_bound.py"),
+                           "--birds", "300", "--times", "1"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    medians = proc.stdout.split("median over the samples")[1].splitlines()[1:]
+    assert len(medians) == len(named)
+    assert all(0.0 < float(line.split()[-2]) < 1.0 for line in medians), proc.stdout
