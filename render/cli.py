@@ -130,9 +130,10 @@ def _refuse_dropped(args: argparse.Namespace) -> None:
         what = "a still" if still else "--quality web"
         raise UsageError(f"{what} writes one -o; several -o apply to clips, sequences and "
                          f"trajectories: give one")
-    if args.landscape and not args.paper:
-        raise UsageError("--landscape turns a --paper sheet: add --paper (e.g. --paper A3 "
-                         "--landscape), or give the size with --size WxH")
+    for flag, given in (("--landscape", args.landscape), ("--portrait", args.portrait)):
+        if given and not args.paper:
+            raise UsageError(f"{flag} turns a --paper sheet: add --paper (e.g. --paper A3 "
+                             f"{flag}), or give the size with --size WxH")
     if args.paper and args.size:
         raise UsageError(f"--paper {args.paper} sets the size (at --dpi): drop --size "
                          f"{args.size}")
@@ -160,7 +161,12 @@ def _scene(args: argparse.Namespace):
 
     overrides = overrides_from(args)
 
-    def sheet(landscape: bool) -> list:
+    def sheet(scene) -> list:
+        """The overrides with --paper's size, the sheet turned as --landscape or
+        --portrait say, else as `scene`'s frame is: a portrait sheet keeps a landscape
+        frame's height of view and cuts its sides, where its subject may well be."""
+        width, height = scene.output.size
+        landscape = args.landscape or (not args.portrait and width > height)
         size = paper_size(args.paper, args.dpi or 300, landscape)
         return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
 
@@ -168,12 +174,12 @@ def _scene(args: argparse.Namespace):
         scene, recorded = _embedded_scene(args.from_png, overrides)
         if not args.paper:
             return scene, recorded
-        # The same picture on another sheet: turned as the recorded still was.
-        width, height = scene.output.size
-        return _embedded_scene(args.from_png, sheet(args.landscape or width > height))
+        return _embedded_scene(args.from_png, sheet(scene))
     if args.scene is None:
         raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
-    scene = load_scene(args.scene, sheet(args.landscape) if args.paper else overrides)
+    scene = load_scene(args.scene, overrides)
+    if args.paper:
+        scene = load_scene(args.scene, sheet(scene))
     if not args.quiet and all(source != "scene file" for _, source in scene.sources):
         # An empty file (saved blank, or every line commented out) would otherwise
         # render the 2D defaults as if they were what it asked for.

@@ -114,9 +114,14 @@ def parser() -> argparse.ArgumentParser:
                             "of a PDF or SVG one, and with --paper its size in pixels; "
                             "default 300 with --paper, else the --from still's own, else "
                             "72, e.g. --dpi 300")
-    still.add_argument("--landscape", action="store_true",
-                       help="with --paper: the long side across, e.g. --paper A2 --landscape "
-                            "(with --from: as the recorded still is turned, unless given)")
+    turn = still.add_mutually_exclusive_group()
+    turn.add_argument("--landscape", action="store_true",
+                      help="with --paper: the long side across, e.g. --paper A2 --landscape "
+                           "(default: as the scene's frame is turned, or with --from the "
+                           "recorded still)")
+    turn.add_argument("--portrait", action="store_true",
+                      help="with --paper: the long side up, e.g. --paper A2 --portrait "
+                           "(a landscape scene's view is then cut at its sides)")
     still.add_argument("--bit-depth", type=int, choices=(8, 16),
                        help="PNG stills: 16 draws the still 4x larger and averages it down "
                             "into 16-bit channels (smooth gradients for print); 8 by "

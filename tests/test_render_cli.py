@@ -269,6 +269,7 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("--still", "0", "-o", "a.png", "--plot", "p.png", "--resume"),
      "--plot, --resume apply to a clip's"),
     (("--still", "0", "-o", "a.png", "--landscape"), "--landscape turns a --paper sheet"),
+    (("--still", "0", "-o", "a.png", "--portrait"), "--portrait turns a --paper sheet"),
     (("--still", "0", "-o", "a.png", "--paper", "A4", "--size", "640x480"),
      "--paper A4 sets the size (at --dpi): drop --size 640x480"),
     (("--still", "0", "-o", "a.png", "-o", "b.png"), "a still writes one -o"),

@@ -178,21 +178,23 @@ def test_still_records_dpi_srgb_and_the_scene(cli, small_scene, tmp_path):
     assert dpi == pytest.approx(40, abs=0.01)
     assert text["boids-render:seed"] == "3"
     # Redrawn on another sheet (A4 at 30 dpi: 210 x 297 mm, 248 x 351 px) it is turned as
-    # it was: a portrait sheet would show another part of the world.
+    # it was: a portrait sheet would show another part of the world. A scene's sheet is
+    # turned as its frame is (160x90: landscape) unless told.
     turned = {}
-    for name, source, flags in (("again", out, ()), ("portrait", None, ()),
+    for name, source, flags in (("again", out, ()), ("scene", None, ()),
+                                ("portrait", None, ("--portrait",)),
                                 ("portrait-again", "portrait", ()),
                                 ("turned", "portrait", ("--landscape",))):
         if source is None:
-            r = cli(small_scene, "--still", "0.5", "--paper", "A4", "--dpi", "30",
-                    "-o", tmp_path / "portrait.png")
+            r = cli(small_scene, "--still", "0.5", "--paper", "A4", "--dpi", "30", *flags,
+                    "-o", tmp_path / f"{name}.png")
         else:
             r = cli("--from", tmp_path / f"{source}.png" if source != out else out,
                     "--paper", "A4", "--dpi", "30", *flags, "-o", tmp_path / f"{name}.png")
         assert r.code == 0, r.err
         with Image.open(tmp_path / f"{name}.png") as im:
             turned[name] = im.size
-    assert turned == {"again": (351, 248), "portrait": (248, 351),
+    assert turned == {"again": (351, 248), "scene": (351, 248), "portrait": (248, 351),
                       "portrait-again": (248, 351), "turned": (351, 248)}
 
 
