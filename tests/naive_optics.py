@@ -42,13 +42,15 @@ def coverage(size, a, b, width, samples=8) -> np.ndarray:
 def composite(size, streaks, sky_rgb, bird_rgb, transparent=False):
     """streaks: iterable of (x0, y0, x1, y1, width, alpha, contrast), far to near.
     Opaque: (h, w, 3) linear RGB over the flat sky `sky_rgb` (linear). Transparent:
-    (h, w) alpha = 1 − Π(1 − alpha·coverage·contrast)."""
+    (h, w) alpha, 1 − what of the sky shows: each streak of opacity q = alpha·coverage
+    hides q of it and gives back q·(1 − contrast), the haze in front of the bird."""
     w, h = size
     if transparent:
-        through = np.ones((h, w))
+        sky = np.ones((h, w))
         for x0, y0, x1, y1, width, alpha, contrast in streaks:
-            through *= 1 - alpha * contrast * coverage(size, (x0, y0), (x1, y1), width)
-        return 1 - through
+            q = alpha * coverage(size, (x0, y0), (x1, y1), width)
+            sky = sky * (1 - q) + q * (1 - contrast)
+        return 1 - sky
     sky = np.asarray(sky_rgb, np.float64)
     out = np.broadcast_to(sky, (h, w, 3)).copy()
     for x0, y0, x1, y1, width, alpha, contrast in streaks:

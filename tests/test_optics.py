@@ -190,20 +190,46 @@ def test_haze_tints_toward_the_sky_or_thins_alpha_when_transparent():
 
 
 def test_transparent_alpha_is_exact_where_birds_overlap():
-    """Pixels fully inside some of three wide streaks: alpha = 1 − Π(1 − αᵢ·contrastᵢ),
-    rounded once, and the premultiplied colour never exceeds it."""
+    """Pixels fully inside some of three wide streaks, far to near: each hides αᵢ of the
+    alpha behind it and adds αᵢ·contrastᵢ (the rest of it is haze, the sky's), rounded
+    once, and the premultiplied colour never exceeds it."""
     size = (80, 40)
     pose = pinhole(size)
     alphas, contrasts = np.array([0.37, 0.61, 0.23]), np.array([0.9, 0.55, 1.0])
     birds = make([5, 25, 45], 20, [35, 55, 75], 20, 24.0, alphas, contrast=contrasts,
                  accent=[False, True, False])
     frame = compose(birds, flat_sky(pose, bird="#FFFFFF"), (0, 0, *size), True)
-    q = alphas * contrasts
     for x, inside in ((10, [0]), (30, [0, 1]), (50, [1, 2]), (70, [2])):
-        expect = 1 - np.prod(1 - q[inside])
+        expect = 0.0
+        for i in inside:
+            expect = expect * (1 - alphas[i]) + alphas[i] * contrasts[i]
         assert frame[20, x, 3] == round(255 * expect), (x, frame[20, x, 3], expect)
     assert (frame[..., :3] <= frame[..., 3:]).all()
     assert (frame[0, :, 3] == 0).all()  # no sky under transparent
+
+
+def test_a_transparent_plate_over_its_sky_is_the_opaque_frame():
+    """Hazed birds overlapping over a sky with a gradient, in linear light before 8 bits:
+    the plate merged over the sky (premultiplied: C + (1 − A)·sky) is the opaque frame."""
+    size = (96, 64)
+    pose = pinhole(size)
+    rng = np.random.default_rng(5)
+    m = 60
+    x0, y0 = rng.uniform(20, 76, m), rng.uniform(15, 50, m)
+    ang = rng.uniform(0, 2 * np.pi, m)
+    birds = make(x0, y0, x0 + 9 * np.cos(ang), y0 + 9 * np.sin(ang), rng.uniform(2, 7, m),
+                 rng.uniform(0.2, 0.9, m), contrast=rng.uniform(0.2, 1.0, m),
+                 accent=rng.random(m) < 0.2)
+    sky = sky_for(build_scene({"world": {"dimensions": 3}, "flock": {"count": 10},
+                               "palette": {"theme": "dusk", "accent": "#2060FF"}}), pose)
+    opaque, plate = (np.zeros((size[1], size[0], 4), np.float32) for _ in range(2))
+    compose(birds, sky, (0, 0, *size), False, linear=opaque)
+    compose(birds, sky, (0, 0, *size), True, linear=plate)
+    behind = np.zeros_like(opaque)
+    compose(make([], [], [], [], [], []), sky, (0, 0, *size), False, linear=behind)
+    merged = plate[..., :3] + (1 - plate[..., 3:]) * behind[..., :3]
+    assert plate[..., 3].max() > 0.7 and (plate[..., 3] > 0).mean() > 0.2
+    assert np.abs(merged - opaque[..., :3]).max() < 1e-5
 
 
 def test_compose_matches_the_supersampled_reference():

@@ -8,7 +8,8 @@ Three laws decide the drawing:
   union (α, not 1 − (1 − α)ⁿ), and 8-bit accumulation of thousands of α ≈ 0.02 birds
   rounds each to a few codes;
 - depth order: far to near, each bird over what is behind it, hazed by its `contrast`
-  toward the sky at its pixel (under `transparent`, haze lowers its alpha instead).
+  toward the sky at its pixel (under `transparent` that share of the bird is left clear,
+  for the sky the plate goes over to fill).
 
 So the streaks are rasterised by one small kernel (`_splat`) straight into float planes,
 one bird at a time in the order given, with no cairo path and no state change per bird.
@@ -171,8 +172,10 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
     ((h, w, 4) float32), the same frame there before it is encoded: R, G, B, A in linear
     light, premultiplied, the sky as its codes decode.
 
-    `transparent`: no sky or ground; alpha is 1 − Π(1 − qᵢ·contrastᵢ) over the birds of
-    each pixel (qᵢ their coverage × alpha), their colours premultiplied."""
+    `transparent`: no sky or ground; the same weights, the sky's left clear: alpha is
+    1 − the sky's weight (each bird, qᵢ its coverage × alpha, hides qᵢ of what is behind
+    it and adds qᵢ·contrastᵢ of its colour), the colours premultiplied, so the plate
+    over its sky is the opaque frame. A lone bird's alpha is qᵢ·contrastᵢ."""
     x, y, w, h = (int(v) for v in window)
     out = np.empty((h, w, 4), np.uint8) if out is None else out
     if transparent:
@@ -193,13 +196,12 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
     lo_x, lo_y, hi_x, hi_y = box
     planes = np.zeros((3, hi_y - lo_y, hi_x - lo_x), np.float32)
     planes[0] = 1.0
-    contrast = np.asarray(streaks.contrast, np.float64)
-    alpha = np.asarray(streaks.alpha, np.float64)
-    if transparent:  # haze thins the bird; nothing behind it to tint toward
-        alpha, keep = alpha * contrast, np.ones_like(contrast)
-    else:
-        keep = contrast
-    _splat(x0, y0, x1, y1, radius, alpha, keep, np.asarray(streaks.accent, np.bool_),
+    # Transparent or not, the same weights: the haze's share of a bird goes to the sky's
+    # weight, which a transparent plate leaves clear. Thinning the bird's alpha instead
+    # let a hazed bird hide only qᵢ·contrastᵢ of a bird behind it, not qᵢ: merged over its
+    # sky, such a plate was up to 6 codes off the opaque frame where birds overlap.
+    _splat(x0, y0, x1, y1, radius, np.asarray(streaks.alpha, np.float64),
+           np.asarray(streaks.contrast, np.float64), np.asarray(streaks.accent, np.bool_),
            float(x + lo_x), float(y + lo_y), planes)
     if linear is not None:
         _linear_birds(planes, sky, transparent, linear[lo_y:hi_y, lo_x:hi_x])
