@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from . import budget
-from .draw.surface import Canvas
+from .draw.surface import Canvas, straight_from_float
 from .encode import STILL_SUFFIXES
 from .encode.files import place_or_refuse, refuse_existing
 from .encode.images import FRAME_FORMATS, encode_jpeg, encode_png, usable
@@ -94,7 +94,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         return
     if suffix == ".png":
         pixels = _supersampled(scene, still) if bit_depth == 16 else \
-            still.draw(Canvas(scene.output.size), scene)
+            still.draw(Canvas(scene.output.size, linear=straight_from_float(scene)), scene)
         data = encode_png(pixels, dpi=dpi, text=text)
     elif suffix == ".exr":
         from .encode.exr import encode_exr
@@ -222,12 +222,20 @@ def _supersampled(scene: Scene, still: FrameState) -> np.ndarray:
     drawing."""
     width, height = scene.output.size
     k = budget.supersample_factor(scene.output.size)  # ≥ 2: still_cost checked the size
-    big = Canvas((width * k, height * k))
+    big = Canvas((width * k, height * k), linear=straight_from_float(scene))
     pixels = still.draw(big, scene)
     # cairo's colour is premultiplied by alpha: average it as it is, then divide.
     bgra = pixels.reshape(height, k, width, k, 4).mean(axis=(1, 3), dtype=np.float64)
     rgb = bgra[:, :, 2::-1]
-    if scene.output.transparent:
+    if big.linear is not None:  # the colour un-premultiplied in float, then encoded
+        from .draw3d.colour import to_srgb
+
+        linear = big.linear.reshape(height, k, width, k, 4).mean(axis=(1, 3),
+                                                                 dtype=np.float64)
+        colour = np.divide(linear[:, :, :3], linear[:, :, 3:], where=linear[:, :, 3:] > 0,
+                           out=np.zeros_like(linear[:, :, :3]))
+        rgb = np.concatenate([to_srgb(colour) * 255.0, bgra[:, :, 3:]], axis=2)
+    elif scene.output.transparent:
         alpha = bgra[:, :, 3:]
         rgb = np.divide(rgb * 255.0, alpha, out=np.zeros_like(rgb), where=alpha > 0)
         rgb = np.concatenate([np.minimum(rgb, 255.0), alpha], axis=2)

@@ -137,6 +137,13 @@ def test_a_3d_exr_frame_holds_the_float_image_its_png_frame_rounds(cli, scene3d,
             continue
         faint = (alpha > 0) & (png[..., 3] == 0)
         assert faint.sum() >= 5, "the faintest birds are kept (8 bits: none)"
+        # The PNG's straight colour is the float image's, un-premultiplied, even where its
+        # alpha is a few codes (8-bit codes divided by such an alpha read 0 or 255).
+        shown = png[..., 3] > 0
+        assert ((png[..., 3] <= 4) & shown).sum() >= 5
+        colour = np.divide(exr[..., :3], alpha[..., None], where=alpha[..., None] > 0,
+                           out=np.zeros_like(exr[..., :3]))
+        assert np.abs(srgb_codes(colour) - png[..., :3])[shown].max() <= 1.5
         # Premultiplied: under the alpha a mix of the dusk theme's bird (#151318) and
         # accent (#6B2A1A) colours, to half-float precision (8 bits cannot say which at an
         # alpha of a few codes).
@@ -216,6 +223,30 @@ def test_a_transparent_3d_still_keeps_only_the_birds(cli, scene3d, tmp_path):
     alpha = picture[..., 3]
     assert (alpha == 0).mean() > 0.9  # no sky, no ground, no treeline
     assert (alpha > 0).sum() > 20 and alpha.max() < 255 * 0.99  # translucent birds
+    # The same straight pixels in a frame of the sequence, a 16-bit still (to its
+    # rounding) and the API's frame.
+    import render
+
+    r = cli(scene3d, "-o", f"{tmp_path}/frames/", "--frames", "10:11", "--transparent",
+            "--quiet")
+    assert r.code == 0, r.err
+    assert np.array_equal(rgba(tmp_path / "frames" / "frame_00010.png"), picture)
+    scene = render.load_scene(scene3d, {"output.transparent": True})
+    assert np.array_equal(render.frame(scene, 0.5, quiet=True), picture)
+    from test_still import read_png16
+
+    r = cli(scene3d, "--still", "0.5", "-o", tmp_path / "t16.png", "--transparent",
+            "--bit-depth", "16", "--quiet")
+    assert r.code == 0, r.err
+    deep = read_png16(tmp_path / "t16.png", channels=4).astype(np.float64) / 257
+    # Every colour shown is a mix of the dusk theme's bird (#151318) and accent (#6B2A1A),
+    # the faintest pixels' too: not noise out of dividing codes by a tiny alpha.
+    palette = np.array([[0x15, 0x13, 0x18], [0x6B, 0x2A, 0x1A]], np.float64)
+    for image in (picture, deep):
+        shown = image[..., 3] > 0
+        assert (image[..., 3][shown] < 4).sum() >= 5
+        colour = image[..., :3][shown]
+        assert (colour >= palette.min(0) - 1.5).all() and (colour <= palette.max(0) + 1.5).all()
 
 
 @pytest.mark.parametrize("output, frames", [

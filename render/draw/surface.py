@@ -20,13 +20,20 @@ def world_to_pixels(width: float, height: float, size: tuple[int, int]) -> cairo
     return cairo.Matrix(xx=scale, yy=-scale, x0=x0, y0=px_h - y0)
 
 
+def straight_from_float(scene) -> bool:
+    """Whether a canvas for `scene` keeps the float image too so that a frame's straight
+    colours come from it: a transparent 3D scene's (an 8-bit premultiplied code divided
+    by an alpha of a few codes is noise, not the bird's colour)."""
+    return scene.dimensions == 3 and scene.output.transparent
+
+
 class Canvas:
     """An ARGB32 cairo surface drawing straight into `pixels` (h, w, 4) uint8.
 
     On little-endian machines each pixel's bytes are B, G, R, A (cairo's native layout,
     which ffmpeg reads as `bgra`). The array is reused for every frame. With `linear`, a 3D
     frame also keeps there the float image its pixels encode (see `draw3d.frame.Pixels`),
-    for an OpenEXR frame: `linear` (h, w, 4) float32, else None.
+    for an OpenEXR frame or straight colours: `linear` (h, w, 4) float32, else None.
     """
 
     def __init__(self, size: tuple[int, int], *, linear: bool = False):

@@ -68,6 +68,16 @@ def encode_png(pixels: np.ndarray, *, dpi: float | None = None,
     """The PNG file `write_png` writes, in memory."""
     if pixels.dtype == np.uint16:
         data = png16(pixels)
+    elif getattr(pixels, "linear", None) is not None and (pixels[:, :, 3] < 255).any():
+        # A transparent 3D frame: its straight colours come from its float image, where
+        # cairo would divide 8-bit premultiplied codes (a faint bird's colour is noise).
+        from PIL import Image
+
+        from .video import straight_alpha
+
+        png = io.BytesIO()
+        Image.fromarray(straight_alpha(pixels)[:, :, [2, 1, 0, 3]], "RGBA").save(png, "PNG")
+        data = png.getvalue()
     else:
         height, width, _ = pixels.shape
         buffer = np.ascontiguousarray(pixels)
