@@ -320,7 +320,7 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
            tile_size: int | None = None, overwrite: bool = True,
            quiet: bool = False, **clip_only) -> Path:
     """render(..., still=t): one frame as a PNG, JPEG, OpenEXR, PDF or SVG."""
-    from .stills import render_still
+    from .stills import render_still, still_path
 
     if clip_only:
         raise TypeError(f"render(still=...) writes one frame: "
@@ -337,8 +337,10 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
         raise UsageError(f"tile_size: expected a whole number of px ≥ 1, got {tile_size!r}")
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 0 < dpi < math.inf:
         raise UsageError(f"dpi: expected a number > 0, got {dpi!r}")
-    render_still(scene, path, _seconds(still, scene.output.fps, "still"), dpi=dpi,
-                 bit_depth=bit_depth, tile_size=tile_size, overwrite=overwrite, quiet=quiet)
+    time = _seconds(still, scene.output.fps, "still")
+    path = still_path(path, scene, time)
+    render_still(scene, path, time, dpi=dpi, bit_depth=bit_depth, tile_size=tile_size,
+                 overwrite=overwrite, quiet=quiet)
     return Path(path)
 
 

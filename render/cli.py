@@ -213,7 +213,7 @@ def _still(args: argparse.Namespace, scene, recorded) -> int:
     with --check."""
     from .budget import still_cost
     from .scene import describe
-    from .stills import require_still_output
+    from .stills import require_still_output, still_path
 
     if not args.output:
         raise UsageError("a still needs -o: FILE.png (print), FILE.jpg, FILE.exr, FILE.pdf "
@@ -222,21 +222,22 @@ def _still(args: argparse.Namespace, scene, recorded) -> int:
     bit_depth = args.bit_depth or (recorded.bit_depth if recorded and png else 8)
     dpi = args.dpi or (300 if args.paper else recorded.dpi if recorded and recorded.dpi
                        else 72)
-    require_still_output(args.output, transparent=scene.output.transparent,
-                         bit_depth=bit_depth, tile_size=args.tile_size, dpi=args.dpi,
-                         overwrite=args.overwrite)
     time = parse_time(args.still, scene.output.fps) if args.still is not None \
         else recorded.time
+    output = still_path(args.output, scene, time)
+    require_still_output(output, transparent=scene.output.transparent,
+                         bit_depth=bit_depth, tile_size=args.tile_size, dpi=args.dpi,
+                         overwrite=args.overwrite)
     options = dict(dpi=dpi, bit_depth=bit_depth, tile_size=args.tile_size)
     if args.check:
         print(describe(scene))
-        cost = still_cost(scene, args.output, time, **options)
+        cost = still_cost(scene, output, time, **options)
         tiles = f" in {cost.tile}-px tiles" if cost.tile else ""
-        print(f"# estimate to {args.output}: {cost}{tiles}")
+        print(f"# estimate to {output}: {cost}{tiles}")
         return 0
     from .api import render
 
-    render(scene, args.output, still=time, overwrite=args.overwrite, quiet=args.quiet,
+    render(scene, output, still=time, overwrite=args.overwrite, quiet=args.quiet,
            **options)
     return 0
 

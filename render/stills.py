@@ -57,6 +57,24 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
     refuse_existing(Path(output), overwrite)
 
 
+def still_path(output: str | Path, scene: Scene, time: Fraction) -> str | Path:
+    """`output`, a %0Nd pattern in its name filled with the number of the frame shown at
+    `time` (so a still lands in a sequence's folder under its frame's name, not as
+    "f_%04d.png"); UsageError for a time between two frames."""
+    from .encode.images import numbered
+
+    if "%" not in Path(output).name:
+        return output
+    index = Fraction(time) * scene.output.fps
+    if index.denominator != 1:
+        below = index.numerator // index.denominator
+        raise UsageError(f"{output}: names a frame of a sequence, but {float(time):g} s "
+                         f"falls between frames {below} and {below + 1} at "
+                         f"{scene.output.fps} fps: expected a frame's time, e.g. "
+                         f"{option('--still', f'frame:{below}')}")
+    return numbered(str(output), int(index))
+
+
 def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float,
                  overwrite: bool = True, bit_depth: int = 8,
                  tile_size: int | None = None, quiet: bool = True) -> None:

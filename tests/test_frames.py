@@ -69,6 +69,21 @@ def test_a_frame_pattern_of_another_suffix_is_refused_with_those_it_can_write(
     assert list(tmp_path.iterdir()) == [tmp_path / "small.toml"]
 
 
+@pytest.mark.parametrize("pattern, message", [
+    ("f_%4d.exr", "f_%4d.exr: %4d pads the frame number with spaces; expected %04d"),
+    ("f_####.exr", "f_####.exr: frames are numbered by a %0Nd pattern, not #: write "),
+    ("f_##.png", "write "),
+])
+def test_a_compositors_padding_is_refused_with_the_pattern_to_write(cli, small_scene,
+                                                                   tmp_path, pattern, message):
+    r = cli(small_scene, "-o", f"{tmp_path}/{pattern}", "--frames", "1")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert message in r.err
+    if "#" in pattern:
+        assert r.err.strip().endswith(f"{tmp_path}/f_%0{pattern.count('#')}d{pattern[-4:]}")
+    assert list(tmp_path.iterdir()) == [tmp_path / "small.toml"]
+
+
 @pytest.mark.parametrize("name", ["clip.tif", "clip.avi", "clip", "clip.png.part"])
 def test_a_clip_of_an_unknown_suffix_is_refused_with_those_it_can_write(
         cli, small_scene, tmp_path, name):

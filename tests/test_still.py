@@ -41,6 +41,23 @@ def test_still_is_the_png_sequence_frame_at_that_time(cli, small_scene, still, t
     assert np.array_equal(pixels(still("0.75")), pixels(frame3))
 
 
+def test_a_still_named_by_a_frame_pattern_takes_its_frames_name(cli, small_scene, tmp_path):
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--size", "320x180", "--fps", "4",
+            "--frames", "4", "--quiet")
+    assert r.code == 0, r.err
+    r = cli(small_scene, "--still", "0.75", "-o", f"{tmp_path}/one/f_%03d.png", "--size",
+            "320x180", "--fps", "4", "--quiet")
+    assert r.code == 0, r.err
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["f_003.png"]
+    assert np.array_equal(pixels(tmp_path / "one" / "f_003.png"),
+                          pixels(tmp_path / "seq" / "frame_00003.png"))
+    r = cli(small_scene, "--still", "0.8", "-o", f"{tmp_path}/one/g_%03d.png", "--fps", "4")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert "0.8 s falls between frames 3 and 4 at 4 fps" in r.err
+    assert "--still frame:3" in r.err
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["f_003.png"]
+
+
 @pytest.mark.parametrize("suffix", [".jpg", ".exr"])
 def test_a_jpeg_or_exr_still_is_that_sequences_frame_at_that_time(cli, small_scene, tmp_path,
                                                                   suffix):

@@ -4,6 +4,7 @@ frames, `StateWriter` for the flock's states), and the output suffix → writer 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -191,6 +192,10 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
         return Writer(output, size=scene.output.size, fps=scene.output.fps,
                       crf=scene.output.crf, frames=target.count, first=target.first,
                       transparent=scene.output.transparent, overwrite=target.overwrite)
+    hashes = re.search(r"#+", Path(output).name)
+    if hashes and suffix in FRAME_SUFFIXES:  # a compositor's padding, not ours
+        raise UsageError(f"{output}: frames are numbered by a %0Nd pattern, not #: write "
+                         f"{output.replace(hashes[0], f'%0{len(hashes[0])}d')}")
     still = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
     raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
                      f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "

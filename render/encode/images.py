@@ -189,15 +189,31 @@ def frame_encoder(suffix: str, scene: Scene) -> Callable[[np.ndarray], bytes]:
     return functools.partial(FRAME_FORMATS[suffix].encode, text=frames_record(scene), **extra)
 
 
-def frame_format(output: str, transparent: bool = False) -> FrameFormat:
-    """The format of a sequence's frames: its pattern's suffix, PNG for a folder. UsageError
-    for a suffix no frame format has, or alpha the format cannot hold."""
-    pattern = sequence_pattern(output)
+def numbered(output: str, index: int) -> str:
+    """The name the pattern `output` (one %0Nd) gives frame `index`; UsageError for a
+    pattern that is not one."""
+    _require_pattern(output, sequence_pattern(output))
+    return sequence_pattern(output) % index
+
+
+def _require_pattern(output: str, pattern: str) -> None:
+    """UsageError unless `pattern` holds one frame number padded with zeros (if at all)."""
     try:
         pattern % 0
     except (TypeError, ValueError):  # two conversions, or a stray % ("%%" is a % sign)
         raise UsageError(f"{output}: a frame pattern holds one %0Nd for the frame number "
                          f"(e.g. out/frame_%05d.png; a literal % is written %%)") from None
+    spaced = re.search(r"%([1-9]\d*)d", pattern)
+    if spaced:  # "f_   1.exr": no compositor reads that as a sequence
+        raise UsageError(f"{output}: %{spaced[1]}d pads the frame number with spaces; "
+                         f"expected %0{spaced[1]}d, which pads it with zeros")
+
+
+def frame_format(output: str, transparent: bool = False) -> FrameFormat:
+    """The format of a sequence's frames: its pattern's suffix, PNG for a folder. UsageError
+    for a suffix no frame format has, or alpha the format cannot hold."""
+    pattern = sequence_pattern(output)
+    _require_pattern(output, pattern)
     suffix = Path(pattern).suffix.lower()
     found = FRAME_FORMATS.get(suffix)
     if found is None:
