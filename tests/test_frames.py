@@ -109,15 +109,22 @@ def test_jpeg_frames_are_previews_of_the_png_frames(cli, small_scene, tmp_path):
 
 def test_sequence_frames_say_their_colours_and_rate(cli, small_scene, tmp_path):
     """A compositor's reader takes a PNG frame as sRGB (its sRGB chunk, as a still's) and
-    an OpenEXR sequence at its frame rate (the standard framesPerSecond attribute)."""
+    an OpenEXR frame or still at its frame rate and in sRGB's primaries (the standard
+    framesPerSecond and chromaticities attributes)."""
     for suffix in (".png", ".exr"):
         r = cli(small_scene, "-o", f"{tmp_path}/f_%d{suffix}", "--frames", "2", "--quiet",
                 "--size", "64x36", "--fps", "24000/1001")
         assert r.code == 0, r.err
     with Image.open(tmp_path / "f_1.png") as im:
         assert im.info.get("srgb") == 0  # the perceptual rendering intent
-    header, _ = read_exr(tmp_path / "f_1.exr")
-    assert header["framesPerSecond"] == Fraction(24000, 1001)
+    r = cli(small_scene, "--still", "frame:1", "-o", tmp_path / "still.exr", "--size",
+            "64x36", "--fps", "24000/1001")
+    assert r.code == 0, r.err
+    srgb = (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.3290)  # IEC 61966-2-1's primaries
+    for name in ("f_1.exr", "still.exr"):
+        header, _ = read_exr(tmp_path / name)
+        assert header["framesPerSecond"] == Fraction(24000, 1001)
+        assert header["chromaticities"] == pytest.approx(srgb, abs=1e-6)
 
 
 def srgb_to_linear(encoded: np.ndarray) -> np.ndarray:

@@ -72,9 +72,9 @@ def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
                fps: Fraction | None = None) -> bytes:
     """A frame, (h, w, 4) BGRA uint8, as an OpenEXR file: half-float R, G, B, A channels
     (`linear_channels`; a 3D frame's float image when it carries one, `draw3d.Pixels`),
-    ZIP-compressed (lossless) scan lines; `text` as string attributes of its header (a
-    still's record, see `still.provenance`), `fps` (a sequence's frame) as its standard
-    framesPerSecond, so a compositor reads the sequence at its rate."""
+    ZIP-compressed (lossless) scan lines, the sRGB primaries as its chromaticities; `text`
+    as string attributes of its header (a still's record, see `still.provenance`), `fps`
+    as its standard framesPerSecond, so a compositor reads a sequence at its rate."""
     import OpenEXR
 
     linear = getattr(pixels, "linear", None)
@@ -84,6 +84,7 @@ def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
         channels = {name: linear[..., i].astype(np.float16) for i, name in enumerate("RGBA")}
 
     header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage,
+              "chromaticities": OpenEXR.colorInteropIDToChromaticities("lin_rec709_scene"),
               **(text or {})}
     if fps is not None:
         header["framesPerSecond"] = Fraction(fps)
