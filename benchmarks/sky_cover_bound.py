@@ -77,13 +77,16 @@ def main(argv=None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a scene override, as the CLI's --set")
     a = p.parse_args(argv)
+    times = sorted(float(s) for s in a.times.split(","))
+    if times[0] <= 0:
+        p.error(f"--times {a.times}: expected seconds after settling, each above 0")
     from render.sim.simulate import Simulation
 
     scene = targets.load(a.seed, a.birds, [tuple(s.split("=", 1)) for s in a.set])
     simulation, dt, step = Simulation(scene), scene.scene.dt, 0
     rng = np.random.default_rng(a.seed)
     covers: dict[str, list[float]] = {}
-    for t in sorted(float(s) for s in a.times.split(",")):
+    for t in times:
         while step * dt < t:
             snap = simulation.advance()
             step += 1

@@ -228,7 +228,8 @@ def frame(scene: Scene, t: float | Fraction | str,
     import numpy as np
 
     from . import budget
-    from .draw.surface import Canvas, straight_from_float
+    from .draw.surface import Canvas
+    from .encode import keeps_straight
     from .encode.video import straight_alpha
     from .stills import state_at
 
@@ -241,14 +242,14 @@ def frame(scene: Scene, t: float | Fraction | str,
         raise UsageError(f"size={scene.output.size}: too large to draw at once; "
                          f"render(scene, 'still.png', still={t!r}) draws it in tiles")
     state = state_at(scene, time, quiet=quiet)
-    canvas = Canvas(scene.output.size, linear=straight_from_float(scene))
+    canvas = Canvas(scene.output.size, straight=keeps_straight(scene))
     bgra = state.draw(canvas, scene)
     rgba = np.empty(bgra.shape, np.uint8)
     # A band of rows at a time: un-premultiplying works in uint32, 12 bytes a pixel.
     for y in range(0, len(bgra), _BAND_ROWS):
         rows = slice(y, y + _BAND_ROWS)
-        linear = None if canvas.linear is None else canvas.linear[rows]
-        band = straight_alpha(bgra[rows], linear=linear) if scene.output.transparent \
+        straight = None if canvas.straight is None else canvas.straight[rows]
+        band = straight_alpha(bgra[rows], straight=straight) if scene.output.transparent \
             else bgra[rows]
         rgba[rows] = band[:, :, [2, 1, 0, 3]]
     return rgba

@@ -19,8 +19,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
-from .draw.surface import straight_from_float
-from .encode import VIDEO_SUFFIXES, is_state_output
+from .encode import VIDEO_SUFFIXES, is_state_output, keeps_straight
 from .errors import UsageError, option
 from .scene import Scene
 
@@ -66,7 +65,7 @@ LOOP_FLIGHTS = 4
 SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their rounding, the rows
 EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
 EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
-FLOAT_BYTES_PER_PX = 16      # a transparent 3D frame's float image (its straight colours)
+STRAIGHT_BYTES_PER_PX = 3    # a transparent 3D frame's straight colours
 # A frame's file, bytes per pixel, by suffix: the plate at 480x270 (animated images)
 # and 1080p to 4K (the rest), rounded up. ProRes 4444 about 0.42, PNG 0.09 to 0.17, JPEG
 # 0.16, EXR 0.39, GIF 0.25, WebP 0.2, APNG 0.5, H.264 and VP9 far less. cluster.py bounds
@@ -221,7 +220,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
         per_bird += DRAW_BYTES_PER_BIRD
         per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0) + \
             (EXR_BYTES_PER_PX if exr else 0) + \
-            (FLOAT_BYTES_PER_PX if straight_from_float(scene) else 0)
+            (STRAIGHT_BYTES_PER_PX if keeps_straight(scene) else 0)
         encoding = MOV_S_PER_PX if suffix == ".mov" else VIDEO_S_PER_PX if video else \
             PNG3_S_PER_PX if suffix == ".png" and scene.dimensions == 3 else DRAW_S_PER_PX
         drawn = frames - on_disk
@@ -299,7 +298,7 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
     per_pixel = CANVAS_BYTES_PER_PX + (SUPERSAMPLE_BYTES_PER_PX / supersample ** 2
                                        if supersample > 1 else 0) + \
         (EXR_BYTES_PER_PX if exr else 0) + \
-        (FLOAT_BYTES_PER_PX if straight_from_float(scene) and not vector else 0)
+        (STRAIGHT_BYTES_PER_PX if keeps_straight(scene) and not vector else 0)
     if vector:
         pixels, per_pixel = 0, 0.0
     elif tile:

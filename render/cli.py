@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import traceback
+from pathlib import Path
 
 from .errors import BoidsError, SceneError, UsageError, cli_names
 from .options import frame_range, overrides_from, paper_size, parse_time, parser
@@ -180,7 +181,7 @@ def _scene(args: argparse.Namespace):
     scene = load_scene(args.scene, overrides)
     if args.paper:
         scene = load_scene(args.scene, sheet(scene))
-    if not args.quiet and all(source != "scene file" for _, source in scene.sources):
+    if not args.quiet and not _sets_a_key(args.scene):
         # An empty file (saved blank, or every line commented out) would otherwise
         # render the 2D defaults as if they were what it asked for.
         from .progress import note
@@ -188,6 +189,14 @@ def _scene(args: argparse.Namespace):
         note(f"{args.scene}: the file sets no key; every setting not given on the command "
              f"line is its default (docs/scenes.md)")
     return scene, None
+
+
+def _sets_a_key(path: str) -> bool:
+    """Whether the scene file at `path` (read and valid already) gives any setting."""
+    import tomllib
+
+    raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    return any(not isinstance(body, dict) or body for body in raw.values())
 
 
 def _contact_sheet(args: argparse.Namespace, scene) -> int:

@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .draw.surface import Canvas, straight_from_float
+from .draw.surface import Canvas
+from .encode import keeps_straight
 from .encode import FrameWriter
 from .scene import Scene
 from .states import FrameState
@@ -21,11 +22,10 @@ def draw_range(scene: Scene, states: Iterable[FrameState], writer: FrameWriter, 
     """Render this frame range from these states: each state `writer` wants is drawn (by
     `workers` threads) and written, in frame order. Yields (index, pixels) after each write,
     pixels None for a frame the writer keeps from disk; the pixels stay valid until the
-    next one is asked for. A writer whose `linear` is true (an OpenEXR sequence), and any
-    writer of a transparent 3D scene (its straight colours), gets a 3D frame's float image
-    with its pixels (`draw3d.frame.Pixels`)."""
-    linear = (scene.dimensions == 3 and getattr(writer, "linear", False)) or \
-        straight_from_float(scene)
+    next one is asked for. A writer whose `linear` is true (an OpenEXR sequence) gets a 3D
+    frame's float image with its pixels, and the writer of a transparent 3D scene its
+    straight colours (`draw3d.frame.Pixels`)."""
+    linear = scene.dimensions == 3 and getattr(writer, "linear", False)
     with DrawingPool(scene, workers, linear=linear) as drawing:
         for state in states:
             if writer.wants(state.index):
@@ -55,7 +55,8 @@ class DrawingPool:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="draw")
         self.canvases: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(self.window + 1):
-            self.canvases.put(Canvas(scene.output.size, linear=linear))
+            self.canvases.put(Canvas(scene.output.size, linear=linear,
+                                     straight=keeps_straight(scene)))
         self.pending: deque = deque()  # (index, future or None for a skipped frame)
 
     def __enter__(self) -> DrawingPool:

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from . import budget
-from .draw.surface import Canvas, straight_from_float
-from .encode import STILL_SUFFIXES
+from .draw.surface import Canvas
+from .encode import STILL_SUFFIXES, keeps_straight
 from .encode.files import place_or_refuse, refuse_existing
 from .encode.images import FRAME_FORMATS, encode_jpeg, encode_png, usable
 from .encode.still import provenance
@@ -61,9 +61,9 @@ def still_path(output: str | Path, scene: Scene, time: Fraction) -> str | Path:
     """`output`, a %0Nd pattern in its name filled with the number of the frame shown at
     `time` (so a still lands in a sequence's folder under its frame's name, not as
     "f_%04d.png"); UsageError for a time between two frames."""
-    from .encode.images import numbered
+    from .encode.images import is_sequence, numbered
 
-    if "%" not in Path(output).name:
+    if not is_sequence(Path(output).name):  # "50%.png" is a name, not a pattern
         return output
     index = Fraction(time) * scene.output.fps
     if index.denominator != 1:
@@ -112,7 +112,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         return
     if suffix == ".png":
         pixels = _supersampled(scene, still) if bit_depth == 16 else \
-            still.draw(Canvas(scene.output.size, linear=straight_from_float(scene)), scene)
+            still.draw(Canvas(scene.output.size, straight=keeps_straight(scene)), scene)
         data = encode_png(pixels, dpi=dpi, text=text)
     elif suffix == ".exr":
         from .encode.exr import encode_exr
@@ -240,19 +240,17 @@ def _supersampled(scene: Scene, still: FrameState) -> np.ndarray:
     drawing."""
     width, height = scene.output.size
     k = budget.supersample_factor(scene.output.size)  # ≥ 2: still_cost checked the size
-    big = Canvas((width * k, height * k), linear=straight_from_float(scene))
+    big = Canvas((width * k, height * k), straight=keeps_straight(scene))
     pixels = still.draw(big, scene)
     # cairo's colour is premultiplied by alpha: average it as it is, then divide.
     bgra = pixels.reshape(height, k, width, k, 4).mean(axis=(1, 3), dtype=np.float64)
     rgb = bgra[:, :, 2::-1]
-    if big.linear is not None:  # the colour un-premultiplied in float, then encoded
-        from .draw3d.colour import to_srgb
-
-        linear = big.linear.reshape(height, k, width, k, 4).mean(axis=(1, 3),
-                                                                 dtype=np.float64)
-        colour = np.divide(linear[:, :, :3], linear[:, :, 3:], where=linear[:, :, 3:] > 0,
-                           out=np.zeros_like(linear[:, :, :3]))
-        rgb = np.concatenate([to_srgb(colour) * 255.0, bgra[:, :, 3:]], axis=2)
+    if big.straight is not None:  # the straight colours, weighted by their alpha
+        alpha = pixels[:, :, 3:].astype(np.float64)
+        tinted = (big.straight * alpha).reshape(height, k, width, k, 3).sum(axis=(1, 3))
+        weight = alpha.reshape(height, k, width, k, 1).sum(axis=(1, 3))
+        colour = np.divide(tinted, weight, out=np.zeros_like(tinted), where=weight > 0)
+        rgb = np.concatenate([colour[:, :, ::-1], bgra[:, :, 3:]], axis=2)
     elif scene.output.transparent:
         alpha = bgra[:, :, 3:]
         rgb = np.divide(rgb * 255.0, alpha, out=np.zeros_like(rgb), where=alpha > 0)

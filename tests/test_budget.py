@@ -45,6 +45,8 @@ def test_frames_already_there_are_not_counted_again(cli, small_scene, tmp_path, 
     r = cli(small_scene, "-o", seq, *size, keep, "-q")
     assert r.code == 0, r.err
     assert len(list((tmp_path / "frames").iterdir())) == 6
+    r = cli(small_scene, "-o", f"{tmp_path}/f_%d_%d.png", *size, keep)
+    assert r.code == 2 and "a frame pattern holds one %0Nd" in r.err, r.err
 
 
 def test_outputs_written_together_are_refused_when_only_each_fits(cli, small_scene, tmp_path,

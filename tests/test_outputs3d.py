@@ -138,12 +138,14 @@ def test_a_3d_exr_frame_holds_the_float_image_its_png_frame_rounds(cli, scene3d,
         faint = (alpha > 0) & (png[..., 3] == 0)
         assert faint.sum() >= 5, "the faintest birds are kept (8 bits: none)"
         # The PNG's straight colour is the float image's, un-premultiplied, even where its
-        # alpha is a few codes (8-bit codes divided by such an alpha read 0 or 255).
+        # alpha is a few codes (8-bit codes divided by such an alpha read 0 or 255); with
+        # motion blur, the exposures' colours averaged by their 8-bit alphas.
         shown = png[..., 3] > 0
         assert ((png[..., 3] <= 4) & shown).sum() >= 5
         colour = np.divide(exr[..., :3], alpha[..., None], where=alpha[..., None] > 0,
                            out=np.zeros_like(exr[..., :3]))
-        assert np.abs(srgb_codes(colour) - png[..., :3])[shown].max() <= 1.5
+        off = np.abs(srgb_codes(colour) - png[..., :3])[shown].max()
+        assert off <= (1.5 if blur == "1" else 3.0), off
         # Premultiplied: under the alpha a mix of the dusk theme's bird (#151318) and
         # accent (#6B2A1A) colours, to half-float precision (8 bits cannot say which at an
         # alpha of a few codes).

@@ -56,6 +56,12 @@ def test_a_still_named_by_a_frame_pattern_takes_its_frames_name(cli, small_scene
     assert "0.8 s falls between frames 3 and 4 at 4 fps" in r.err
     assert "--still frame:3" in r.err
     assert [p.name for p in (tmp_path / "one").iterdir()] == ["f_003.png"]
+    # A % that is no frame number is part of the name, filled or not.
+    for name, written in (("50%.png", "50%.png"), ("f_%03d_100%%.png", "f_003_100%.png")):
+        r = cli(small_scene, "--still", "0.75", "-o", f"{tmp_path}/two/{name}", "--fps", "4",
+                "--size", "64x36", "--quiet")
+        assert r.code == 0, r.err
+        assert (tmp_path / "two" / written).is_file()
 
 
 @pytest.mark.parametrize("suffix", [".jpg", ".exr"])

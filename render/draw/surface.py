@@ -20,25 +20,21 @@ def world_to_pixels(width: float, height: float, size: tuple[int, int]) -> cairo
     return cairo.Matrix(xx=scale, yy=-scale, x0=x0, y0=px_h - y0)
 
 
-def straight_from_float(scene) -> bool:
-    """Whether a canvas for `scene` keeps the float image too so that a frame's straight
-    colours come from it: a transparent 3D scene's (an 8-bit premultiplied code divided
-    by an alpha of a few codes is noise, not the bird's colour)."""
-    return scene.dimensions == 3 and scene.output.transparent
-
-
 class Canvas:
     """An ARGB32 cairo surface drawing straight into `pixels` (h, w, 4) uint8.
 
     On little-endian machines each pixel's bytes are B, G, R, A (cairo's native layout,
     which ffmpeg reads as `bgra`). The array is reused for every frame. With `linear`, a 3D
     frame also keeps there the float image its pixels encode (see `draw3d.frame.Pixels`),
-    for an OpenEXR frame or straight colours: `linear` (h, w, 4) float32, else None.
+    for an OpenEXR frame: `linear` (h, w, 4) float32, else None; with `straight`, its
+    colours not multiplied by alpha: `straight` (h, w, 3) uint8 B, G, R, else None.
     """
 
-    def __init__(self, size: tuple[int, int], *, linear: bool = False):
+    def __init__(self, size: tuple[int, int], *, linear: bool = False,
+                 straight: bool = False):
         width, height = size
         self.linear = np.zeros((height, width, 4), np.float32) if linear else None
+        self.straight = np.zeros((height, width, 3), np.uint8) if straight else None
         stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_ARGB32, width)
         self._buffer = np.zeros((height, stride), dtype=np.uint8)
         self.surface = cairo.ImageSurface.create_for_data(

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..scene import Scene
 from .camera import resized
+from .colour import DECODE, ENCODE, ENCODE_STEPS
 from .optics import compose
 from .sky import sky_for
 from .streaks import hawk_look, joined, look_of, shutter_of, streaks
@@ -69,27 +70,40 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
 
 
 def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
-             out: np.ndarray | None = None, linear: np.ndarray | None = None) -> np.ndarray:
+             out: np.ndarray | None = None, linear: np.ndarray | None = None,
+             straight: np.ndarray | None = None) -> np.ndarray:
     """The exposures `layers` in `window` (x, y, w, h px of the pose's frame) over the
     scene's sky: (h, w, 4) uint8 BGRA premultiplied, into `out` if given, else a new
-    array; with `linear`, the float image too (see `optics.compose`). Several exposures
-    are averaged in integers before quantising, as the 2D motion blur, exactly and the
-    same every run (the float images in floats)."""
+    array; with `linear`, the float image too, with `straight` the straight colours (see
+    `optics.compose`). Several exposures are averaged in integers before quantising, as
+    the 2D motion blur, exactly and the same every run (the float images in floats, the
+    straight colours in linear light, weighted by each exposure's alpha)."""
     sky = sky_for(scene, pose)
     transparent = scene.output.transparent
     if len(layers) == 1:
-        return compose(layers[0], sky, window, transparent, out, linear)
+        return compose(layers[0], sky, window, transparent, out, linear, straight)
     total = np.zeros((int(window[3]), int(window[2]), 4), np.uint32)
     each = None if linear is None else np.empty_like(linear)
+    each_straight = None if straight is None else np.empty_like(straight)
+    tinted = None if straight is None else np.zeros(straight.shape, np.float64)
     if linear is not None:
         linear.fill(0.0)
     for layer in layers:
-        total += compose(layer, sky, window, transparent, linear=each)
+        exposed = compose(layer, sky, window, transparent, linear=each,
+                          straight=each_straight)
+        total += exposed
         if linear is not None:
             linear += each
+        if straight is not None:  # in linear light, as the float image mixes them
+            tinted += exposed[:, :, 3:] * DECODE[each_straight]
     n = len(layers)
     if linear is not None:
         linear /= n
+    if straight is not None:
+        weight = total[:, :, 3:]
+        mixed = np.divide(tinted, weight, out=np.zeros_like(tinted), where=weight > 0)
+        straight[...] = ENCODE[np.floor(np.minimum(mixed, 1.0) * ENCODE_STEPS + 0.5)
+                               .astype(np.int32)]
     averaged = ((total + n // 2) // n).astype(np.uint8)
     if out is None:
         return averaged
@@ -104,6 +118,7 @@ class Pixels(np.ndarray):
     alpha under 1/255 away)."""
 
     linear: np.ndarray | None = None
+    straight: np.ndarray | None = None  # (h, w, 3) B, G, R before alpha: `Canvas.straight`
 
     def __array_wrap__(self, array, context=None, return_scalar=False):
         # What is computed from the pixels (a sum, a difference) is a plain array or
@@ -120,13 +135,14 @@ def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
     width, height = canvas.size
     pose = resized(pose, width, height)
     layers = exposures(scene, pose, exposure, bank, accent, hawk)
-    composed(scene, pose, layers, (0, 0, width, height), canvas.pixels, canvas.linear)
+    composed(scene, pose, layers, (0, 0, width, height), canvas.pixels, canvas.linear,
+             canvas.straight)
     canvas.surface.mark_dirty()
     pixels = canvas.flush()
-    if canvas.linear is None:
+    if canvas.linear is None and canvas.straight is None:
         return pixels
     pixels = pixels.view(Pixels)
-    pixels.linear = canvas.linear
+    pixels.linear, pixels.straight = canvas.linear, canvas.straight
     return pixels
 
 

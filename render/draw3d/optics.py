@@ -97,10 +97,12 @@ def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
 
 
 @serial
-def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out):
+def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out, straight):
     """Encode the planes (covering out[lo_y:, lo_x:]) into `out` (h, w, 4) BGRA uint8,
     premultiplied; `out` holds the sky (zeros when transparent), which is read back.
-    bird, accent: (3,) linear BGR."""
+    bird, accent: (3,) linear BGR. Transparent, a `straight` of out's height and width
+    (zeros) takes each pixel's colour before alpha multiplies it (B, G, R codes)."""
+    keep = straight.shape[0] == out.shape[0]
     for y in range(planes.shape[1]):
         for x in range(planes.shape[2]):
             a, b, c = planes[0, y, x], planes[1, y, x], planes[2, y, x]
@@ -116,6 +118,8 @@ def _finish(planes, lo_x, lo_y, bird, accent, transparent, decode, encode, out):
                     lin = min((b * bird[ch] + c * accent[ch]) / opacity, 1.0)
                     code = encode[int(lin * ENCODE_STEPS + 0.5)]
                     out[oy, ox, ch] = min(int(code * opacity + 0.5), alpha8)
+                    if keep:
+                        straight[oy, ox, ch] = code
                 out[oy, ox, 3] = alpha8
             else:
                 for ch in range(3):
@@ -164,13 +168,19 @@ def _reach(x0, y0, x1, y1, radius):
     return lo_x, lo_y, hi_x, hi_y
 
 
+_NO_STRAIGHT = np.zeros((0, 0, 3), np.uint8)
+
+
 def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
-            out: np.ndarray | None = None, linear: np.ndarray | None = None) -> np.ndarray:
+            out: np.ndarray | None = None, linear: np.ndarray | None = None,
+            straight: np.ndarray | None = None) -> np.ndarray:
     """The birds of `streaks` over `sky` in `window` (x, y, w, h px of the full frame):
     (h, w, 4) uint8 cairo ARGB32 bytes (B, G, R, A, premultiplied), into `out` if given
     (a canvas's pixels: the frame is not copied again), else a new array. With `linear`
     ((h, w, 4) float32), the same frame there before it is encoded: R, G, B, A in linear
-    light, premultiplied, the sky as its codes decode.
+    light, premultiplied, the sky as its codes decode. With `straight` ((h, w, 3) uint8,
+    transparent only), each pixel's colour before alpha multiplies it, B, G, R: exact
+    where 8 bits of premultiplied colour under an alpha of a few codes are not.
 
     `transparent`: no sky or ground; the same weights, the sky's left clear: alpha is
     1 − the sky's weight (each bird, qᵢ its coverage × alpha, hides qᵢ of what is behind
@@ -182,6 +192,8 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
         out.fill(0)
     else:
         paint_sky(sky, (x, y, w, h), out)
+    if straight is not None:
+        straight.fill(0)
     if linear is not None:
         linear[..., :3] = 0.0 if transparent else DECODE[out[..., 2::-1]]  # BGRA → RGB
         linear[..., 3] = 0.0 if transparent else 1.0
@@ -205,6 +217,6 @@ def compose(streaks: Streaks, sky: Sky, window, transparent: bool,
            float(x + lo_x), float(y + lo_y), planes)
     if linear is not None:
         _linear_birds(planes, sky, transparent, linear[lo_y:hi_y, lo_x:hi_x])
-    _finish(planes, lo_x, lo_y, sky.bird[::-1].copy(),
-            sky.accent[::-1].copy(), transparent, DECODE, ENCODE, out)
+    _finish(planes, lo_x, lo_y, sky.bird[::-1].copy(), sky.accent[::-1].copy(),
+            transparent, DECODE, ENCODE, out, _NO_STRAIGHT if straight is None else straight)
     return out

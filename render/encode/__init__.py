@@ -32,6 +32,13 @@ def is_state_output(path: str | Path) -> bool:
     return Path(path).suffix.lower() in STATE_SUFFIXES
 
 
+def keeps_straight(scene) -> bool:
+    """Whether a canvas for `scene` (`draw.surface.Canvas`) keeps its frame's straight colours too: a transparent
+    3D scene's, which the compositor knows exactly (an 8-bit premultiplied code divided
+    by an alpha of a few codes is noise, not the bird's colour)."""
+    return scene.dimensions == 3 and scene.output.transparent
+
+
 @dataclass(frozen=True)
 class Target:
     """What to write: frames first .. end−1 of the clip (the same frames a full render
@@ -192,10 +199,12 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
         return Writer(output, size=scene.output.size, fps=scene.output.fps,
                       crf=scene.output.crf, frames=target.count, first=target.first,
                       transparent=scene.output.transparent, overwrite=target.overwrite)
-    hashes = re.search(r"#+", Path(output).name)
+    name = Path(output).name
+    hashes = re.search(r"#+", name)
     if hashes and suffix in FRAME_SUFFIXES:  # a compositor's padding, not ours
+        numbered = name[:hashes.start()] + f"%0{len(hashes[0])}d" + name[hashes.end():]
         raise UsageError(f"{output}: frames are numbered by a %0Nd pattern, not #: write "
-                         f"{output.replace(hashes[0], f'%0{len(hashes[0])}d')}")
+                         f"{Path(output).with_name(numbered)}")
     still = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
     raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
                      f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "

@@ -26,6 +26,10 @@ from .video import straight_alpha
 INSTALL = "pip install 'boids-render[exr]'"
 
 
+# IEC 61966-2-1's primaries and white point (BT.709's): red, green, blue and white x, y.
+SRGB_CHROMATICITIES = (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.3290)
+
+
 def require_openexr() -> None:
     """UsageError naming the install command when the openexr package is missing."""
     try:
@@ -84,7 +88,7 @@ def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
         channels = {name: linear[..., i].astype(np.float16) for i, name in enumerate("RGBA")}
 
     header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage,
-              "chromaticities": OpenEXR.colorInteropIDToChromaticities("lin_rec709_scene"),
+              "chromaticities": SRGB_CHROMATICITIES,
               **(text or {})}
     if fps is not None:
         header["framesPerSecond"] = Fraction(fps)

@@ -40,6 +40,7 @@ def frames_there(output: str, first: int, end: int) -> int:
     """How many of frames first .. end - 1 of the sequence `output` have a file at their
     name."""
     pattern = sequence_pattern(output)
+    _require_pattern(output, pattern)
     return sum(os.path.exists(pattern % k) for k in range(first, end))
 
 
@@ -68,8 +69,8 @@ def encode_png(pixels: np.ndarray, *, dpi: float | None = None,
     """The PNG file `write_png` writes, in memory."""
     if pixels.dtype == np.uint16:
         data = png16(pixels)
-    elif getattr(pixels, "linear", None) is not None and (pixels[:, :, 3] < 255).any():
-        # A transparent 3D frame: its straight colours come from its float image, where
+    elif getattr(pixels, "straight", None) is not None:
+        # A transparent 3D frame: its straight colours as the compositor knew them, where
         # cairo would divide 8-bit premultiplied codes (a faint bird's colour is noise).
         from PIL import Image
 

@@ -47,22 +47,22 @@ _FRAME_COUNT = re.compile(rb"frame=\s*(\d+)")
 
 
 def straight_alpha(bgra: np.ndarray, *, fill: bool = False,
-                   linear: np.ndarray | None = None) -> np.ndarray:
+                   straight: np.ndarray | None = None) -> np.ndarray:
     """cairo's premultiplied BGRA as the straight alpha ffmpeg's `bgra` means: colour
     divided by alpha (rounded), so edges composite without dark fringes. The colour of a
     fully transparent pixel is black, or with `fill` the birds' mean colour (weighted by
     alpha): a lossy 4:2:0 codec averages colour over 2x2 pixels and gives the clear
     pixels around a bird some alpha, and black there darkens the bird's edge.
 
-    `linear` (default: the frame's own float image, `draw3d.Pixels`), (h, w, 4) RGBA
-    premultiplied in linear light: the colour is read from it instead, exact where alpha
-    is a few codes (8-bit premultiplied codes divided by an alpha of 1 read 0 or 255)."""
-    if linear is None:
-        linear = getattr(bgra, "linear", None)
+    `straight` (default: the frame's own, `draw3d.frame.Pixels`), (h, w, 3) B, G, R: the
+    colour as the compositor knew it before alpha multiplied it, taken instead, exact
+    where alpha is a few codes (8-bit premultiplied codes divided by an alpha of 1 read
+    0 or 255)."""
+    if straight is None:
+        straight = getattr(bgra, "straight", None)
     out = np.array(bgra, copy=True).view(np.ndarray)
-    if linear is not None:
-        for y in range(0, len(out), _BAND_ROWS):  # a band at a time: 40 bytes a pixel
-            out[y:y + _BAND_ROWS, :, 2::-1] = _encoded_straight(linear[y:y + _BAND_ROWS])
+    if straight is not None:
+        out[:, :, :3] = np.where(bgra[:, :, 3:] > 0, straight, 0)
     else:
         alpha = bgra[:, :, 3:4].astype(np.uint32)
         colour = bgra[:, :, :3].astype(np.uint32)
@@ -74,21 +74,6 @@ def straight_alpha(bgra: np.ndarray, *, fill: bool = False,
             mean = np.tensordot(weight, out[:, :, :3], axes=([0, 1], [0, 1])) / weight.sum()
             out[bgra[:, :, 3] == 0, :3] = np.round(mean).astype(np.uint8)
     return out
-
-
-_BAND_ROWS = 256
-
-
-def _encoded_straight(linear: np.ndarray) -> np.ndarray:
-    """(h, w, 3) uint8 sRGB codes of the un-premultiplied colour of `linear` ((h, w, 4)
-    RGBA, linear light, premultiplied); 0 where its alpha is."""
-    from ..draw3d.colour import ENCODE, ENCODE_STEPS
-
-    alpha = linear[:, :, 3:4]
-    colour = np.divide(linear[:, :, :3], alpha, out=np.zeros_like(linear[:, :, :3]),
-                       where=alpha > 0)
-    steps = np.floor(np.clip(colour, 0.0, 1.0) * ENCODE_STEPS + 0.5).astype(np.int32)
-    return np.where(alpha > 0, ENCODE[steps], 0).astype(np.uint8)
 
 
 def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[str], str]:
