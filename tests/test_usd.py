@@ -17,7 +17,7 @@ import render.budget as budget
 from render.scene import load_scene
 
 pxr = pytest.importorskip("pxr", reason="usd-core is in the [test] extra")
-from pxr import Sdf, Usd, UsdGeom  # noqa: E402
+from pxr import Gf, Sdf, Usd, UsdGeom  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 ARGS = ("--frames", "3:15", "--fps", "24000/1001", "-q")
@@ -126,3 +126,41 @@ def test_usda_is_refused_above_2_gb_suggesting_usdc(cli, small_scene, tmp_path):
     assert usdc.disk < budget.USDA_MAX_BYTES < budget.estimate(scene, "f.usda").disk
     # The layer is built in memory: the estimate counts it.
     assert usdc.bytes > budget.estimate(scene, "f.npz").bytes + 3e9
+
+
+def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do(
+        cli, write_scene, tmp_path):
+    """Each frame's points, projected through /flock/camera by pxr's own camera maths,
+    land on the birds the PNG frame of the same time draws: the camera follows the flock,
+    so a wrong pose or lens would miss them."""
+    from PIL import Image
+
+    from test_outputs3d import SMALL_3D
+
+    scene = write_scene(SMALL_3D)
+    for out in ("f.usda", "frames/"):
+        r = cli(scene, "-o", f"{tmp_path}/{out}", "--frames", "5:8", "--transparent", "-q")
+        assert r.code == 0, r.err
+    stage = Usd.Stage.Open(str(tmp_path / "f.usda"))
+    camera = UsdGeom.Camera(stage.GetPrimAtPath("/flock/camera"))
+    assert camera and camera.GetProjectionAttr().Get() == UsdGeom.Tokens.perspective
+    seen = []
+    for k in (5, 6, 7):
+        lens = camera.GetCamera(k)
+        assert lens.GetFieldOfView(lens.FOVVertical) == pytest.approx(40.0, abs=1e-4)
+        frustum = lens.frustum
+        view, project = frustum.ComputeViewMatrix(), frustum.ComputeProjectionMatrix()
+        with Image.open(tmp_path / "frames" / f"frame_{k:05d}.png") as im:
+            alpha = np.asarray(im.convert("RGBA"))[..., 3]
+        h, w = alpha.shape
+        for point in birds(stage).GetPointsAttr().Get(k):
+            ndc = project.Transform(view.Transform(Gf.Vec3d(point)))
+            u, v = (ndc[0] + 1) / 2 * w, (1 - ndc[1]) / 2 * h
+            if 1 <= u < w - 1 and 1 <= v < h - 1:
+                x, y = int(u), int(v)
+                seen.append(alpha[y - 1:y + 2, x - 1:x + 2].max() > 0)
+    assert len(seen) > 300 and np.mean(seen) > 0.99, np.mean(seen)
+    moved = [camera.GetCamera(k).transform.ExtractTranslation() for k in (5, 7)]
+    assert moved[0] == moved[1]  # the camera stands; it turns to follow
+    turned = [camera.GetCamera(k).transform.TransformDir(Gf.Vec3d(0, 0, -1)) for k in (5, 7)]
+    assert turned[0] != turned[1]

@@ -4,7 +4,9 @@ or Maya. Needs usd-core (the [usd] extra), imported only when a USD output is ch
 
 The stage: up axis Z, metersPerUnit 1 (3D worlds are in metres; a 2D world's units are
 written as metres too, at z = 0), timeCodesPerSecond = framesPerSecond = the output's
-fps, time code k = frame k (start/endTimeCode: the range written). USD builds the whole
+fps, time code k = frame k (start/endTimeCode: the range written). A 3D scene's camera is
+`/flock/camera`, a `UsdGeom.Camera` sampled at every frame, so bird geometry instanced
+on the points lines up with the rendered plates. USD builds the whole
 layer in memory before it writes it (budget.py counts it); the file is written beside
 its target under a temporary name with the same suffix, then renamed into place.
 """
@@ -21,6 +23,11 @@ from ..errors import EncodeError, UsageError
 from .files import place_finished, refuse_existing, temp_beside
 
 PRIM = "/flock/birds"  # the Points prim, under the default prim /flock
+CAMERA = "/flock/camera"
+# The apertures' width (a full-frame sensor's 36 mm, as the focal length's unit): only
+# focal length ÷ aperture sets the view, and with these it reads as a lens's millimetres.
+APERTURE = 36.0
+FAR_M = 1e6  # the clipping range's far end: the whole sky
 # What each suffix is written as: .usd is always crate (binary), whatever
 # USD_DEFAULT_FILE_FORMAT says.
 FORMATS = {".usd": "usdc", ".usda": "usda", ".usdc": "usdc"}
@@ -54,7 +61,7 @@ class UsdWriter:
         self.fps, self.frames, self.first = fps, frames, first
         self.width, self.overwrite = width, overwrite
         self.written = 0
-        self.stage = self.points = None
+        self.stage = self.points = self.camera = None
 
     def __enter__(self) -> UsdWriter:
         refuse_existing(self.path, self.overwrite)  # again: it may have appeared since
@@ -91,7 +98,28 @@ class UsdWriter:
         self.points.GetVelocitiesAttr().Set(velocities, index)
         self.points.GetExtentAttr().Set(UsdGeom.Points.ComputeExtent(points, self.widths),
                                         index)
+        if state.pose is not None:
+            self._film(state.pose, index)
         self.written += 1
+
+    def _film(self, pose, index: int) -> None:
+        """The camera's pose at time code `index`: USD's camera looks down its −Z with +Y
+        up, so its rows are the pose's right, up, −forward and position; the focal length
+        follows a zoom (a keyframed fov)."""
+        from pxr import Gf
+
+        _, _, UsdGeom, _ = self.modules
+        if self.camera is None:
+            camera = UsdGeom.Camera.Define(self.stage, CAMERA)
+            camera.CreateProjectionAttr(UsdGeom.Tokens.perspective)
+            camera.CreateHorizontalApertureAttr(APERTURE)
+            camera.CreateVerticalApertureAttr(APERTURE * pose.height / pose.width)
+            camera.CreateClippingRangeAttr(Gf.Vec2f(pose.near, FAR_M))
+            self.camera = camera, camera.AddTransformOp(), camera.CreateFocalLengthAttr()
+        _, transform, focal = self.camera
+        rows = (*pose.right, 0.0, *pose.up, 0.0, *(-pose.forward), 0.0, *pose.position, 1.0)
+        transform.Set(Gf.Matrix4d(*map(float, rows)), index)
+        focal.Set(APERTURE * pose.focal / pose.width, index)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
