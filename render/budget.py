@@ -20,6 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .encode import VIDEO_SUFFIXES, is_state_output, keeps_straight
+from .executor import drawing_threads
 from .errors import UsageError, option
 from .scene import Scene
 
@@ -66,6 +67,7 @@ SUPERSAMPLE_BYTES_PER_PX = 100  # 16-bit stills: float64 averages, their roundin
 EXR_BYTES_PER_PX = 24        # an EXR frame: the look-up indices, half-float channels, ZIP
 EXR_S_PER_PX = 7e-8          # its linearising and compression, per frame
 STRAIGHT_BYTES_PER_PX = 3    # a transparent 3D frame's straight colours
+FLOAT_BYTES_PER_PX = 16      # a 3D frame's float image, kept for its OpenEXR frame
 # A frame's file, bytes per pixel, by suffix: the plate at 480x270 (animated images)
 # and 1080p to 4K (the rest), rounded up. ProRes 4444 about 0.42, PNG 0.09 to 0.17, JPEG
 # 0.16, EXR 0.39, GIF 0.25, WebP 0.2, APNG 0.5, H.264 and VP9 far less. cluster.py bounds
@@ -183,14 +185,28 @@ def sampled_frames(scene: Scene, first: int = 0) -> int:
     return math.floor(last * per_frame) - math.floor((first - 1) * per_frame)
 
 
+def pool_bytes_per_px(scene: Scene, exr: bool, threads: int | None = None) -> float:
+    """What the drawing threads' canvases hold a pixel beyond the one CANVAS_BYTES_PER_PX
+    counts: 2·threads + 1 canvases (the frames in flight, `drawing.DrawingPool`), each
+    its BGRA bytes, a 3D OpenEXR frame's float image and a transparent 3D frame's
+    straight colours (`threads`: the drawing threads, by default as many as a render
+    takes)."""
+    threads = drawing_threads() if threads is None else threads
+    each = 4 + (FLOAT_BYTES_PER_PX if exr and scene.dimensions == 3 else 0) + \
+        (STRAIGHT_BYTES_PER_PX if keeps_straight(scene) else 0)
+    return (2 * threads + 1) * each - 4
+
+
 def estimate(scene: Scene, output: str | None, first: int = 0, *,
-             stats: bool = False, web: bool = False, on_disk: int = 0) -> Estimate:
+             stats: bool = False, web: bool = False, on_disk: int = 0,
+             threads: int | None = None) -> Estimate:
     """Cost of rendering frames first .. the last of `scene` to `output` (None: simulate
     only, as for --stats): the flock is simulated from the start, only those frames are
     drawn and written; `stats`: each frame's diagnostics measured too (--stats, --plot);
     `web`: `output` names a web page's files (--quality web: two encoders); `on_disk`:
     frames of a sequence already there that the render keeps (--resume, --no-overwrite),
-    neither drawn nor adding to the disk."""
+    neither drawn nor adding to the disk; `threads`: the drawing threads (see
+    `pool_bytes_per_px`)."""
     birds = scene.count
     # Steps: the settling, then up to the last frame's time (float: may be astronomical).
     flown = float(scene.frame_count / scene.output.fps) / scene.scene.dt + 1
@@ -219,8 +235,7 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
         pixels = width * height
         per_bird += DRAW_BYTES_PER_BIRD
         per_pixel = CANVAS_BYTES_PER_PX + (VIDEO_BYTES_PER_PX if video else 0) + \
-            (EXR_BYTES_PER_PX if exr else 0) + \
-            (STRAIGHT_BYTES_PER_PX if keeps_straight(scene) else 0)
+            (EXR_BYTES_PER_PX if exr else 0) + pool_bytes_per_px(scene, exr, threads)
         encoding = MOV_S_PER_PX if suffix == ".mov" else VIDEO_S_PER_PX if video else \
             PNG3_S_PER_PX if suffix == ".png" and scene.dimensions == 3 else DRAW_S_PER_PX
         drawn = frames - on_disk
@@ -297,7 +312,8 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
     drawn = width * height * supersample ** 2
     per_pixel = CANVAS_BYTES_PER_PX + (SUPERSAMPLE_BYTES_PER_PX / supersample ** 2
                                        if supersample > 1 else 0) + \
-        (EXR_BYTES_PER_PX if exr else 0) + \
+        (EXR_BYTES_PER_PX + (FLOAT_BYTES_PER_PX if scene.dimensions == 3 else 0)
+         if exr else 0) + \
         (STRAIGHT_BYTES_PER_PX if keeps_straight(scene) and not vector else 0)
     if vector:
         pixels, per_pixel = 0, 0.0
@@ -394,7 +410,8 @@ def require_size(scene: Scene, where: str, limit: float, what: str, instead: str
 
 
 def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
-          first: int = 0, web: bool = False, on_disk: int = 0) -> Estimate:
+          first: int = 0, web: bool = False, on_disk: int = 0,
+          threads: int | None = None) -> Estimate:
     """`cost` (by default the estimate of rendering frames first .. the last of `scene` to
     `output`, a clip or PNG sequence, whose frames must also be small enough for cairo), or
     UsageError (exit 2) saying what would fit when it does not."""
@@ -404,7 +421,7 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
                          "drawn in tiles", even=True)
-        cost = estimate(scene, output, first, web=web, on_disk=on_disk)
+        cost = estimate(scene, output, first, web=web, on_disk=on_disk, threads=threads)
     where = output or scene.path
     memory = available_memory()
     if memory is not None and cost.bytes > memory:

@@ -132,3 +132,21 @@ def test_local_workers_each_hold_a_frame_and_an_encoder(cli, small_scene, tmp_pa
         r.err
     assert cli(small_scene, "--check", "-o", tmp_path / "a.mp4", "--size",
                "3840x2160").code == 0  # on this process's threads, it fits
+
+
+def test_every_drawing_threads_canvases_are_counted(small_scene, tmp_path):
+    """2·threads + 1 canvases are in flight, each 4 bytes a pixel, and a 3D frame's float
+    image (16) for OpenEXR, its straight colours (3) when transparent."""
+    flat = load_scene(small_scene, [("output.size", '"3840x2160"', "--size")])
+    three = budget.estimate(flat, "f_%04d.png", threads=15).bytes - \
+        budget.estimate(flat, "f_%04d.png", threads=1).bytes
+    assert three == 28 * 4 * 3840 * 2160
+    (tmp_path / "s.toml").write_text('[world]\ndimensions = 3\n[flock]\ncount = 100\n'
+                                     '[output]\nsize = "3840x2160"\n')
+    deep = load_scene(tmp_path / "s.toml")
+    clear = load_scene(tmp_path / "s.toml", [("output.transparent", "true", "--set")])
+    for scene, output, each in ((deep, "f_%04d.exr", 4 + 16), (deep, "f_%04d.png", 4),
+                                (clear, "f_%04d.png", 4 + 3)):
+        grown = budget.estimate(scene, output, threads=7).bytes - \
+            budget.estimate(scene, output, threads=2).bytes
+        assert grown == 10 * each * 3840 * 2160, output
