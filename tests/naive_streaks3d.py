@@ -6,7 +6,7 @@ A bird covers the projection of its silhouette, its body plus its wings times ho
 the wing faces the viewer (the wings' normal is the banked up vector). The body's ink is
 spread along a streak of its body length plus the distance flown while the shutter is
 open, as wide as the body on screen; the wings' over the bar from wingtip to wingtip
-swept along that flight: a streak along the longer of the bar and the sweep on screen, as
+(halfway through the shutter, cut at the near plane) swept along that flight: a streak along the longer of the bar and the sweep on screen, as
 wide as the other reaches across it (a bird cut by the near plane: along its body's
 streak, as wide as the wings reach across that). Each is widened until its ink fits at
 full opacity and never drawn under the pixel-width floor; alpha makes alpha × area its
@@ -52,26 +52,28 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     body = np.column_stack([*project(pose, tail), *project(pose, head)])
     body_width = f * look.body_area / look.body_length / depth
 
-    tips = [project(pose, camera_coords(pose, positions + sign * 0.5 * look.wingspan
-                                        * span_axis)) for sign in (-1.0, 1.0)]
-    bar = np.column_stack([tips[1][0] - tips[0][0], tips[1][1] - tips[0][1]])
+    # The wingtips halfway through the shutter, the bar cut at the near plane.
+    tips = [camera_coords(pose, positions + 0.5 * flown + sign * 0.5 * look.wingspan
+                          * span_axis) for sign in (-1.0, 1.0)]
+    wings_front = front & (np.maximum(tips[0][:, 2], tips[1][:, 2]) > pose.near)
+    tips = [np.column_stack(project(pose, t)) for t in clip_near(*tips, pose.near)]
+    bar = tips[1] - tips[0]
     start = np.column_stack(project(pose, camera_coords(pose, positions)))
     end = np.column_stack(project(pose, camera_coords(pose, positions + flown)))
     sweep = end - start
     bar_len, sweep_len = np.hypot(*bar.T), np.hypot(*sweep.T)
     along_bar = bar_len >= sweep_len
-    middle = 0.5 * (start + end)
-    wings = np.where(along_bar[:, None],
-                     np.column_stack([middle - 0.5 * bar, middle + 0.5 * bar]),
+    wings = np.where(along_bar[:, None], np.column_stack([tips[0], tips[1]]),
                      np.column_stack([start, end]))
     wings_width = np.where(along_bar, reach_across(sweep, bar), reach_across(bar, sweep))
     body_dir = body[:, 2:] - body[:, :2]
     wings = np.where(cut[:, None], body, wings)
     wings_width = np.where(cut, reach_across(bar, body_dir), wings_width)
+    wings_front = np.where(cut, front, wings_front)
 
     parts = [drawn(pose, body, body_width, look.body_area * px2_per_m2, look, front),
              drawn(pose, wings, wings_width, look.wing_area * facing * px2_per_m2, look,
-                   front)]
+                   wings_front)]
     seen = np.column_stack([p[-1] for p in parts])
     birds = np.flatnonzero(seen.any(axis=1))
     birds = birds[np.argsort(-depth[birds], kind="stable")]  # far to near; ties by bird

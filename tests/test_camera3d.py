@@ -75,6 +75,27 @@ def test_a_streak_through_the_near_plane_is_cut_at_it_never_flipped():
     assert len(both_behind.ids) == 0
 
 
+def test_a_bird_beside_the_camera_throws_no_band_across_the_frame():
+    """12 m to the right and 0.24 m ahead (87° off the axis), flying right: its wingtips
+    0.04 m (behind the 0.1 m near plane) and 0.44 m ahead. It is far outside the frame;
+    the wing bar, its tips clipped at the near plane, stays there with it (projected
+    through a depth clamped to the plane and centred on the body, it crossed the frame)."""
+    cam = north(width=640, height=360, fov=60.0)
+    s = one(cam, (12.0, 0.24, 0.0), velocity=(10.0, 0.0, 0.0))
+    assert len(s.ids) == 0
+    # The same bird 3 m ahead is seen, both streaks inside the frame's right part.
+    seen = one(cam, (1.0, 3.0, 0.0), velocity=(10.0, 0.0, 0.0))
+    assert list(seen.ids) == [0, 0] and min(seen.x0.min(), seen.x1.min()) > 320
+    # A wing bar whose tips straddle the plane (0.27 m ahead, banked 0.5 rad: tips at
+    # 0.27 ∓ 0.2·cos 0.5 = 0.095 and 0.445 m) is cut there, not flipped through the
+    # pinhole: both its ends right of the centre, the cut one on the plane.
+    cut = one(cam, (0.05, 0.27, 0.0), velocity=(10.0, 0.0, 0.0), bank=0.5)
+    assert list(cut.ids) == [0, 0]
+    wing = 1  # body, then wings
+    assert cut.x0[wing] > 320 and cut.x1[wing] > 320
+    assert max(cut.x0[wing], cut.x1[wing]) == pytest.approx(320 + cam.focal * 0.05 / 0.1)
+
+
 def naive_ink(cam, position, velocity, bank, look) -> float:
     """A bird's projected silhouette in px², from first principles: the bird's own axes
     by rotating the level frame about its heading, the wing's share facing the viewer,

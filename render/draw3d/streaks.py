@@ -158,9 +158,10 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
     (its solid angle A/d², at f²/cos³θ px² a steradian θ off the axis, cos θ = z/d).
 
     The body runs from its tail when the shutter opens to its head when it closes, as
-    wide as the body on screen. The wings are a bar from wingtip to wingtip swept from
-    where the body's centre is when the shutter opens to where it is when it closes: a
-    streak along the longer of the two on screen, as wide as the other reaches across it.
+    wide as the body on screen. The wings are a bar from wingtip to wingtip (halfway
+    through the shutter, cut at the near plane) swept from where the body's centre is
+    when the shutter opens to where it is when it closes: a streak along the longer of
+    the two on screen, as wide as the other reaches across it.
     Each is widened until its ink fits at full opacity (L·w + πw²/4 = ink), never under
     min_width, and alpha makes alpha × area its silhouette: the body's area, and the
     wings' times how much of them faces the viewer. A bird cut by the near plane keeps its
@@ -196,17 +197,26 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
         x1, y1 = _project(head, focal, cx, cy, near)
         dx, dy = x1 - x0, y1 - y0
         length = _norm(dx, dy)
+        # The wingtips halfway through the shutter, the bar cut where it passes behind
+        # the near plane: a tip projected through a depth clamped to the plane, or the bar
+        # centred on the body's projection, threw a bird beside the camera across the
+        # whole frame as a band.
         a = 0.5 * wingspan
-        tu0, tv0 = _project(_view(camera, px - a * sx, py - a * sy, pz - a * sz), focal,
-                            cx, cy, near)
-        tu1, tv1 = _project(_view(camera, px + a * sx, py + a * sy, pz + a * sz), focal,
-                            cx, cy, near)
+        tip0, tip1 = _clip_near(
+            _view(camera, px - a * sx + 0.5 * mx, py - a * sy + 0.5 * my,
+                  pz - a * sz + 0.5 * mz),
+            _view(camera, px + a * sx + 0.5 * mx, py + a * sy + 0.5 * my,
+                  pz + a * sz + 0.5 * mz), near)
+        wings_front = front and max(tip0[2], tip1[2]) > near
+        tu0, tv0 = _project(tip0, focal, cx, cy, near)
+        tu1, tv1 = _project(tip1, focal, cx, cy, near)
         wu, wv = tu1 - tu0, tv1 - tv0
         span = _norm(wu, wv)
         _put(out, seen, 2 * i, front, x0, y0, x1, y1, focal * body_area / body_length / depth,
              body_area * scale, min_width, width_px, height_px, depth, distance)
         if cut:  # the wings' ink along the body's cut streak
             across = abs(wu * dy - wv * dx) / length if length > 0.0 else span
+            wings_front = front
         else:
             c0u, c0v = _project(_view(camera, px, py, pz), focal, cx, cy, near)
             c1u, c1v = _project(_view(camera, px + mx, py + my, pz + mz), focal, cx, cy,
@@ -215,13 +225,12 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
             swept = _norm(du, dv)
             if span >= swept:  # the bar itself, halfway through its sweep
                 across = abs(du * wv - dv * wu) / span if span > 0.0 else 0.0
-                mu, mv = 0.5 * (c0u + c1u), 0.5 * (c0v + c1v)
-                x0, y0, x1, y1 = mu - 0.5 * wu, mv - 0.5 * wv, mu + 0.5 * wu, mv + 0.5 * wv
+                x0, y0, x1, y1 = tu0, tv0, tu1, tv1
             else:  # its sweep
                 across = abs(wu * dv - wv * du) / swept
                 x0, y0, x1, y1 = c0u, c0v, c1u, c1v
-        _put(out, seen, 2 * i + 1, front, x0, y0, x1, y1, across, wing_area * facing * scale,
-             min_width, width_px, height_px, depth, distance)
+        _put(out, seen, 2 * i + 1, wings_front, x0, y0, x1, y1, across,
+             wing_area * facing * scale, min_width, width_px, height_px, depth, distance)
 
 
 @inline
