@@ -349,7 +349,22 @@ BAD = [
     ({"path": [[0, 0, -300, -2, 0, 0, 50, 30]]}, "below the ground (keyframe t = 0.0)"),
     ({"path": [[0, 0, -300, 2, 0, 0, 50, 190]]}, "fov in (0, 180)"),
     ({"centre": [1, 2]}, "unknown key"),
+    # Pans whose eased view passes through the lens, or along up, between two keyframes.
+    ({"path": [[0, 300, 0, 50, 310, 0, 60, 30], [2, 300, 0, 50, 290, 0, 40, 30]]},
+     "the camera would look at its own position between keyframes t = 0.0 and t = 2.0"),
+    ({"path": [[0, 300, 0, 1, 300, 100, 50, 30], [2, 300, 0, 5, 300, -100, 50, 30]]},
+     "expected an up vector not parallel to the view between keyframes t = 0.0 and t = 2.0"),
 ]
+
+
+def test_a_pan_beside_the_lens_or_up_is_flown_not_refused():
+    """Passing 10 m beside the vertical, or 1 m beside the lens, keeps a direction: every
+    frame of the pan has a pose."""
+    for path in ([[0, 300, 0, 1, 300, 100, 50, 30], [2, 300, 0, 5, 310, -100, 50, 30]],
+                 [[0, 300, 0, 50, 310, 1, 60, 30], [2, 300, 0, 50, 290, 1, 40, 30]]):
+        scene = build_scene({**BASE, "camera": {"path": path}}, "s.toml")
+        for t in np.linspace(0.0, 2.0, 201):
+            pose_at(scene, float(t), None, 320, 180)
 
 
 @pytest.mark.parametrize("camera, message", BAD, ids=[m for _, m in BAD])

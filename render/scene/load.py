@@ -418,12 +418,50 @@ def _check_camera3d(values, where, usable, problems, rank):
             problems.append(f"{where(blamed)}: expected an up vector not parallel to "
                             f"the view direction {[round(c, 6) for c in view]}{at}, got "
                             f"{list(camera.up)}")
+    if camera.path is not None and camera.follow != "centroid" and not problems:
+        _check_between_keys(camera, keyframes(camera, values["world"], values["roost"]),
+                            where(max(("camera.up", "camera.path"), key=rank)), problems)
+
+
+def _check_between_keys(camera, keys, where: str, problems) -> None:
+    """The view between each two keyframes: their positions and look_at points are eased
+    together, so the view is v0 + s·d for s from 0 to 1 (d = v1 − v0). Where it passes
+    through zero (a pan of 180° through the lens) or along `up`, the pinhole has no
+    direction or no screen-up: refused here, not met by the render mid-clip."""
+    up = camera.up
+    for a, b in zip(keys, keys[1:]):
+        v0 = [look - at for at, look in zip(a[1:4], a[4:7])]
+        d = [(look - at) - v for at, look, v in zip(b[1:4], b[4:7], v0)]
+        span = f"between keyframes t = {show(a[0])} and t = {show(b[0])}"
+        # The least view, then where its cross product with up is least: (v0 + s·d) × up
+        # is v0 × up + s·(d × up), zero only if the view lies along up there.
+        for s, along in ((_least(v0, d), False), (_least(_cross(v0, up), _cross(d, up)), True)):
+            view = [v + s * e for v, e in zip(v0, d)]
+            if math.hypot(*view) < 1e-6:
+                problems.append(f"{where}: the camera would look at its own position {span} "
+                                f"(its look_at passes through it): expected a view that "
+                                f"keeps a direction; add a keyframe between them")
+                break
+            if along and parallel(up, view):
+                problems.append(f"{where}: expected an up vector not parallel to the view "
+                                f"{span}: it turns through {list(up)} there; add a "
+                                f"keyframe between them, or give camera.up another "
+                                f"direction")
+
+
+def _least(a, b) -> float:
+    """The s in [0, 1] where |a + s·b| is least (3-vectors)."""
+    bb = sum(e * e for e in b)
+    return 0.0 if bb == 0.0 else min(max(-sum(x * e for x, e in zip(a, b)) / bb, 0.0), 1.0)
+
+
+def _cross(a, b) -> tuple[float, float, float]:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 def parallel(a, b) -> bool:
     """Whether 3-vectors a and b (b nonzero) are parallel (a zero a counts as parallel)."""
-    cross = (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-    return math.hypot(*cross) <= 1e-9 * math.hypot(*a) * math.hypot(*b)
+    return math.hypot(*_cross(a, b)) <= 1e-9 * math.hypot(*a) * math.hypot(*b)
 
 
 def describe(scene: Scene) -> str:
