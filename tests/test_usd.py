@@ -160,7 +160,28 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
                 x, y = int(u), int(v)
                 seen.append(alpha[y - 1:y + 2, x - 1:x + 2].max() > 0)
     assert len(seen) > 300 and np.mean(seen) > 0.99, np.mean(seen)
+    assert camera.GetHorizontalApertureAttr().Get() == pytest.approx(0.36)  # 36 mm
+    # Each bird's bank, and its banked up vector: unit, across its velocity.
+    api = UsdGeom.PrimvarsAPI(birds(stage).GetPrim())
+    up = np.array(api.GetPrimvar("up").Get(6))
+    v = np.array(birds(stage).GetVelocitiesAttr().Get(6))
+    assert len(api.GetPrimvar("bank").Get(6)) == len(up) == len(v)
+    assert np.allclose(np.linalg.norm(up, axis=1), 1, atol=1e-6)
+    assert np.abs(np.einsum("ij,ij->i", up, v)).max() < 1e-4 * np.abs(v).max()
     moved = [camera.GetCamera(k).transform.ExtractTranslation() for k in (5, 7)]
     assert moved[0] == moved[1]  # the camera stands; it turns to follow
     turned = [camera.GetCamera(k).transform.TransformDir(Gf.Vec3d(0, 0, -1)) for k in (5, 7)]
     assert turned[0] != turned[1]
+
+
+def test_a_banked_birds_up_vector_is_worked_by_hand():
+    from render.encode.usd import banked_up
+
+    beta = np.array([0.0, 0.5, -0.3, 0.2])
+    v = np.array([[10.0, 0, 0], [10.0, 0, 0], [0, 5.0, 0], [0, 0, 3.0]])
+    up = banked_up(v, beta)
+    # Flying +x its right is −y: banked by β, up is (0, −sin β, cos β); flying +y its
+    # right is +x; straight up, its right is +x and its up −y (r × f).
+    assert np.allclose(up[0], [0, 0, 1]) and np.allclose(up[1], [0, -np.sin(0.5), np.cos(0.5)])
+    assert np.allclose(up[2], [np.sin(-0.3), 0, np.cos(-0.3)])
+    assert np.allclose(up[3], [np.sin(0.2), -np.cos(0.2), 0])

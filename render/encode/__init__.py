@@ -177,7 +177,9 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
                          **options)
     from .usd import UsdWriter
 
-    return UsdWriter(output, width=scene.render.width_max, **options)
+    # A point's width: a 3D bird's wingspan (m); a 2D streak's widest (world units).
+    width = scene.bird.wingspan if scene.dimensions == 3 else scene.render.width_max
+    return UsdWriter(output, width=width, **options)
 
 
 def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:

@@ -24,9 +24,9 @@ from .files import place_finished, refuse_existing, temp_beside
 
 PRIM = "/flock/birds"  # the Points prim, under the default prim /flock
 CAMERA = "/flock/camera"
-# The apertures' width (a full-frame sensor's 36 mm, as the focal length's unit): only
-# focal length ÷ aperture sets the view, and with these it reads as a lens's millimetres.
-APERTURE = 36.0
+# The apertures' width: a full-frame sensor's 36 mm, in USD's lens unit, a tenth of a
+# scene unit (0.36 on this metre stage), so the focal length reads as a lens's too.
+APERTURE = 0.36
 FAR_M = 1e6  # the clipping range's far end: the whole sky
 # What each suffix is written as: .usd is always crate (binary), whatever
 # USD_DEFAULT_FILE_FORMAT says.
@@ -47,7 +47,9 @@ class UsdWriter:
     (.usd and .usdc: crate; .usda: text). points and velocities: point3f[] and
     vector3f[] (float32, world units and world units/s) time-sampled; extent sampled
     with them; ids int64[] (the bird's index), widths float[] (`width`, world units) and
-    primvars:accent int[] (1: an accent bird) constant over the clip."""
+    primvars:accent int[] (1: an accent bird) constant over the clip; in 3D,
+    primvars:bank float[] (radians) and primvars:up vector3f[] (each bird's banked up
+    vector, its wings' normal) sampled with the points, and the camera (`_film`)."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
                  width: float, overwrite: bool = True):
@@ -98,9 +100,25 @@ class UsdWriter:
         self.points.GetVelocitiesAttr().Set(velocities, index)
         self.points.GetExtentAttr().Set(UsdGeom.Points.ComputeExtent(points, self.widths),
                                         index)
+        if state.bank is not None:
+            self._bank(state, index)
         if state.pose is not None:
             self._film(state.pose, index)
         self.written += 1
+
+    def _bank(self, state, index: int) -> None:
+        """Each bird's bank angle and banked up vector at time code `index`: with the
+        velocity, what orients a bird instanced on its point as the frames draw it."""
+        Sdf, _, UsdGeom, Vt = self.modules
+        if self.written == 0:
+            api = UsdGeom.PrimvarsAPI(self.points)
+            self.bank_var = api.CreatePrimvar("bank", Sdf.ValueTypeNames.FloatArray,
+                                              UsdGeom.Tokens.vertex)
+            self.up_var = api.CreatePrimvar("up", Sdf.ValueTypeNames.Vector3fArray,
+                                            UsdGeom.Tokens.vertex)
+        self.bank_var.Set(Vt.FloatArray.FromNumpy(state.bank.astype(np.float32)), index)
+        self.up_var.Set(Vt.Vec3fArray.FromNumpy(
+            banked_up(state.velocities, state.bank).astype(np.float32)), index)
 
     def _film(self, pose, index: int) -> None:
         """The camera's pose at time code `index`: USD's camera looks down its −Z with +Y
@@ -152,6 +170,23 @@ def first_error(err: BaseException) -> str:
         if found:
             return found.group(1)
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def banked_up(velocities: np.ndarray, bank: np.ndarray) -> np.ndarray:
+    """(n, 3) each bird's up vector banked by its angle, as the drawing takes it
+    (draw3d.streaks): forward f along the velocity (+x at rest), right r = f × z made
+    level and unit (+x for a bird flying straight up or down), up u = r × f, banked
+    cos β·u + sin β·r."""
+    speed = np.linalg.norm(velocities, axis=1)
+    f = np.where(speed[:, None] > 0, velocities / np.maximum(speed, 1e-300)[:, None],
+                 [1.0, 0.0, 0.0])
+    side = np.hypot(f[:, 0], f[:, 1])
+    level = side > 1e-9
+    safe = np.where(level, side, 1.0)
+    r = np.column_stack([np.where(level, f[:, 1] / safe, 1.0),
+                         np.where(level, -f[:, 0] / safe, 0.0), np.zeros(len(f))])
+    u = np.cross(r, f)
+    return np.cos(bank)[:, None] * u + np.sin(bank)[:, None] * r
 
 
 def in_3d(vectors: np.ndarray) -> np.ndarray:
