@@ -106,12 +106,13 @@ DEFAULT_TILE = 2048
 SUPERSAMPLE = 4
 # Trajectories (.npz, .usd): bytes per bird and frame. An .npz holds positions, velocities
 # (d float64 each) and the bank angle (float64), streamed to disk; USD holds points and
-# velocities (3 float32 each) in memory until the file is written (about twice that, in
-# the layer and while it is written), then on disk as crate, or as text in .usda (about
-# 38 characters a vector, measured).
-USD_BYTES_PER_BIRD_FRAME = 48
-USDC_BYTES_PER_BIRD_FRAME = 24
-USDA_BYTES_PER_BIRD_FRAME = 80
+# velocities (3 float32 each; in 3D the banked up vector too, and the bank, a third of a
+# vector) in memory until the file is written (about twice that, in the layer and while
+# it is written), then on disk as crate, or as text in .usda (about 38 characters a
+# vector, measured). Bytes a vector:
+USD_BYTES_PER_VECTOR = 24
+USDC_BYTES_PER_VECTOR = 12
+USDA_BYTES_PER_VECTOR = 40
 # .usda is for reading by eye: past this its text is slow to write and to load anywhere.
 USDA_MAX_BYTES = 2e9
 # cairo's PDF and SVG surfaces hold coordinates as 24.8 fixed point, which wraps around
@@ -292,9 +293,10 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
                          + (1 if scene.hawk and scene.hawk.mode == "hunt" else 0)
                          + (birds if landing else 0)) + birds * 9
     else:
-        per_bird += frames * USD_BYTES_PER_BIRD_FRAME
-        per = USDA_BYTES_PER_BIRD_FRAME if suffix == ".usda" else USDC_BYTES_PER_BIRD_FRAME
-        disk = frames * birds * per
+        vectors = 2 if d == 2 else 10 / 3
+        per_bird += frames * vectors * USD_BYTES_PER_VECTOR
+        per = USDA_BYTES_PER_VECTOR if suffix == ".usda" else USDC_BYTES_PER_VECTOR
+        disk = frames * birds * vectors * per
     return Estimate(BASE_BYTES + birds * per_bird, seconds, birds, 0, 0.0, per_bird,
                     disk=float(disk))
 
