@@ -297,7 +297,7 @@ def _check(args: argparse.Namespace, scene, first: int, options: dict) -> int:
         cost = budget.estimate(scene, output, first, stats=stats,
                                web=args.quality == "web",
                                on_disk=target.on_disk(output) if output else 0,
-                               threads=None if args.scheduler else args.workers)
+                               threads=1 if args.scheduler else args.workers)
         print(f"# estimate {scope}: {cost}")
     if args.output is None and not stats:
         budget.check(scene, None, first=first)

@@ -143,7 +143,8 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
         refuse_on_cluster(target)
     crossfade_frames(scene, target.first)  # a loop's range and camera
     # Before anything large is allocated: each output, then all of them at once.
-    threads = executor.workers if isinstance(executor, Threads) else None
+    # A cluster's worker draws on one thread (segments.py): three canvases in flight.
+    threads = executor.workers if isinstance(executor, Threads) else 1
     costs = [budget.check(scene, path, first=target.first, web=target.web,
                           on_disk=target.on_disk(path) if path else 0, threads=threads)
              for path in target.paths or (None,)]

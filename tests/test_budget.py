@@ -150,3 +150,16 @@ def test_every_drawing_threads_canvases_are_counted(small_scene, tmp_path):
         grown = budget.estimate(scene, output, threads=7).bytes - \
             budget.estimate(scene, output, threads=2).bytes
         assert grown == 10 * each * 3840 * 2160, output
+
+
+def test_a_local_clusters_workers_each_count_one_drawing_threads_canvases(
+        cli, small_scene, tmp_path, monkeypatch):
+    """Each worker draws on one thread (three canvases in flight), however many threads
+    this machine's own drawing would take (32 cores here, as if)."""
+    monkeypatch.setattr(budget, "drawing_threads", lambda: 31)
+    scene = load_scene(small_scene, [("output.size", '"3840x2160"', "--size")])
+    two = budget.on_local_workers(scene, budget.estimate(scene, "a.mp4", threads=1), 2)
+    monkeypatch.setattr(budget, "available_memory", lambda: two.bytes + 1e6)
+    r = cli(small_scene, "--check", "-o", tmp_path / "a.mp4", "--size", "3840x2160",
+            "--scheduler", "local", "--workers", "2")
+    assert r.code == 0, r.err  # counted as 31 threads a worker, it was refused
