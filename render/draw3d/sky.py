@@ -585,10 +585,12 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     depth = rel @ p.forward
     u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
     v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
-    # Only what reaches the window (and a window's width beyond, to close it off-screen);
-    # a polygon whose points all lie below the window (a camera looking up) or all above
+    # Only what reaches the frame (and a frame's width beyond, to close it off-screen),
+    # the same points for every window of it: cairo fills a polygon cut to a window's
+    # own reach differently at the reeds' tips (up to 12 levels in a tiled still); a
+    # polygon whose points all lie below the window (a camera looking up) or all above
     # it covers none of it.
-    near = np.abs(u - 0.5 * window[2]) <= 1.5 * window[2]
+    near = np.abs(u + window[0] - 0.5 * p.width) <= 1.5 * p.width
     if near.sum() < 2 or (v[near] >= window[3]).all() or (v[near] <= 0).all():
         return None
     return np.column_stack([u, v])[near]
