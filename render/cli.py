@@ -164,7 +164,7 @@ def _scene(args: argparse.Namespace):
 
     def sheet(scene) -> list:
         """The overrides with --paper's size, the sheet turned as --landscape or
-        --portrait say, else as `scene`'s frame is: a portrait sheet keeps a landscape
+        --portrait say, else as `scene`'s frame is: a portrait sheet keeps a landscape 3D
         frame's height of view and cuts its sides, where its subject may well be."""
         width, height = scene.output.size
         landscape = args.landscape or (not args.portrait and width > height)

@@ -42,7 +42,7 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
         raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
                          f"or SVG: expected a name ending in {', '.join(STILLS)}")
     if suffix in (".jpg", ".jpeg") and dpi is not None and \
-            not JPEG_DPI[0] <= round(dpi) <= JPEG_DPI[1]:
+            (dpi != round(dpi) or not JPEG_DPI[0] <= dpi <= JPEG_DPI[1]):
         raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a JPEG records its "
                          f"resolution as a "
                          f"whole number of dpi from {JPEG_DPI[0]} to {JPEG_DPI[1]}")

@@ -124,6 +124,8 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (("-o", "{tmp}/x.jpg", "--dpi", "70000"), "whole number of dpi from 1 to 65535"),
+    (("-o", "{tmp}/x.jpg", "--dpi", "72.5"), "--dpi 72.5: a JPEG records its resolution as a "
+                                             "whole number of dpi"),
     (("-o", "{tmp}/x.png/",), "a still is one file"),
     (("-o", "{tmp}/folder.jpg",), "a still is one file"),
 ])
@@ -149,11 +151,11 @@ def test_a_jpeg_record_survives_a_comment_another_program_adds(cli, still, tmp_p
     first = tmp_path / "first.jpg"
     assert cli("--from", still("0.5"), "-o", first, "-q").code == 0
     data = first.read_bytes()
-    note = b"edited elsewhere"
-    segment = b"\xff\xfe" + (len(note) + 2).to_bytes(2, "big") + note
-    (tmp_path / "noted.jpg").write_bytes(data[:2] + segment + data[2:])
-    r = cli("--info", tmp_path / "noted.jpg")
-    assert r.code == 0 and "time: 1/2" in r.out, r.err
+    for note in (b"edited elsewhere", b'{"a": "b"}'):  # text, or JSON of its own
+        segment = b"\xff\xfe" + (len(note) + 2).to_bytes(2, "big") + note
+        (tmp_path / "noted.jpg").write_bytes(data[:2] + segment + data[2:])
+        r = cli("--info", tmp_path / "noted.jpg")
+        assert r.code == 0 and "time: 1/2" in r.out, (note, r.err)
 
 
 def test_a_jpeg_still_past_cairos_side_is_refused_not_tiled(cli, small_scene, tmp_path):

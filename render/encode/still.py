@@ -117,8 +117,8 @@ def jpeg_comment(text: dict[str, str]) -> bytes:
 
 
 def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
-    """Its JFIF dpi and the first comment that is a JSON object of strings (another
-    program may have added comments of its own)."""
+    """Its JFIF dpi and the first comment that is a JSON object holding a boids-render
+    record (another program may have added comments of its own, JSON ones too)."""
     from PIL import Image
 
     try:
@@ -132,7 +132,7 @@ def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
             text = json.loads(comment)
         except (ValueError, RecursionError):
             continue
-        if isinstance(text, dict):
+        if isinstance(text, dict) and any(str(k).startswith(_PREFIX) for k in text):
             return (float(dpi[0]) if dpi else None), \
                 {k: v for k, v in text.items() if isinstance(v, str)}
     return (float(dpi[0]) if dpi else None), {}
