@@ -118,7 +118,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
         from .encode.exr import encode_exr
 
         data = encode_exr(still.draw(Canvas(scene.output.size, linear=scene.dimensions == 3),
-                                     scene), text, fps=scene.output.fps)
+                                     scene), text, fps=scene.output.fps, dpi=dpi)
     else:
         data = encode_jpeg(still.draw(Canvas(scene.output.size), scene), dpi, text)
     place_or_refuse(output, lambda tmp: tmp.write_bytes(data), overwrite=overwrite)

@@ -95,13 +95,19 @@ def test_a_jpeg_or_exr_still_records_its_scene_for_info_and_from(cli, still, tmp
     info = cli("--info", first)
     assert info.code == 0, info.err
     assert "seed: 11" in info.out and "time: 1/2" in info.out and "[flock]" in info.out
-    assert ("dpi: 72" in info.out) == (suffix == ".jpg")
+    assert "dpi: 72" in info.out  # an EXR's in its standard xDensity
     again = tmp_path / f"again{suffix}"
     assert cli("--from", first, "-o", again, "--quiet").code == 0
     if suffix == ".exr":
         assert np.array_equal(read_exr(again)[1], read_exr(first)[1])
     else:
         assert again.read_bytes() == first.read_bytes()
+    # A still at another dpi keeps it through the file and back to a PNG.
+    dense = tmp_path / f"dense{suffix}"
+    assert cli("--from", png, "-o", dense, "--dpi", "150", "--quiet").code == 0
+    assert cli("--from", dense, "-o", tmp_path / "back.png", "--quiet").code == 0
+    with Image.open(tmp_path / "back.png") as back:
+        assert back.info["dpi"] == pytest.approx((150, 150), abs=0.1)  # pHYs: per metre
 
 
 def test_a_scene_too_long_for_a_jpeg_comment_is_left_out_of_it():

@@ -73,12 +73,13 @@ def linear_channels(pixels: np.ndarray, dtype=np.float32) -> dict[str, np.ndarra
 
 
 def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
-               fps: Fraction | None = None) -> bytes:
+               fps: Fraction | None = None, dpi: float | None = None) -> bytes:
     """A frame, (h, w, 4) BGRA uint8, as an OpenEXR file: half-float R, G, B, A channels
     (`linear_channels`; a 3D frame's float image when it carries one, `draw3d.Pixels`),
     ZIP-compressed (lossless) scan lines, the sRGB primaries as its chromaticities; `text`
     as string attributes of its header (a still's record, see `still.provenance`), `fps`
-    as its standard framesPerSecond, so a compositor reads a sequence at its rate."""
+    as its standard framesPerSecond, so a compositor reads a sequence at its rate; `dpi`
+    (a still's) as its standard xDensity, pixels per inch, which --from reads back."""
     import OpenEXR
 
     linear = getattr(pixels, "linear", None)
@@ -92,6 +93,8 @@ def encode_exr(pixels: np.ndarray, text: dict[str, str] | None = None,
               **(text or {})}
     if fps is not None:
         header["framesPerSecond"] = Fraction(fps)
+    if dpi is not None:
+        header["xDensity"] = float(dpi)
     out = io.BytesIO()
     with OpenEXR.File(header, channels) as exr:
         exr.write(out)

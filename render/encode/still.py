@@ -139,7 +139,8 @@ def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
 
 
 def _exr_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
-    """Its header's string attributes (the pixels are not read)."""
+    """Its standard xDensity (dpi) and its header's string attributes (the pixels are not
+    read)."""
     from .exr import require_openexr
 
     require_openexr()
@@ -147,7 +148,10 @@ def _exr_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
 
     try:
         with OpenEXR.File(str(path), header_only=True) as exr:  # closing empties the header
-            return None, {k: v for k, v in exr.header().items() if isinstance(v, str)}
+            header = exr.header()
+            density = header.get("xDensity")
+            return (float(density) if density else None), \
+                {k: v for k, v in header.items() if isinstance(v, str)}
     except (RuntimeError, ValueError, OSError) as e:
         raise UsageError(f"{path}: not a readable OpenEXR file ({e})") from None
 
