@@ -361,9 +361,10 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
     if whole:
         if tile_size is not None:
             raise UsageError(f"{option('--tile-size')} draws opaque 8-bit stills without "
-                             f"motion blur")
+                             f"motion blur, and this is {whole[0][1]}: drop "
+                             f"{option('--tile-size')}")
         for limit, what, instead in whole:
-            require_size(scene, where, limit, what, instead)
+            require_size(scene, where, limit, what, instead, dpi=dpi)
         k = supersample_factor(scene.output.size) if bit_depth == 16 else 1
         return check(scene, where, still_estimate(scene, time, supersample=k,
                                                   exr=suffix == ".exr"))
@@ -396,19 +397,22 @@ def fits(cost: Estimate) -> bool:
 
 
 def require_size(scene: Scene, where: str, limit: float, what: str, instead: str, *,
-                 even: bool = False) -> None:
+                 even: bool = False, dpi: float | None = None) -> None:
     """UsageError unless both sides of the frame are at most `limit` px, for `what`; the
     message gives the largest frame at the same aspect (`even`: sides a clip's 4:2:0 video
-    takes), or what to do `instead`."""
+    takes), or, for a sheet sized by --paper at `dpi`, the largest --dpi, and what to do
+    `instead`."""
     width, height = scene.output.size
     if max(width, height) <= limit:
         return
     scale = limit / max(width, height)
     step = 2 if even else 1
     fit = "x".join(str(max(step, int(side * scale) // step * step)) for side in (width, height))
+    largest = f"at this aspect the largest is {fit}"
+    if dpi is not None and dict(scene.sources).get("output.size") == "--paper":
+        largest = f"on this sheet the most is {option('--dpi', math.floor(dpi * scale))}"
     raise UsageError(f"{where}: output.size: expected each side ≤ {int(limit)} px for "
-                     f"{what}, got {width}x{height}: at this aspect the largest is {fit}; "
-                     f"{instead}")
+                     f"{what}, got {width}x{height}: {largest}; {instead}")
 
 
 def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,

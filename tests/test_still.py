@@ -133,6 +133,12 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
     (("-o", "{tmp}/x.jpg", "--dpi", "72.5"), "--dpi 72.5: a JPEG records its resolution as a "
                                              "whole number of dpi"),
     (("-o", "{tmp}/x.png/",), "a still is one file"),
+    (("-o", "{tmp}/x.png", "--tile-size", "64", "--bit-depth", "16"),
+     "--tile-size draws opaque 8-bit stills without motion blur, and this is a 16-bit still"),
+    (("-o", "{tmp}/x.png", "--paper", "A0", "--dpi", "600", "--bit-depth", "16"),
+     "got 28087x19866: on this sheet the most is --dpi 349"),  # 16383/28087 of 600
+    (("-o", "{tmp}/x.png", "--tile-size", "64", "--transparent"),
+     "and this is a transparent still (output.transparent: drawn whole): drop --tile-size"),
     (("-o", "{tmp}/folder.jpg",), "a still is one file"),
 ])
 def test_a_still_refuses_what_its_file_cannot_hold(cli, small_scene, tmp_path, args, message):
