@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -14,7 +15,9 @@ import traceback
 from pathlib import Path
 
 from .errors import BoidsError, SceneError, UsageError, cli_names
-from .options import frame_range, overrides_from, paper_size, parse_time, parser
+from .options import (PAPER_MM, frame_range, overrides_from, paper_size, parse_time,
+                      parser)
+from .scene.values import MAX_SIDE
 
 def main(argv: list[str] | None = None) -> int:
     try:
@@ -168,7 +171,13 @@ def _scene(args: argparse.Namespace):
         frame's height of view and cuts its sides, where its subject may well be."""
         width, height = scene.output.size
         landscape = args.landscape or (not args.portrait and width > height)
-        size = paper_size(args.paper, args.dpi or 300, landscape)
+        dpi = args.dpi or 300
+        size = paper_size(args.paper, dpi, landscape)
+        if max(size) > MAX_SIDE:
+            most = math.floor(MAX_SIDE * 25.4 / max(PAPER_MM[args.paper]))
+            raise UsageError(f"--paper {args.paper} --dpi {dpi:g}: expected each side in "
+                             f"1..{MAX_SIDE:,} px, got {size[0]}x{size[1]}: on this sheet the "
+                             f"most is --dpi {most:,}")
         return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
 
     if args.from_png:

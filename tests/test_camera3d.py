@@ -349,6 +349,11 @@ BAD = [
     ({"path": [[0, 0, -300, -2, 0, 0, 50, 30]]}, "below the ground (keyframe t = 0.0)"),
     ({"path": [[0, 0, -300, 2, 0, 0, 50, 190]]}, "fov in (0, 180)"),
     ({"centre": [1, 2]}, "unknown key"),
+    # A near plane past what the camera looks at clips the whole flock: an empty sky.
+    ({"position": [0, -300, 2], "look_at": [0, 0, 50], "near": 400.0},
+     "camera.near: expected a near plane closer than the point the camera looks at, "
+     "303.8 m away, got camera.near = 400.0"),
+    ({"near": 1e6, "follow": "centroid"}, "camera.near: expected a near plane closer"),
     # Pans whose eased view passes through the lens, or along up, between two keyframes.
     ({"path": [[0, 300, 0, 50, 310, 0, 60, 30], [2, 300, 0, 50, 290, 0, 40, 30]]},
      "the camera would look at its own position between keyframes t = 0.0 and t = 2.0"),
@@ -394,6 +399,10 @@ def test_a_camera_that_cannot_see_is_refused_with_exit_2(tmp_path, capsys, camer
      [("camera.path", "[[0, 0, 0, 2, 0, 0, 2, 22]]", "--set")],
      "--set camera.path: the camera looks at its own position (keyframe t = 0.0): expected "
      "look_at ≠ position, got [0.0, 0.0, 2.0] for both"),
+    ({"position": [0, -300, 2], "look_at": [0, 0, 50], "near": 1.0},
+     [("camera.look_at", "[0, -299.5, 2]", "--set")],
+     "--set camera.look_at: expected a near plane closer than the point the camera looks "
+     "at, 0.5 m away, got camera.near = 1.0"),
 ])
 def test_a_camera_problem_is_blamed_on_the_setting_given_last(camera, overrides, line):
     raw = {**BASE, "camera": camera}

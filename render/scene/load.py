@@ -405,9 +405,14 @@ def _check_camera3d(values, where, usable, problems, rank):
         if key[3] < 0.0:
             problems.append(f"{where(name)}: the camera is below the ground{at}: expected "
                             f"z ≥ 0 m, got {show(key[3])}")
+        view = [b - a for a, b in zip(key[1:4], key[4:7])]
+        if 1e-6 <= math.hypot(*view) <= camera.near:  # a followed flock flies about there
+            problems.append(f"{where(max(('camera.near', *looks), key=rank))}: expected a near "
+                            f"plane closer than the point the camera looks at, "
+                            f"{math.hypot(*view):.1f} m away{at}, got camera.near = "
+                            f"{show(camera.near)}")
         if camera.follow == "centroid":
             continue
-        view = [b - a for a, b in zip(key[1:4], key[4:7])]
         if math.hypot(*view) < 1e-6:
             problems.append(f"{where(max(looks, key=rank))}: the camera looks at its own "
                             f"position{at}: expected look_at ≠ position, got "

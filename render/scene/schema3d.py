@@ -118,7 +118,8 @@ class Camera3DSettings:
         kind="point3")
     fov: float = setting(30.0, "Vertical field of view, in (0, 180).", unit="degrees",
                          lo=0, lo_open=True, hi=180, hi_open=True)
-    near: float = setting(0.1, "Near plane: what is closer along the view is clipped.",
+    near: float = setting(0.1, "Near plane: what is closer along the view is clipped "
+                          "(closer than look_at).",
                           unit="m", lo=0, lo_open=True)
     path: tuple[tuple[float, ...], ...] | None = setting(
         None, "Keyframes [[t, x, y, z, look_x, look_y, look_z, fov], …], eased between, "
