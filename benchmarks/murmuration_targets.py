@@ -73,13 +73,16 @@ def frame(scene, time_s: float, snap, transparent: bool) -> np.ndarray:
     from render.draw3d.camera import pose_at
     from render.draw3d.optics import compose
     from render.draw3d.sky import sky_for
-    from render.draw3d.streaks import look_of, shutter_of, streaks
+    from render.draw3d.streaks import dihedral, look_of, shutter_of, streaks, wing_phases
 
     width, height = scene.output.size
     pose = pose_at(scene, time_s, snap.followed, width, height)
     flying = np.ones(len(snap.positions), bool) if snap.landed is None else ~snap.landed
+    look, shutter = look_of(scene), shutter_of(scene)
+    wings = dihedral(look, wing_phases(look, time_s, None, len(flying)), 0.5 * shutter)
     s = streaks(pose, snap.positions[flying], snap.velocities[flying], snap.bank[flying],
-                np.zeros(int(flying.sum()), bool), look_of(scene), shutter_of(scene))
+                np.zeros(int(flying.sum()), bool), look, shutter,
+                None if wings is None else wings[flying])
     return compose(s, sky_for(scene, pose), (0, 0, width, height), transparent)
 
 

@@ -12,10 +12,8 @@ flocks' 1 : 2.8 : 5.6 and in the rounder 1 : 2 : 4 the targets allow. No rule of
 packs a flock more favourably for the cover, so the last rows bound what any model within
 the other targets can reach at this flock size and camera.
 
-`--set bird.body_area=0.0165` draws every bird with the ink a flapping wing adds seen
-broadside (its mean facing 0.51 over a ±50° stroke seen 10° up, against a level wing's
-0.17, times 0.019 m² of wing): more than flapping would add, since a bird seen end-on
-gains nothing.
+`--set bird.wingbeat=13` beats every bird's wings as a starling's (docs/model.md): the
+cover with the ink of wings turned toward the camera by their stroke.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .draw3d.camera import pose_at
 from .draw3d.frame import draw3d, hawk_drawn
+from .draw3d.streaks import look_of, wing_phases
 from .draw3d.types import Pose
 from .loop import crossfade_frames
 from .scene import Scene
@@ -43,7 +44,9 @@ class FrameState:
     bank: (n,) radians, None in level flight (the 2D simulator has no bank);
     pose: a 3D scene's camera at the scene's output size (None: drawn from above);
     attack: whether a hunting hawk's attack is on; landed: (n,) bool, None without a
-    landing; followed: the point a following camera follows (d floats), else None."""
+    landing; followed: the point a following camera follows (d floats), else None;
+    flap: (n,) where each bird is in its wing beat when the shutter opens (cycles, NaN
+    landed; None: wings level, as in 2D; see `draw3d.streaks.wing_phases`)."""
 
     index: int
     positions: np.ndarray
@@ -60,6 +63,7 @@ class FrameState:
     landed: np.ndarray | None = None
     followed: tuple[float, ...] | None = None
     hawk_velocity: tuple[float, ...] | None = None
+    flap: np.ndarray | None = None
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -76,7 +80,9 @@ class FrameState:
                    pose_at(scene, time, frame.followed, *scene.output.size) if three else None,
                    getattr(frame.snapshot, "attack", False),
                    None if landed is None else landed.copy(), frame.followed,
-                   frame.hawk_velocity)
+                   frame.hawk_velocity,
+                   wing_phases(look_of(scene), time, landed, len(frame.positions))
+                   if three else None)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
@@ -84,7 +90,7 @@ class FrameState:
         if state.pose is not None:
             exposure = state.exposure or ((state.positions, state.velocities),)
             return draw3d(canvas, scene, state.pose, exposure, state.bank, state.accent,
-                          hawk_drawn(scene, state))
+                          hawk_drawn(scene, state), state.flap)
         if state.exposure:
             exposure = tuple((top_down(p), top_down(v)) for p, v in state.exposure)
             return draw_exposure(canvas, scene, exposure, state.neighbours, state.accent,
@@ -103,7 +109,8 @@ class FrameState:
                        accent=self.accent[keep],
                        exposure=tuple((p[keep], v[keep]) for p, v in self.exposure),
                        bank=None if self.bank is None else self.bank[keep],
-                       landed=self.landed[keep])
+                       landed=self.landed[keep],
+                       flap=None if self.flap is None else self.flap[keep])
 
     def drawn(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(positions, velocities, neighbours, accent) as the drawing takes them: the

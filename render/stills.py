@@ -162,7 +162,8 @@ def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,
         from .draw3d.frame import hawk_drawn, write_vector3d
 
         write_vector3d(path, scene, still.pose, still.positions, still.velocities,
-                       still.bank, still.accent, hawk_drawn(scene, still), dpi=dpi,
+                       still.bank, still.accent, hawk_drawn(scene, still), still.flap,
+                       dpi=dpi,
                        title=title)
         return
     from .draw.vector import write_vector
@@ -228,7 +229,7 @@ def _windows3d(scene: Scene, still: FrameState):
 
     layers = exposures(scene, still.pose, still.exposure or ((still.positions,
                                                               still.velocities),),
-                       still.bank, still.accent, hawk_drawn(scene, still))
+                       still.bank, still.accent, hawk_drawn(scene, still), still.flap)
     return lambda x0, y0, cols, rows: composed(scene, still.pose, layers,
                                                (x0, y0, cols, rows))
 

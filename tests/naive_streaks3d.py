@@ -2,15 +2,16 @@
 and their ink computed over all birds at once, array by array, where the kernel walks bird
 by bird. Nothing is imported from `render` but the two value types it returns and takes.
 
-A bird covers the projection of its silhouette, its body plus its wings times how much of
-the wing faces the viewer (the wings' normal is the banked up vector). The body's ink is
-spread along a streak of its body length plus the distance flown while the shutter is
-open, as wide as the body on screen; the wings' over the bar from wingtip to wingtip
-(halfway through the shutter, cut at the near plane) swept along that flight: a streak along the longer of the bar and the sweep on screen, as
-wide as the other reaches across it (a bird cut by the near plane: along its body's
-streak, as wide as the wings reach across that). Each is widened until its ink fits at
-full opacity and never drawn under the pixel-width floor; alpha makes alpha × area its
-ink.
+A bird covers the projection of its silhouette: its body plus each wing times how much of
+it faces the viewer (its normal the banked up vector turned about the bird's forward axis
+by the wing beat's angle). The body's ink is spread along a streak of its body length
+plus the distance flown while the shutter is open, as wide as the body on screen; the
+wings' over the bar from wingtip to wingtip (the tips' reach across the body, their
+height over it left out; halfway through the shutter, cut at the near plane) swept along
+that flight: a streak along the longer of the bar and the sweep on screen, as wide as the
+other reaches across it (a bird cut by the near plane: along its body's streak, as wide
+as the wings reach across that). Each is widened until its ink fits at full opacity and
+never drawn under the pixel-width floor; alpha makes alpha × area its ink.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from render.draw3d.types import Pose, Streaks
 
@@ -26,7 +28,7 @@ HAZE_BASE = 0.05
 
 def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
             bank: np.ndarray | None, accent: np.ndarray, look,
-            shutter_s: float) -> Streaks:
+            shutter_s: float, wings: np.ndarray | None = None) -> Streaks:
     """Same contract as render.draw3d.streaks.streaks: the birds the camera sees, far to
     near (equal depths by bird), each bird's body then its wings, the body's streak cut at
     the near plane, both cut to the frame."""
@@ -34,7 +36,15 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     rel = positions - pose.position
     distance = np.sqrt(np.einsum("ij,ij->i", rel, rel))
     ray = rel / np.maximum(distance, 1e-12)[:, None]
-    facing = np.abs(np.einsum("ij,ij->i", normal, ray))
+    raised = np.zeros(len(positions)) if wings is None else np.asarray(wings, np.float64)
+    # Each wing turned about the forward axis: the right one up by −θ about it, the left
+    # one by +θ (a right-handed turn about forward takes the right wingtip down).
+    right_wing = Rotation.from_rotvec(-raised[:, None] * forward)
+    left_wing = Rotation.from_rotvec(raised[:, None] * forward)
+    facing = 0.5 * (np.abs(np.einsum("ij,ij->i", right_wing.apply(normal), ray))
+                    + np.abs(np.einsum("ij,ij->i", left_wing.apply(normal), ray)))
+    tip = right_wing.apply(0.5 * look.wingspan * span_axis)
+    tip_reach = tip - np.einsum("ij,ij->i", tip, normal)[:, None] * normal
     half = 0.5 * look.body_length * forward
     flown = velocities * shutter_s
     tail = camera_coords(pose, positions - half)
@@ -53,8 +63,8 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     body_width = f * look.body_area / look.body_length / depth
 
     # The wingtips halfway through the shutter, the bar cut at the near plane.
-    tips = [camera_coords(pose, positions + 0.5 * flown + sign * 0.5 * look.wingspan
-                          * span_axis) for sign in (-1.0, 1.0)]
+    tips = [camera_coords(pose, positions + 0.5 * flown + sign * tip_reach)
+            for sign in (-1.0, 1.0)]
     wings_front = front & (np.maximum(tips[0][:, 2], tips[1][:, 2]) > pose.near)
     tips = [np.column_stack(project(pose, t)) for t in clip_near(*tips, pose.near)]
     bar = tips[1] - tips[0]

@@ -97,8 +97,9 @@ def test_a_bird_beside_the_camera_throws_no_band_across_the_frame():
 
 
 def naive_ink(cam, position, velocity, bank, look) -> float:
-    """A bird's projected silhouette in px², from first principles: the bird's own axes
-    by rotating the level frame about its heading, the wing's share facing the viewer,
+    """A bird's projected silhouette in px², from first principles (wings level): the
+    bird's own axes by rotating the level frame about its heading, the wing's share
+    facing the viewer,
     then the solid angle it subtends and the image-plane px² per steradian off axis."""
     v = np.asarray(velocity, float)
     f_ = v / np.linalg.norm(v)
@@ -153,7 +154,8 @@ def test_streaks_go_far_to_near_and_equal_depths_by_bird():
 def test_the_streaks_kernel_matches_the_numpy_reference(seed):
     """render.draw3d.streaks walks bird by bird; tests/naive_streaks3d computes the same
     streaks array by array. Birds at rest, flying straight up, behind the camera,
-    through the near plane and off the frame, level (bank None) and banked."""
+    through the near plane and off the frame, level (bank None) and banked, wings level
+    (None) and beating."""
     rng = np.random.default_rng(seed)
     n = 2000
     pos = np.column_stack([rng.uniform(-80, 80, n), rng.uniform(-5, 400, n),
@@ -169,8 +171,9 @@ def test_the_streaks_kernel_matches_the_numpy_reference(seed):
                rng.uniform(25, 120), 1280, 720, rng.choice([0.1, 1.0]))
     accent = rng.uniform(size=n) < 0.1
     shutter = rng.choice([0.0, 1 / 50, 0.2])
-    got = streaks(cam, pos, vel, bank, accent, look, shutter)
-    want = naive_streaks3d.streaks(cam, pos, vel, bank, accent, look, shutter)
+    wings = rng.uniform(-1.2, 1.2, n) if seed % 3 else None
+    got = streaks(cam, pos, vel, bank, accent, look, shutter, wings)
+    want = naive_streaks3d.streaks(cam, pos, vel, bank, accent, look, shutter, wings)
     assert len(got.ids) > 300
     np.testing.assert_array_equal(got.ids, want.ids)  # the same birds, far to near
     np.testing.assert_array_equal(got.accent, want.accent)
@@ -215,6 +218,69 @@ def test_a_bird_seen_edge_on_shows_its_body_face_on_its_wings_too():
     assert ink(from_side) == pytest.approx(0.01 * px2_per_m2)
     assert ink(from_below) == pytest.approx(0.029 * px2_per_m2)
     assert ink(banked) == pytest.approx(0.029 * px2_per_m2)  # rolled 90°: wings face us
+
+
+@pytest.mark.parametrize("raised", [0.0, 0.3, math.radians(50), -0.6])
+def test_a_beating_wing_turns_its_face_to_a_viewer_beside_and_away_from_one_below(raised):
+    """Flying east past a camera looking north, each wing raised by θ shows sin θ of its
+    face (the right one tilts its underside, the left one its back toward the camera);
+    seen from straight below, cos θ of it, and its tips reach cos θ of the half span."""
+    east = np.array([[0.0, 100.0, 0.0]]), np.array([[10.0, 0.0, 0.0]])
+    px2_per_m2 = (north().focal / 100) ** 2
+    below = pose((0, 100, -100), (0, 100, 0), (0, 1, 0), 30, 1920, 1080, 0.1)
+
+    def wing_ink(cam):
+        s = streaks(cam, *east, None, np.zeros(1, bool), STARLING, 0.0, np.array([raised]))
+        length = np.hypot(s.x1 - s.x0, s.y1 - s.y0)
+        return s, (s.alpha * (length * s.width + math.pi * s.width ** 2 / 4))[1]
+
+    _, beside = wing_ink(north())
+    assert beside == pytest.approx(0.019 * abs(math.sin(raised)) * px2_per_m2, abs=1e-9)
+    s, from_below = wing_ink(below)
+    assert from_below == pytest.approx(0.019 * math.cos(raised) * px2_per_m2)
+    assert abs(s.y1[1] - s.y0[1]) == pytest.approx(north().focal * 0.4 * math.cos(raised)
+                                                   / 100)
+
+
+def test_each_bird_beats_its_wings_at_its_own_place_in_the_beat():
+    from render.draw3d.streaks import dihedral, wing_phases
+
+    look = STARLING._replace(wingbeat=13.0, stroke=math.radians(100))
+    landed = np.zeros(1000, bool)
+    landed[::7] = True
+    phases = wing_phases(look, 2.5, landed, 1000)
+    assert np.isnan(phases[landed]).all() and (phases[~landed] >= 0).all() \
+        and (phases[~landed] < 1).all()
+    # spread over the beat: no tenth of it holds more than 12% of the birds in the air
+    assert np.histogram(phases[~landed], bins=10, range=(0, 1))[0].max() < 0.12 * 857
+    # one beat later every bird is where it was; a landed bird's wings stay level
+    later = wing_phases(look, 2.5 + 1 / 13.0, landed, 1000)
+    assert np.allclose(np.sin(2 * np.pi * later[~landed]), np.sin(2 * np.pi * phases[~landed]))
+    angles = dihedral(look, phases, 0.0)
+    assert (angles[landed] == 0).all() and np.abs(angles).max() <= math.radians(50)
+    assert np.abs(angles).max() > math.radians(49.9)
+    assert dihedral(look, phases, 0.25 / 13.0) == pytest.approx(
+        math.radians(50) * np.nan_to_num(np.cos(2 * np.pi * phases)))  # a quarter beat on
+    assert wing_phases(look._replace(wingbeat=0.0), 2.5, None, 10) is None
+    assert wing_phases(look._replace(stroke=0.0), 2.5, None, 10) is None
+
+
+def test_each_motion_blur_exposure_sees_the_wings_where_its_slice_has_them():
+    from render.draw3d.frame import exposures
+
+    pos, vel, bank = random_flock()
+    n = len(pos)
+    beating = build_scene({**BASE, "bird": {"wingbeat": 13.0}})
+    level = build_scene(BASE)
+    pose_ = north(1280, 720)
+    flap = np.modf(np.arange(n) * 0.37)[0]
+    sub = [(pos, vel)] * 3  # the birds held still: only the wings move between slices
+    alphas = [[layer.alpha for layer in exposures(scene, pose_, sub, bank,
+                                                  np.zeros(n, bool), None, flap)]
+              for scene in (beating, level)]
+    assert not np.array_equal(alphas[0][0], alphas[0][1])
+    assert not np.array_equal(alphas[0][1], alphas[0][2])
+    assert np.array_equal(alphas[1][0], alphas[1][1])  # level wings: the phases unused
 
 
 def test_the_follow_glides_to_the_flock_critically_damped():

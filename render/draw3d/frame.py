@@ -9,10 +9,10 @@ import numpy as np
 
 from ..scene import Scene
 from .camera import resized
-from .colour import DECODE, ENCODE, ENCODE_STEPS
+from .colour import ENCODE, ENCODE_STEPS
 from .optics import compose
 from .sky import sky_for
-from .streaks import hawk_look, joined, look_of, shutter_of, streaks
+from .streaks import dihedral, hawk_look, joined, look_of, shutter_of, streaks
 from .types import Pose, Streaks
 from .vector import write_vector
 
@@ -41,24 +41,27 @@ def hawk_drawn(scene: Scene, state) -> Hawk | None:
 
 
 def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
-              accent: np.ndarray, hawk: Hawk | None = None) -> list[Streaks]:
+              accent: np.ndarray, hawk: Hawk | None = None,
+              flap: np.ndarray | None = None) -> list[Streaks]:
     """The streaks of each exposure: `exposure` holds (positions (n, 3), velocities (n, 3))
     pairs, one for a sharp frame (its state when the shutter opens) or motion blur's
     sub-frames, each sampled at the middle of its equal slice of the shutter's opening,
-    as `sim.simulate.frames` samples them. Each streak covers its own slice. The `hawk`,
-    if any, among the birds in depth order, flown on along its velocity to each
-    sub-frame."""
+    as `sim.simulate.frames` samples them. Each streak covers its own slice, its wings
+    where the beat has them halfway through it (`flap`: each bird's place in its beat
+    when the shutter opens, see `streaks.wing_phases`; None: level). The `hawk`, if any,
+    among the birds in depth order, flown on along its velocity to each sub-frame."""
     look, shutter = look_of(scene), shutter_of(scene)
     hawk_sizes = None if hawk is None else hawk_look(scene)
     count = len(exposure)
     slice_s = shutter / count
     layers = []
     for k, (positions, velocities) in enumerate(exposure):
+        wings = dihedral(look, flap, (k + 0.5) * slice_s)
         if count == 1:
-            layer = streaks(pose, positions, velocities, bank, accent, look, shutter)
+            layer = streaks(pose, positions, velocities, bank, accent, look, shutter, wings)
         else:
             layer = streaks(pose, positions - 0.5 * slice_s * velocities, velocities, bank,
-                            accent, look, slice_s)
+                            accent, look, slice_s, wings)
         if hawk is not None:
             at = hawk.position + k * slice_s * hawk.velocity  # where its slice begins
             drawn = streaks(pose, at[None], hawk.velocity[None], None, np.zeros(1, bool),
@@ -77,33 +80,33 @@ def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
     array; with `linear`, the float image too, with `straight` the straight colours (see
     `optics.compose`). Several exposures are averaged in integers before quantising, as
     the 2D motion blur, exactly and the same every run (the float images in floats, the
-    straight colours in linear light, weighted by each exposure's alpha)."""
+    straight colours un-premultiplied from their mean)."""
     sky = sky_for(scene, pose)
     transparent = scene.output.transparent
     if len(layers) == 1:
         return compose(layers[0], sky, window, transparent, out, linear, straight)
     total = np.zeros((int(window[3]), int(window[2]), 4), np.uint32)
-    each = None if linear is None else np.empty_like(linear)
-    each_straight = None if straight is None else np.empty_like(straight)
-    tinted = None if straight is None else np.zeros(straight.shape, np.float64)
-    if linear is not None:
-        linear.fill(0.0)
+    # The straight colours come from the exposures' float images mixed, as an OpenEXR
+    # frame holds them: mixed by the 8-bit alphas of the exposures, a faint bird whose
+    # ink changes from one to the next (its wings beating) read codes off the float image.
+    floats = linear if linear is not None or straight is None else \
+        np.empty((int(window[3]), int(window[2]), 4), np.float32)
+    each = None if floats is None else np.empty_like(floats)
+    if floats is not None:
+        floats.fill(0.0)
     for layer in layers:
-        exposed = compose(layer, sky, window, transparent, linear=each,
-                          straight=each_straight)
-        total += exposed
-        if linear is not None:
-            linear += each
-        if straight is not None:  # in linear light, as the float image mixes them
-            tinted += exposed[:, :, 3:] * DECODE[each_straight]
+        total += compose(layer, sky, window, transparent, linear=each)
+        if floats is not None:
+            floats += each
     n = len(layers)
-    if linear is not None:
-        linear /= n
+    if floats is not None:
+        floats /= n
     if straight is not None:
-        weight = total[:, :, 3:]
-        mixed = np.divide(tinted, weight, out=np.zeros_like(tinted), where=weight > 0)
-        straight[...] = ENCODE[np.floor(np.minimum(mixed, 1.0) * ENCODE_STEPS + 0.5)
-                               .astype(np.int32)]
+        alpha = floats[:, :, 3:]
+        colour = np.divide(floats[:, :, :3], alpha, out=np.zeros_like(floats[:, :, :3]),
+                           where=alpha > 0)
+        codes = np.floor(np.minimum(colour, 1.0) * ENCODE_STEPS + 0.5).astype(np.int32)
+        straight[...] = ENCODE[codes[:, :, ::-1]]  # RGB → the plane's B, G, R
     averaged = ((total + n // 2) // n).astype(np.uint8)
     if out is None:
         return averaged
@@ -128,13 +131,14 @@ class Pixels(np.ndarray):
 
 
 def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
-           accent: np.ndarray, hawk: Hawk | None = None) -> np.ndarray:
+           accent: np.ndarray, hawk: Hawk | None = None,
+           flap: np.ndarray | None = None) -> np.ndarray:
     """The frame drawn onto `canvas` (any size: the same picture, see `camera.resized`);
     returns its pixels (h, w, 4) BGRA uint8, as the 2D drawing does, as `Pixels` with
     the float image when the canvas keeps one (`canvas.linear`)."""
     width, height = canvas.size
     pose = resized(pose, width, height)
-    layers = exposures(scene, pose, exposure, bank, accent, hawk)
+    layers = exposures(scene, pose, exposure, bank, accent, hawk, flap)
     composed(scene, pose, layers, (0, 0, width, height), canvas.pixels, canvas.linear,
              canvas.straight)
     canvas.surface.mark_dirty()
@@ -148,10 +152,11 @@ def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
 
 def write_vector3d(path, scene: Scene, pose: Pose, positions: np.ndarray,
                    velocities: np.ndarray, bank: np.ndarray | None, accent: np.ndarray,
-                   hawk: Hawk | None = None, *, dpi: float, title: str = "") -> None:
+                   hawk: Hawk | None = None, flap: np.ndarray | None = None, *,
+                   dpi: float, title: str = "") -> None:
     """The frame as a PDF or SVG page (see `vector.write_vector`): the birds' streaks (and
     the hawk's) over the whole shutter (a vector page has no sub-frames to average),
     depth-sorted."""
-    [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent, hawk)
+    [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent, hawk, flap)
     write_vector(path, layer, sky_for(scene, pose), dpi,
                  transparent=scene.output.transparent, title=title)

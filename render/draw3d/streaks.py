@@ -2,10 +2,11 @@
 its wings, their ink the projection of its silhouette (`streaks`).
 
 A bird covers the projection of its silhouette: its body plus its wings times how much of
-the wing faces the viewer (the wings' normal is the bird's banked up vector, as flight.py
-flies it). Its motion spreads that ink over what it sweeps while the shutter is open: the
-body along a streak of its body length plus the distance flown, the wings as a bar from
-wingtip to wingtip swept along the same motion. Drawn apart, a bird resolved on screen
+each wing faces the viewer (the wings' normal is the bird's banked up vector, as flight.py
+flies it, raised and lowered by the wing beat if it beats them). Its motion spreads that
+ink over what it sweeps while the shutter is open: the body along a streak of its body
+length plus the distance flown, the wings as a bar from wingtip to wingtip swept along
+the same motion. Drawn apart, a bird resolved on screen
 reads as a body and a pair of wings, not as a disc as wide as its wings; below the
 pixel-width floor both shrink to the floor and overlap. Each streak's alpha is what makes
 alpha × area its part of the silhouette: a longer or wider streak never means more ink,
@@ -30,7 +31,8 @@ from .types import Pose, Streaks
 class Look(NamedTuple):
     """What the scene says about how a bird looks: wingspan, body length (m), wing and
     body silhouette areas (m²), the atmosphere's visibility V (m, inf: no haze), the
-    streak's pixel-width floor (px)."""
+    streak's pixel-width floor (px), wing beats a second (Hz, 0: wings held level) and
+    the stroke's sweep from its top to its bottom (radians)."""
 
     wingspan: float
     body_length: float
@@ -38,6 +40,8 @@ class Look(NamedTuple):
     body_area: float
     visibility: float
     min_width_px: float
+    wingbeat: float = 0.0
+    stroke: float = 0.0
 
 
 def look_of(scene: Scene) -> Look:
@@ -45,7 +49,8 @@ def look_of(scene: Scene) -> Look:
     bird = scene.bird
     visibility = math.inf if scene.atmosphere is None else scene.atmosphere.visibility
     return Look(bird.wingspan, bird.body_length, bird.wing_area, bird.body_area,
-                float(visibility), scene.render.min_width_px)
+                float(visibility), scene.render.min_width_px, bird.wingbeat,
+                math.radians(bird.stroke))
 
 
 # A peregrine's proportions per metre of wingspan: its body's length (m), its wings' and
@@ -63,7 +68,7 @@ def hawk_look(scene: Scene) -> Look | None:
     span = hawk.wingspan
     return look_of(scene)._replace(wingspan=span, body_length=HAWK_BODY_LENGTH * span,
                                    wing_area=HAWK_WING_AREA * span * span,
-                                   body_area=HAWK_BODY_AREA * span * span)
+                                   body_area=HAWK_BODY_AREA * span * span, wingbeat=0.0)
 
 
 def joined(birds: Streaks, more: Streaks) -> Streaks:
@@ -80,15 +85,46 @@ def shutter_of(scene: Scene) -> float:
     return scene.render.shutter_angle / 360.0 / float(scene.output.fps)
 
 
+# Bird i begins its wing beat at time 0 this far into it (cycles): i times the golden
+# ratio's fraction spreads any run of birds evenly over the beat, so neighbours never flap
+# in step, and a bird beats alike in every render of the scene.
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def wing_phases(look: Look, time_s: float, landed: np.ndarray | None,
+                count: int) -> np.ndarray | None:
+    """Where each of `count` birds is in its wing beat at `time_s` (cycles, in [0, 1));
+    NaN for a landed bird (its wings folded level); None when the look's birds do not beat
+    their wings (`wingbeat` or `stroke` 0)."""
+    if look.wingbeat == 0.0 or look.stroke == 0.0:
+        return None
+    phases = np.modf(np.arange(count) * GOLDEN + look.wingbeat * time_s)[0]
+    if landed is not None:
+        phases[landed] = np.nan
+    return phases
+
+
+def dihedral(look: Look, phases: np.ndarray | None, after_s: float) -> np.ndarray | None:
+    """Each wing's angle above the level (radians, negative below) `after_s` seconds past
+    `phases` (see `wing_phases`): half the stroke times the sine of the beat, 0 where the
+    phase is NaN; None for level wings."""
+    if phases is None:
+        return None
+    beat = np.sin(2.0 * math.pi * (phases + look.wingbeat * after_s))
+    return np.nan_to_num(0.5 * look.stroke * beat, nan=0.0)
+
+
 def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
             bank: np.ndarray | None, accent: np.ndarray, look: Look,
-            shutter_s: float) -> Streaks:
+            shutter_s: float, wings: np.ndarray | None = None) -> Streaks:
     """The birds the camera sees, as streaks on its full frame, far to near: each bird's
     body, then its wings (see `_birds`), `ids` naming the bird of each.
 
     positions (n, 3) m and velocities (n, 3) m/s at the moment the shutter opens; bank
-    (n,) radians (None: level); accent (n,) bool; `shutter_s` how long the shutter stays
-    open (motion blur's sub-frames each pass their share). A streak wholly behind the near
+    (n,) radians (None: level); wings (n,) each wing's angle above the level halfway
+    through the shutter, radians (None: level, see `dihedral`); accent (n,) bool;
+    `shutter_s` how long the shutter stays open (motion blur's sub-frames each pass
+    their share). A streak wholly behind the near
     plane or outside the frame is left out; a body's streak crossing the near plane is cut
     at it."""
     n = len(positions)
@@ -97,7 +133,8 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
     camera = np.stack([pose.position, pose.right, pose.up, pose.forward]).astype(np.float64)
     _birds(np.ascontiguousarray(positions, np.float64),
            np.ascontiguousarray(velocities, np.float64),
-           np.zeros(n) if bank is None else np.ascontiguousarray(bank, np.float64), camera,
+           np.zeros(n) if bank is None else np.ascontiguousarray(bank, np.float64),
+           np.zeros(n) if wings is None else np.ascontiguousarray(wings, np.float64), camera,
            float(pose.focal), float(pose.width), float(pose.height), float(pose.near),
            np.array([look.wingspan, look.body_length, look.wing_area, look.body_area]),
            float(look.min_width_px), float(shutter_s), out, seen)
@@ -143,8 +180,8 @@ def _gathered(out, seen, birds, visibility, accent):
 
 
 @serial
-def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near, body,
-           min_width, shutter, out, seen):
+def _birds(positions, velocities, bank, wings, camera, focal, width_px, height_px, near,
+           body, min_width, shutter, out, seen):
     """Each bird's two streaks into rows 2i (its body) and 2i + 1 (its wings) of `out`
     (N_OUT columns), and whether the frame shows each into seen[2i], seen[2i + 1].
     camera: (4, 3) the pinhole's position, right, up and forward; body: wingspan, body
@@ -153,15 +190,19 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
     The bird's axes are those flight.py flies: forward f, r = f × z made unit, u = r × f
     (a bird at rest faces +x; one flying straight up has r = +x, where flight.py takes
     −y: a bird with no heading has no side of its own); banked by β its wings' normal is
-    cos β·u + sin β·r and its wingtip axis cos β·r − sin β·u. A small patch of area A (as
-    seen along its ray) at depth z and distance d covers f²·A·d/z³ px² of the image plane
-    (its solid angle A/d², at f²/cos³θ px² a steradian θ off the axis, cos θ = z/d).
+    n = cos β·u + sin β·r and its wingtip axis s = cos β·r − sin β·u. Each wing raised by
+    θ (`wings`) turns its normal to cos θ·n ∓ sin θ·s and its tip to a·(cos θ·s + sin θ·n)
+    either side (a the half span). A small patch of area A (as seen along its ray) at
+    depth z and distance d covers f²·A·d/z³ px² of the image plane (its solid angle A/d²,
+    at f²/cos³ψ px² a steradian ψ off the axis, cos ψ = z/d).
 
     The body runs from its tail when the shutter opens to its head when it closes, as
-    wide as the body on screen. The wings are a bar from wingtip to wingtip (halfway
-    through the shutter, cut at the near plane) swept from where the body's centre is
-    when the shutter opens to where it is when it closes: a streak along the longer of
-    the two on screen, as wide as the other reaches across it.
+    wide as the body on screen. The wings are a bar across the tips' reach, a·cos θ
+    either side of the shoulders (one bar stands for both arms of the V; the raised tips'
+    height is left out, so the bar never leaves the body), halfway through the shutter,
+    cut at the near plane, swept from where the body's centre is when the shutter opens
+    to where it is when it closes: a streak along the longer of the two on screen, as
+    wide as the other reaches across it.
     Each is widened until its ink fits at full opacity (L·w + πw²/4 = ink), never under
     min_width, and alpha makes alpha × area its silhouette: the body's area, and the
     wings' times how much of them faces the viewer. A bird cut by the near plane keeps its
@@ -182,7 +223,12 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
         ex, ey, ez = px - camera[0, 0], py - camera[0, 1], pz - camera[0, 2]
         distance = math.sqrt(ex * ex + ey * ey + ez * ez)
         reach = max(distance, 1e-12)
-        facing = abs(nx * (ex / reach) + ny * (ey / reach) + nz * (ez / reach))
+        lx, ly, lz = ex / reach, ey / reach, ez / reach  # the line of sight
+        # Each wing's normal raised by θ, seen along the line of sight; the two averaged.
+        cw, sw = math.cos(wings[i]), math.sin(wings[i])
+        n_seen = nx * lx + ny * ly + nz * lz
+        s_seen = sx * lx + sy * ly + sz * lz
+        facing = 0.5 * (abs(cw * n_seen - sw * s_seen) + abs(cw * n_seen + sw * s_seen))
         h = 0.5 * body_length
         mx, my, mz = vx * shutter, vy * shutter, vz * shutter  # flown while it is open
         tail = _view(camera, px - h * fx, py - h * fy, pz - h * fz)
@@ -201,7 +247,7 @@ def _birds(positions, velocities, bank, camera, focal, width_px, height_px, near
         # the near plane: a tip projected through a depth clamped to the plane, or the bar
         # centred on the body's projection, threw a bird beside the camera across the
         # whole frame as a band.
-        a = 0.5 * wingspan
+        a = 0.5 * wingspan * cw
         tip0, tip1 = _clip_near(
             _view(camera, px - a * sx + 0.5 * mx, py - a * sy + 0.5 * my,
                   pz - a * sz + 0.5 * mz),

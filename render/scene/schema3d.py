@@ -144,6 +144,12 @@ class BirdSettings:
     wing_area: float = setting(0.019, "Both wings, seen face-on.", unit="m²", lo=0)
     body_area: float = setting(0.01, "The body's silhouette (all a bird shows edge-on).",
                                unit="m²", lo=0)
+    wingbeat: float = setting(0.0, "Wing beats a second, each bird at its own place in "
+                              "the beat (a starling's: about 13); 0 holds the wings level, "
+                              "as a glide.", unit="Hz", lo=0)
+    stroke: float = setting(100.0, "The wings' sweep from the top of the upstroke to the "
+                            "bottom of the downstroke, level in its middle; 0 holds them "
+                            "level.", unit="degrees", lo=0, hi=180)
 
 
 def default_points(world, roost) -> tuple[tuple[float, float, float],
