@@ -46,7 +46,8 @@ class FrameState:
     attack: whether a hunting hawk's attack is on; landed: (n,) bool, None without a
     landing; followed: the point a following camera follows (d floats), else None;
     flap: (n,) where each bird is in its wing beat when the shutter opens (cycles, NaN
-    landed; None: wings level, as in 2D; see `draw3d.streaks.wing_phases`)."""
+    landed; None: wings level, as in 2D; see `draw3d.streaks.wing_phases`); hawk_bank:
+    the hunting hawk's bank, radians."""
 
     index: int
     positions: np.ndarray
@@ -64,6 +65,7 @@ class FrameState:
     followed: tuple[float, ...] | None = None
     hawk_velocity: tuple[float, ...] | None = None
     flap: np.ndarray | None = None
+    hawk_bank: float = 0.0
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -82,7 +84,7 @@ class FrameState:
                    None if landed is None else landed.copy(), frame.followed,
                    frame.hawk_velocity,
                    wing_phases(look_of(scene), time, landed, len(frame.positions))
-                   if three else None)
+                   if three else None, frame.hawk_bank)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""

@@ -45,6 +45,42 @@ def frame_state(scene, time: float, hawk=True) -> FrameState:
                       hawk_velocity=tuple(ACROSS) if hawk else None)
 
 
+@pytest.mark.parametrize("side", [1.0, -1.0])
+def test_the_hawk_banks_into_its_turn_as_a_bird_does(side):
+    """Turning at its 90°/s at 20 m/s it rolls to atan(v·ω/g), 72.7°, into the turn
+    (positive to its right, flight.py's sign), within a second; flying on straight, or
+    pulling up, it levels again."""
+    from render.sim.forces.hunt import HawkFlight
+
+    hawk, dt = HawkFlight(vel=np.array([20.0, 0.0, 0.0])), 0.01
+    most = math.radians(90.0) * dt
+    for _ in range(200):  # aimed square to its right (or left): turning at its most
+        u = hawk.vel / np.linalg.norm(hawk.vel)
+        right = np.array([u[1], -u[0], 0.0])
+        hawk._fly(side * right, 20.0, most, dt)
+    # sideways, v·sin(ω·dt) a step: ω·v to within 4e-5
+    sideways = 20.0 * math.sin(most) / dt
+    assert hawk.bank == pytest.approx(side * math.atan(sideways / 9.81), abs=1e-4)
+    assert abs(math.degrees(hawk.bank)) == pytest.approx(72.7, abs=0.05)
+    for _ in range(200):
+        hawk._fly(hawk.vel + (0.0, 0.0, 10.0), 20.0, most, dt)  # straight on and up
+    assert abs(hawk.bank) < 1e-3
+
+
+def test_a_banked_hawk_shows_the_camera_beside_it_its_wings():
+    scene = hunting()
+    pose = pinhole(SIZE)
+    inks = []
+    for bank in (0.0, 1.2):
+        [layer] = exposures(scene, pose, ((BIRDS[:0], np.zeros((0, 3))),), np.zeros(0),
+                            np.zeros(0, bool), Hawk(HAWK_AT, ACROSS, 1.0, bank))
+        length = np.hypot(layer.x1 - layer.x0, layer.y1 - layer.y0)
+        inks.append(np.sum(layer.alpha * (length * layer.width + math.pi * layer.width ** 2
+                                          / 4)))
+    # Flying across the view, rolled 69° right, toward the camera: its wings' face.
+    assert inks[1] > 2.0 * inks[0]
+
+
 def test_the_hawks_ink_is_a_peregrines_silhouette_among_the_birds_in_depth_order():
     scene = hunting()
     pose = pinhole(SIZE)

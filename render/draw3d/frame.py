@@ -23,11 +23,12 @@ HAWK_FADE_S = 1.0
 
 class Hawk(NamedTuple):
     """The hunting hawk as a frame draws it: position (3,) m and velocity (3,) m/s when
-    the shutter opens, and how much of its ink shows (fading in)."""
+    the shutter opens, how much of its ink shows (fading in) and its bank (radians)."""
 
     position: np.ndarray
     velocity: np.ndarray
     shown: float
+    bank: float = 0.0
 
 
 def hawk_drawn(scene: Scene, state) -> Hawk | None:
@@ -37,7 +38,7 @@ def hawk_drawn(scene: Scene, state) -> Hawk | None:
         return None
     shown = min(1.0, (float(state.time) - scene.hawk.start) / HAWK_FADE_S)
     return Hawk(np.array(state.hawk, np.float64), np.array(state.hawk_velocity, np.float64),
-                shown) if shown > 0.0 else None
+                shown, float(state.hawk_bank)) if shown > 0.0 else None
 
 
 def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
@@ -64,8 +65,8 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
                             accent, look, slice_s, wings)
         if hawk is not None:
             at = hawk.position + k * slice_s * hawk.velocity  # where its slice begins
-            drawn = streaks(pose, at[None], hawk.velocity[None], None, np.zeros(1, bool),
-                            hawk_sizes, slice_s)
+            drawn = streaks(pose, at[None], hawk.velocity[None], np.array([hawk.bank]),
+                            np.zeros(1, bool), hawk_sizes, slice_s)
             layer = joined(layer, drawn._replace(alpha=drawn.alpha * hawk.shown,
                                                  ids=np.full(len(drawn.ids), -1)))
         layers.append(layer)

@@ -142,13 +142,15 @@ class Attack:
 @dataclass(frozen=True)
 class Told:
     """What a step tells of the finale: the attack flag, the hawk's position (None while
-    it waits), the landed birds (n,) bool, and the last finished attack's (number, wave
-    speed m/s, share startled by the hawk, share that zigged) or None."""
+    it waits), the landed birds (n,) bool, the last finished attack's (number, wave
+    speed m/s, share startled by the hawk, share that zigged) or None, and the hawk's
+    bank (radians)."""
 
     attack: bool
     hawk: tuple[float, float, float] | None
     landed: np.ndarray
     last_attack: tuple[int, float, float, float] | None
+    hawk_bank: float = 0.0
 
 
 class Finale:
@@ -157,7 +159,8 @@ class Finale:
     def __init__(self, scene: Scene, n: int, roost_xy: tuple[float, float]):
         self.settings = scene.hawk if hunt.hunting(scene) else None
         self.dt = scene.scene.dt
-        self.hawk = hunt.HawkFlight()
+        self.hawk = hunt.HawkFlight(
+            gravity=scene.flight.gravity if scene.flight is not None else 9.81)
         self.waves = waves.waves(scene)
         self.zig_start, self.zig_side, self.zig_origin = waves.fresh(n)
         self.land = landing.landing(scene, roost_xy)
@@ -223,4 +226,4 @@ class Finale:
             a = self.done[-1]
             last = (len(self.done), a.wave_speed(), a.startled_share(), a.zigged_share())
         return Told(self.settings is not None and h.attacking(t), hawk_at,
-                    self.state == landing.LANDED, last)
+                    self.state == landing.LANDED, last, h.bank)

@@ -147,7 +147,8 @@ class Frame:
     followed, bank ((n,) radians; None in 2D) and hawk (d floats; None while it is not
     out): interpolated at `time` like the positions (the hawk from the step before alone
     when it is out at only one of the two); hawk_velocity (d floats, world units/s): its
-    flight over that step, None unless it is out at both."""
+    flight over that step, None unless it is out at both; hawk_bank: its bank (radians),
+    interpolated like its position."""
 
     index: int
     time: Fraction
@@ -159,6 +160,7 @@ class Frame:
     bank: np.ndarray | None = None
     hawk: tuple[float, ...] | None = None
     hawk_velocity: tuple[float, ...] | None = None
+    hawk_bank: float = 0.0
 
 
 def step_fraction(dt: float) -> Fraction:
@@ -202,7 +204,7 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
             tuple((b - a) / float(dt) for a, b in zip(before.hawk, after.hawk))
         if frac == 0.0:
             return before.positions, before.velocities, before, before.followed, \
-                before.bank, before.hawk, flown
+                before.bank, before.hawk, flown, before.hawk_bank
         delta = after.positions - before.positions
         if wrap:
             delta -= extent * np.round(delta / extent)
@@ -213,7 +215,8 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
         bank = None if before.bank is None else before.bank + frac * (after.bank -
                                                                      before.bank)
         return pos, vel, before, between(before.followed, after.followed, frac), bank, \
-            between(before.hawk, after.hawk, frac), flown
+            between(before.hawk, after.hawk, frac), flown, \
+            before.hawk_bank + frac * (after.hawk_bank - before.hawk_bank)
 
     if progress and count > 0 and first > 0:
         s0 = math.floor(Fraction(first) / fps / dt)
@@ -222,14 +225,15 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
             reach(s0, bar)
     for index in range(first, first + count):
         time = Fraction(index) / fps
-        pos, vel, snap, followed, bank, hawk, hawk_velocity = at(time)
+        pos, vel, snap, followed, bank, hawk, hawk_velocity, hawk_bank = at(time)
         exposure = ()
         if subframes > 1:
             # Copies: the simulator may reuse its arrays as it steps through the shutter.
             exposure = tuple((p.copy(), v.copy()) for p, v, *_ in (
                 at(time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps)
                 for k in range(subframes)))
-        yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk, hawk_velocity)
+        yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk, hawk_velocity,
+                    hawk_bank)
 
 
 def between(a, b, frac: float):

@@ -177,7 +177,8 @@ class Simulation3D:
                         told.hawk if fin else None, followed, bank=self.bank,
                         attack=told.attack if fin else False,
                         landed=told.landed if fin and finale.land.active else None,
-                        last_attack=told.last_attack if fin else None)
+                        last_attack=told.last_attack if fin else None,
+                        hawk_bank=told.hawk_bank if fin else 0.0)
         self.positions, self.velocities, self.bank = new.pos, new.vel, new.bank
         self.step_index += 1
         return snap

@@ -22,7 +22,8 @@ class Snapshot:
     follow (None unless the camera follows it). bank: (n,) radians, None in 2D.
     3D hunt and landing (render.sim.hunt3d): attack, whether an attack is on; landed: (n,)
     bool (None without a landing); last_attack: the last finished attack's (number, wave
-    speed m/s, share startled by the hawk, share that zigged), None before the first.
+    speed m/s, share startled by the hawk, share that zigged), None before the first;
+    hawk_bank: the hunting hawk's bank, radians.
     """
 
     step: int
@@ -38,6 +39,7 @@ class Snapshot:
     attack: bool = False
     landed: np.ndarray | None = None
     last_attack: tuple[int, float, float, float] | None = None
+    hawk_bank: float = 0.0
 
 
 def follow_start(scene: Scene, pos: np.ndarray):

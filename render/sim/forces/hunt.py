@@ -28,6 +28,7 @@ ATTACK_TAIL = 5.0     # s after the climb-out that an attack lasts (issue 20)
 DIVE_LIMIT = 4.0      # s: a dive that has not passed its target by then has missed
 STANDOFF = 150.0      # m behind the flock where the hawk appears
 CEILING = 2.0         # dive heights over its target that a climb stops at
+ROLL_TIME = 0.2       # s: the hawk's bank follows its turn about this fast
 
 
 class Startle(NamedTuple):
@@ -76,7 +77,9 @@ def turned(u: np.ndarray, w: np.ndarray, most: float) -> np.ndarray:
 class HawkFlight:
     """The hawk's state: phase ("wait", "pursue", "dive", "climb"), position and velocity
     (3,) m and m/s, the phase's start (s), the last dive's start (s), the target bird, the
-    attacks begun so far and when the current one ends (inf while diving)."""
+    attacks begun so far and when the current one ends (inf while diving); its bank
+    (radians, positive rolled right, as flight.py's birds) and the gravity it banks
+    against (m/s²)."""
 
     phase: str = "wait"
     pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -87,6 +90,8 @@ class HawkFlight:
     attacks: int = 0
     attack_from: float = math.inf
     attack_until: float = -math.inf
+    bank: float = 0.0
+    gravity: float = 9.81
 
     def attacking(self, t: float) -> bool:
         return self.attack_from <= t < self.attack_until
@@ -153,7 +158,15 @@ class HawkFlight:
     def _fly(self, aim: np.ndarray, speed: float, most: float, dt: float) -> None:
         u = self.vel / max(float(np.linalg.norm(self.vel)), 1e-12)
         w = aim / max(float(np.linalg.norm(aim)), 1e-12)
-        self.vel = speed * turned(u, w, most)
+        new = turned(u, w, most)
+        # Banked as a bird banks into a turn (tan β = the turn's sideways acceleration
+        # over g, flight.py): drawn level it showed the camera a wing's edge through
+        # its hardest turns.
+        level = math.hypot(u[0], u[1])
+        across = 0.0 if level < 1e-9 else float(new[0] * u[1] - new[1] * u[0]) / level
+        lean = math.atan2(speed * across / dt, self.gravity)
+        self.bank += (lean - self.bank) * min(1.0, dt / ROLL_TIME)
+        self.vel = speed * new
         self.pos = self.pos + self.vel * dt
         self.pos[2] = max(self.pos[2], 0.0)
 
