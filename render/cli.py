@@ -176,8 +176,9 @@ def _scene(args: argparse.Namespace):
         if max(size) > MAX_SIDE:
             most = math.floor(MAX_SIDE * 25.4 / max(PAPER_MM[args.paper]))
             raise UsageError(f"--paper {args.paper} --dpi {dpi:g}: expected each side in "
-                             f"1..{MAX_SIDE:,} px, got {size[0]}x{size[1]}: on this sheet the "
-                             f"most is --dpi {most:,}")
+                             f"1..{MAX_SIDE} px, got {size[0]}x{size[1]}: on this sheet the "
+                             f"most is --dpi {most} (a transparent, 16-bit, JPEG or "
+                             f"OpenEXR still less)")
         return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
 
     if args.from_png:

@@ -23,7 +23,7 @@ from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .draw3d.camera import pose_at
 from .draw3d.frame import draw3d, hawk_drawn
-from .draw3d.streaks import look_of, wing_phases
+from .draw3d.streaks import look_of, loop_wingbeat, wing_phases
 from .draw3d.types import Pose
 from .loop import crossfade_frames
 from .scene import Scene
@@ -75,6 +75,13 @@ class FrameState:
         landed = getattr(frame.snapshot, "landed", None)
         time = float(frame.time)
         three = scene.dimensions == 3
+        flap = None
+        if three:
+            look = look_of(scene)
+            if scene.output.loop:
+                seconds = scene.frame_count / float(scene.output.fps)
+                look = look._replace(wingbeat=loop_wingbeat(look.wingbeat, seconds))
+            flap = wing_phases(look, time, landed, len(frame.positions), frame.beats)
         return cls(frame.index, frame.positions.copy(), frame.velocities.copy(),
                    frame.snapshot.neighbours.copy(), accent, frame.exposure,
                    None if three else view_at(scene, time, frame.followed), frame.time,
@@ -83,8 +90,7 @@ class FrameState:
                    getattr(frame.snapshot, "attack", False),
                    None if landed is None else landed.copy(), frame.followed,
                    frame.hawk_velocity,
-                   wing_phases(look_of(scene), time, landed, len(frame.positions))
-                   if three else None, frame.hawk_bank)
+                   flap, frame.hawk_bank)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""

@@ -415,10 +415,11 @@ BAD = [
     ({"path": [[0, 0, -300, -2, 0, 0, 50, 30]]}, "below the ground (keyframe t = 0.0)"),
     ({"path": [[0, 0, -300, 2, 0, 0, 50, 190]]}, "fov in (0, 180)"),
     ({"centre": [1, 2]}, "unknown key"),
-    # A near plane past what the camera looks at clips the whole flock: an empty sky.
+    # A near plane past the roost clips the flock flying about it: an empty sky (the
+    # roost at the world's centre, (40, 22.5) at 50 m: √(40² + 322.5² + 48²) m off).
     ({"position": [0, -300, 2], "look_at": [0, 0, 50], "near": 400.0},
-     "camera.near: expected a near plane closer than the point the camera looks at, "
-     "303.8 m away, got camera.near = 400.0"),
+     "camera.near: expected a near plane closer than the roost the flock flies about, "
+     "328.5 m away, got camera.near = 400.0"),
     ({"near": 1e6, "follow": "centroid"}, "camera.near: expected a near plane closer"),
     # Pans whose eased view passes through the lens, or along up, between two keyframes.
     ({"path": [[0, 300, 0, 50, 310, 0, 60, 30], [2, 300, 0, 50, 290, 0, 40, 30]]},
@@ -465,10 +466,14 @@ def test_a_camera_that_cannot_see_is_refused_with_exit_2(tmp_path, capsys, camer
      [("camera.path", "[[0, 0, 0, 2, 0, 0, 2, 22]]", "--set")],
      "--set camera.path: the camera looks at its own position (keyframe t = 0.0): expected "
      "look_at ≠ position, got [0.0, 0.0, 2.0] for both"),
-    ({"position": [0, -300, 2], "look_at": [0, 0, 50], "near": 1.0},
-     [("camera.look_at", "[0, -299.5, 2]", "--set")],
-     "--set camera.look_at: expected a near plane closer than the point the camera looks "
-     "at, 0.5 m away, got camera.near = 1.0"),
+    ({"position": [0, -300, 2], "look_at": [0, 0, 50]},
+     [("camera.near", "500", "--set")],
+     "--set camera.near: expected a near plane closer than the roost the flock flies "
+     "about, 328.5 m away, got camera.near = 500.0"),
+    # A look_at half a metre off only aims the camera: a near plane of 1 m past it is
+    # fine, as is a camera in the roost's circle.
+    ({"position": [0, -300, 2], "look_at": [0, -299.5, 2.08], "near": 1.0}, [], None),
+    ({"position": [10, 0, 50], "look_at": [0, 300, 50], "near": 20.0}, [], None),
 ])
 def test_a_camera_problem_is_blamed_on_the_setting_given_last(camera, overrides, line):
     raw = {**BASE, "camera": camera}

@@ -23,6 +23,7 @@ import numpy as np
 from ..ranking import stable_order
 from ..scene import Scene
 from ..sim.jit import inline, serial
+from ..sim.simulate import own_beats
 from .sky import LN_005
 from .types import Pose, Streaks
 
@@ -85,23 +86,28 @@ def shutter_of(scene: Scene) -> float:
     return scene.render.shutter_angle / 360.0 / float(scene.output.fps)
 
 
-# Bird i begins its wing beat at time 0 this far into it (cycles): i times the golden
-# ratio's fraction spreads any run of birds evenly over the beat, so neighbours never flap
-# in step, and a bird beats alike in every render of the scene.
-GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
-
-
 def wing_phases(look: Look, time_s: float, landed: np.ndarray | None,
-                count: int) -> np.ndarray | None:
+                count: int, beats: np.ndarray | None = None) -> np.ndarray | None:
     """Where each of `count` birds is in its wing beat at `time_s` (cycles, in [0, 1));
     NaN for a landed bird (its wings folded level); None when the look's birds do not beat
-    their wings (`wingbeat` or `stroke` 0)."""
+    their wings (`wingbeat` or `stroke` 0). `beats`: each row's place in the beat at time
+    0 (cycles; default each bird's own, `sim.simulate.own_beats`; a loop's morph
+    carries a row's toward its partner's)."""
     if look.wingbeat == 0.0 or look.stroke == 0.0:
         return None
-    phases = np.modf(np.arange(count) * GOLDEN + look.wingbeat * time_s)[0]
+    start = own_beats(count) if beats is None else beats
+    phases = np.modf(start + look.wingbeat * time_s)[0]
+    phases += phases < 0.0  # the fraction of a negative place, from 0 up
     if landed is not None:
         phases[landed] = np.nan
     return phases
+
+
+def loop_wingbeat(wingbeat: float, seconds: float) -> float:
+    """The wing beat a loop of `seconds` flies: `wingbeat` (Hz) rounded to a whole number
+    of beats in the loop, at least one, so each bird's wings are where they were when the
+    clip comes round."""
+    return max(1, round(wingbeat * seconds)) / seconds if wingbeat > 0.0 else 0.0
 
 
 def dihedral(look: Look, phases: np.ndarray | None, after_s: float) -> np.ndarray | None:

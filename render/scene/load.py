@@ -19,7 +19,8 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, unread_keys)
-from .schema3d import MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, keyframes
+from .schema3d import (MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, RoostSettings,
+                       default_points, keyframes)
 from .values import convert, show, suggest
 
 
@@ -400,19 +401,24 @@ def _check_camera3d(values, where, usable, problems, rank):
         return
     # The settings a keyframe's view comes from: a problem is blamed on the one given last.
     looks = (name,) if camera.path is not None else ("camera.look_at", name)
+    home = default_points(values["world"], values["roost"])[1]
+    reach = (values["roost"] or RoostSettings()).radius
     for key in keyframes(camera, values["world"], values["roost"]):
         at = f" (keyframe t = {show(key[0])})" if camera.path is not None else ""
         if key[3] < 0.0:
             problems.append(f"{where(name)}: the camera is below the ground{at}: expected "
                             f"z ≥ 0 m, got {show(key[3])}")
-        view = [b - a for a, b in zip(key[1:4], key[4:7])]
-        if 1e-6 <= math.hypot(*view) <= camera.near:  # a followed flock flies about there
-            problems.append(f"{where(max(('camera.near', *looks), key=rank))}: expected a near "
-                            f"plane closer than the point the camera looks at, "
-                            f"{math.hypot(*view):.1f} m away{at}, got camera.near = "
-                            f"{show(camera.near)}")
+        # A near plane past the roost clips the flock that flies about it: an empty sky.
+        # (look_at only aims the camera; a camera inside the roost's circle is left be.)
+        off = math.dist(key[1:4], home)
+        if off > reach and camera.near >= off:
+            blamed = max(("camera.near", name), key=rank)
+            problems.append(f"{where(blamed)}: expected a near plane closer than the roost "
+                            f"the flock flies about, {off:.1f} m away{at}, got "
+                            f"camera.near = {show(camera.near)}")
         if camera.follow == "centroid":
             continue
+        view = [b - a for a, b in zip(key[1:4], key[4:7])]
         if math.hypot(*view) < 1e-6:
             problems.append(f"{where(max(looks, key=rank))}: the camera looks at its own "
                             f"position{at}: expected look_at ≠ position, got "

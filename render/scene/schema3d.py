@@ -119,7 +119,7 @@ class Camera3DSettings:
     fov: float = setting(30.0, "Vertical field of view, in (0, 180).", unit="degrees",
                          lo=0, lo_open=True, hi=180, hi_open=True)
     near: float = setting(0.1, "Near plane: what is closer along the view is clipped "
-                          "(closer than look_at).",
+                          "(closer than the roost).",
                           unit="m", lo=0, lo_open=True)
     path: tuple[tuple[float, ...], ...] | None = setting(
         None, "Keyframes [[t, x, y, z, look_x, look_y, look_z, fov], …], eased between, "

@@ -50,7 +50,7 @@ from ..errors import UsageError
 from ..progress import note, progress_bar
 from .flight import flight
 from .pairing import pair
-from .simulate import Frame, Simulation, between, frames, step_fraction
+from .simulate import Frame, Simulation, between, frames, own_beats, step_fraction
 
 # The loop's start is searched within this share of the clip (simulated once more: cheap
 # next to drawing), a candidate every third of the morph.
@@ -498,11 +498,13 @@ def morph(scene, head: list[Frame], start: int, count: int,
         vel = t.velocities + w * (frame.velocities[partner] - t.velocities)
         nb = np.where(w[:, 0] < 0.5, t.snapshot.neighbours, frame.snapshot.neighbours[partner])
         snapshot = dataclasses.replace(frame.snapshot, neighbours=nb)
-        followed, bank = frame.followed, frame.bank
+        followed, bank, beats = frame.followed, frame.bank, None
         if scene.dimensions == 3:
             bank, followed = carried_3d(frame, t, partner, w[:, 0], smooth(i / c))
+            beats = carried_beats(partner, w[:, 0])
         yield dataclasses.replace(frame, positions=pos, velocities=vel, exposure=(),
-                                  snapshot=snapshot, followed=followed, bank=bank)
+                                  snapshot=snapshot, followed=followed, bank=bank,
+                                  beats=beats)
 
 
 def smooth(s):
@@ -535,6 +537,16 @@ def carried_3d(head: Frame, tail: Frame, partner: np.ndarray, w: np.ndarray, s: 
     and the followed point (the camera carried from the tail's to the head's with `s`)."""
     return tail.bank + w * (head.bank[partner] - tail.bank), between(tail.followed,
                                                                      head.followed, s)
+
+
+def carried_beats(partner: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each row's place in its wing beat at time 0 (cycles) in a morph frame: its own
+    (`simulate.own_beats`) turned the shorter way round toward its partner's with its
+    weight `w`, so the row beats on as the head's bird it becomes (the frame after the
+    morph draws that bird in its own row)."""
+    own = own_beats(len(partner))
+    gap = own[partner] - own
+    return own + w * (gap - np.round(gap))
 
 
 def flies(scene, guided: list[Frame], paths: list[tuple], end: np.ndarray) -> np.ndarray:

@@ -148,7 +148,9 @@ class Frame:
     out): interpolated at `time` like the positions (the hawk from the step before alone
     when it is out at only one of the two); hawk_velocity (d floats, world units/s): its
     flight over that step, None unless it is out at both; hawk_bank: its bank (radians),
-    interpolated like its position."""
+    interpolated like its position; beats: each row's place in its wing beat at time 0
+    (cycles), None for bird i's own (a loop's morph carries a row's toward its partner's,
+    see `draw3d.streaks.wing_phases`)."""
 
     index: int
     time: Fraction
@@ -161,6 +163,18 @@ class Frame:
     hawk: tuple[float, ...] | None = None
     hawk_velocity: tuple[float, ...] | None = None
     hawk_bank: float = 0.0
+    beats: np.ndarray | None = None
+
+
+# Bird i begins its wing beat at time 0 this far into it (cycles): i times the golden
+# ratio's fraction spreads any run of birds evenly over the beat, so neighbours never beat
+# in step, and a bird beats alike in every render of the scene.
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def own_beats(count: int) -> np.ndarray:
+    """Where each of `count` birds is in its wing beat at time 0, cycles: i·GOLDEN."""
+    return np.arange(count) * GOLDEN
 
 
 def step_fraction(dt: float) -> Fraction:
