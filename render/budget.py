@@ -293,7 +293,9 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
                          + (1 if scene.hawk and scene.hawk.mode == "hunt" else 0)
                          + (birds if landing else 0)) + birds * 9
     else:
-        vectors = 2 if d == 2 else 10 / 3
+        # 3D: points, velocities, up (three floats each) and bank; a wing beat's angle
+        beating = d == 3 and scene.bird.wingbeat > 0 and scene.bird.stroke > 0
+        vectors = 2 if d == 2 else (11 if beating else 10) / 3
         per_bird += frames * vectors * USD_BYTES_PER_VECTOR
         per = USDA_BYTES_PER_VECTOR if suffix == ".usda" else USDC_BYTES_PER_VECTOR
         disk = frames * birds * vectors * per

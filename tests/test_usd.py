@@ -6,6 +6,7 @@ whose samples equal the .npz export's within float32 precision, the stage's meta
 from __future__ import annotations
 
 import builtins
+import math
 import os
 import subprocess
 import sys
@@ -168,6 +169,7 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     assert len(api.GetPrimvar("bank").Get(6)) == len(up) == len(v)
     assert np.allclose(np.linalg.norm(up, axis=1), 1, atol=1e-6)
     assert np.abs(np.einsum("ij,ij->i", up, v)).max() < 1e-4 * np.abs(v).max()
+    assert not api.HasPrimvar("wings")  # wings held level: nothing to flap
     moved = [camera.GetCamera(k).transform.ExtractTranslation() for k in (5, 7)]
     assert moved[0] == moved[1]  # the camera stands; it turns to follow
     turned = [camera.GetCamera(k).transform.TransformDir(Gf.Vec3d(0, 0, -1)) for k in (5, 7)]
@@ -185,3 +187,21 @@ def test_a_banked_birds_up_vector_is_worked_by_hand():
     assert np.allclose(up[0], [0, 0, 1]) and np.allclose(up[1], [0, -np.sin(0.5), np.cos(0.5)])
     assert np.allclose(up[2], [np.sin(-0.3), 0, np.cos(-0.3)])
     assert np.allclose(up[3], [np.sin(0.2), -np.cos(0.2), 0])
+
+
+def test_a_wing_beat_is_in_the_usd_as_each_wings_angle(cli, write_scene, tmp_path):
+    """primvars:wings at time code k: half the stroke times sin 2π(i·φ + f·k/fps), bird i
+    starting φ = (√5 − 1)/2 of a beat after bird i − 1 (worked here, not imported)."""
+    from test_outputs3d import SMALL_3D
+
+    scene = write_scene(SMALL_3D)
+    r = cli(scene, "-o", f"{tmp_path}/f.usda", "--frames", "5:8", "-q",
+            "--set", "bird.wingbeat=13", "--set", "bird.stroke=90")
+    assert r.code == 0, r.err
+    stage = Usd.Stage.Open(str(tmp_path / "f.usda"))
+    api = UsdGeom.PrimvarsAPI(birds(stage).GetPrim())
+    golden = (math.sqrt(5) - 1) / 2
+    i = np.arange(300)
+    for k in (5, 7):
+        want = math.radians(45) * np.sin(2 * math.pi * (i * golden + 13 * k / 20))
+        np.testing.assert_allclose(api.GetPrimvar("wings").Get(k), want, atol=1e-5)

@@ -49,10 +49,12 @@ class UsdWriter:
     with them; ids int64[] (the bird's index), widths float[] (`width`, world units) and
     primvars:accent int[] (1: an accent bird) constant over the clip; in 3D,
     primvars:bank float[] (radians) and primvars:up vector3f[] (each bird's banked up
-    vector, its wings' normal) sampled with the points, and the camera (`_film`)."""
+    vector, its wings' normal) sampled with the points, the camera (`_film`), and with
+    a wing beat (`look`, a `draw3d.streaks.Look` whose birds beat their wings)
+    primvars:wings float[] (each wing's angle above the level, radians)."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
-                 width: float, overwrite: bool = True):
+                 width: float, overwrite: bool = True, look=None):
         self.modules = _pxr()
         if self.modules is None:
             raise UsageError(f"{path}: writing USD needs the usd-core package: "
@@ -61,7 +63,7 @@ class UsdWriter:
         refuse_existing(self.path, overwrite)  # before the flock is settled
         self.format = FORMATS[self.path.suffix.lower()]
         self.fps, self.frames, self.first = fps, frames, first
-        self.width, self.overwrite = width, overwrite
+        self.width, self.overwrite, self.look = width, overwrite, look
         self.written = 0
         self.stage = self.points = self.camera = None
 
@@ -102,6 +104,8 @@ class UsdWriter:
                                         index)
         if state.bank is not None:
             self._bank(state, index)
+        if getattr(state, "flap", None) is not None and self.look is not None:
+            self._wings(state.flap, index)
         if state.pose is not None:
             self._film(state.pose, index)
         self.written += 1
@@ -119,6 +123,19 @@ class UsdWriter:
         self.bank_var.Set(Vt.FloatArray.FromNumpy(state.bank.astype(np.float32)), index)
         self.up_var.Set(Vt.Vec3fArray.FromNumpy(
             banked_up(state.velocities, state.bank).astype(np.float32)), index)
+
+    def _wings(self, flap: np.ndarray, index: int) -> None:
+        """Each wing's angle above the level (radians, both wings alike; 0 for a landed
+        bird) at time code `index`, where the beat has it then: what flaps a bird rig
+        instanced on the point in step with the frames."""
+        from ..draw3d.streaks import dihedral
+
+        Sdf, _, UsdGeom, Vt = self.modules
+        if self.written == 0:
+            self.wings_var = UsdGeom.PrimvarsAPI(self.points).CreatePrimvar(
+                "wings", Sdf.ValueTypeNames.FloatArray, UsdGeom.Tokens.vertex)
+        angles = dihedral(self.look, flap, 0.0).astype(np.float32)
+        self.wings_var.Set(Vt.FloatArray.FromNumpy(angles), index)
 
     def _film(self, pose, index: int) -> None:
         """The camera's pose at time code `index`: USD's camera looks down its −Z with +Y
