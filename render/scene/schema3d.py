@@ -146,7 +146,7 @@ class BirdSettings:
                                unit="m²", lo=0)
     wingbeat: float = setting(0.0, "Wing beats a second, each bird at its own place in "
                               "the beat (a starling's: about 13); 0 holds the wings level, "
-                              "as a glide.", unit="Hz", lo=0)
+                              "as a glide.", unit="Hz", lo=0, hi=200)
     stroke: float = setting(100.0, "The wings' sweep from the top of the upstroke to the "
                             "bottom of the downstroke, level in its middle; 0 holds them "
                             "level.", unit="degrees", lo=0, hi=180)
