@@ -205,3 +205,55 @@ def test_a_wing_beat_is_in_the_usd_as_each_wings_angle(cli, write_scene, tmp_pat
     for k in (5, 7):
         want = math.radians(45) * np.sin(2 * math.pi * (i * golden + 13 * k / 20))
         np.testing.assert_allclose(api.GetPrimvar("wings").Get(k), want, atol=1e-5)
+
+
+def test_a_hunting_hawk_is_its_own_prim_where_the_npz_has_it(cli, tmp_path):
+    """/flock/hawk: one point at the frames the .npz has the hawk out (at its position,
+    float32), none where it is NaN; banked and up as the birds' primvars."""
+    scene = tmp_path / "hunt.toml"
+    scene.write_text(HUNT)
+    r = cli(scene, "-o", f"{tmp_path}/f.usda", "-o", f"{tmp_path}/f.npz", "-q")
+    assert r.code == 0, r.err
+    hawk = np.load(tmp_path / "f.npz")["hawk"]
+    stage = Usd.Stage.Open(str(tmp_path / "f.usda"))
+    prim = UsdGeom.Points(stage.GetPrimAtPath("/flock/hawk"))
+    out = ~np.isnan(hawk[:, 0])
+    assert out.any() and not out.all(), "the hawk comes out during the clip"
+    for k in range(len(hawk)):
+        points = np.array(prim.GetPointsAttr().Get(k))
+        if out[k]:
+            np.testing.assert_allclose(points[0], hawk[k], rtol=1e-6, atol=1e-3)
+            assert prim.GetWidthsAttr().Get(k)[0] == pytest.approx(1.0)
+            up = np.array(UsdGeom.PrimvarsAPI(prim).GetPrimvar("up").Get(k))
+            assert np.linalg.norm(up[0]) == pytest.approx(1.0, abs=1e-6)
+        else:
+            assert len(points) == 0
+
+
+HUNT = """\
+[scene]
+duration = 3.0
+settle_steps = 100
+
+[world]
+dimensions = 3
+
+[flock]
+count = 200
+
+[rules]
+neighbours = "topological"
+
+[flight]
+
+[roost]
+
+[hawk]
+mode = "hunt"
+start = 1.0
+speed = 20.0
+
+[output]
+size = "160x90"
+fps = 10
+"""

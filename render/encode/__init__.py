@@ -179,12 +179,14 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
 
     # A point's width: a 3D bird's wingspan (m); a 2D streak's widest (world units).
     width = scene.bird.wingspan if scene.dimensions == 3 else scene.render.width_max
-    look = None
+    look = hawk = None
     if scene.dimensions == 3:
         from ..draw3d.streaks import look_of
 
         look = look_of(scene)
-    return UsdWriter(output, width=width, look=look, **options)
+        if scene.hawk is not None and scene.hawk.mode == "hunt":
+            hawk = scene.hawk.wingspan
+    return UsdWriter(output, width=width, look=look, hawk_span=hawk, **options)
 
 
 def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:

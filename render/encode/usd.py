@@ -6,7 +6,8 @@ The stage: up axis Z, metersPerUnit 1 (3D worlds are in metres; a 2D world's uni
 written as metres too, at z = 0), timeCodesPerSecond = framesPerSecond = the output's
 fps, time code k = frame k (start/endTimeCode: the range written). A 3D scene's camera is
 `/flock/camera`, a `UsdGeom.Camera` sampled at every frame, so bird geometry instanced
-on the points lines up with the rendered plates. USD builds the whole
+on the points lines up with the rendered plates; a hunting hawk is `/flock/hawk`, a
+Points prim of its own. USD builds the whole
 layer in memory before it writes it (budget.py counts it); the file is written beside
 its target under a temporary name with the same suffix, then renamed into place.
 """
@@ -24,6 +25,7 @@ from .files import place_finished, refuse_existing, temp_beside
 
 PRIM = "/flock/birds"  # the Points prim, under the default prim /flock
 CAMERA = "/flock/camera"
+HAWK = "/flock/hawk"  # a hunting hawk: one point while it is out, none while it is not
 # The apertures' width: a full-frame sensor's 36 mm, in USD's lens unit, a tenth of a
 # scene unit (0.36 on this metre stage), so the focal length reads as a lens's too.
 APERTURE = 0.36
@@ -51,10 +53,14 @@ class UsdWriter:
     primvars:bank float[] (radians) and primvars:up vector3f[] (each bird's banked up
     vector, its wings' normal) sampled with the points, the camera (`_film`), and with
     a wing beat (`look`, a `draw3d.streaks.Look` whose birds beat their wings)
-    primvars:wings float[] (each wing's angle above the level, radians)."""
+    primvars:wings float[] (each wing's angle above the level, radians); with a hunting
+    hawk of `hawk_span` m wingspan, `/flock/hawk`, a Points prim of one point (its
+    position, velocity, primvars:bank and up) at the frames it is out, none at the
+    others."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
-                 width: float, overwrite: bool = True, look=None):
+                 width: float, overwrite: bool = True, look=None,
+                 hawk_span: float | None = None):
         self.modules = _pxr()
         if self.modules is None:
             raise UsageError(f"{path}: writing USD needs the usd-core package: "
@@ -64,6 +70,7 @@ class UsdWriter:
         self.format = FORMATS[self.path.suffix.lower()]
         self.fps, self.frames, self.first = fps, frames, first
         self.width, self.overwrite, self.look = width, overwrite, look
+        self.hawk_span, self.hawk = hawk_span, None
         self.written = 0
         self.stage = self.points = self.camera = None
 
@@ -108,7 +115,38 @@ class UsdWriter:
             self._wings(state.flap, index)
         if state.pose is not None:
             self._film(state.pose, index)
+        if self.hawk_span is not None:
+            self._hawk(state, index)
         self.written += 1
+
+    def _hawk(self, state, index: int) -> None:
+        """The hawk at time code `index`: one point where it is, moving at its velocity,
+        banked (primvars:bank, up) as the frames draw it; no point while it is not out."""
+        Sdf, _, UsdGeom, Vt = self.modules
+        if self.hawk is None:
+            hawk = UsdGeom.Points.Define(self.stage, HAWK)
+            api = UsdGeom.PrimvarsAPI(hawk)
+            self.hawk = (hawk, api.CreatePrimvar("bank", Sdf.ValueTypeNames.FloatArray,
+                                                 UsdGeom.Tokens.vertex),
+                         api.CreatePrimvar("up", Sdf.ValueTypeNames.Vector3fArray,
+                                           UsdGeom.Tokens.vertex))
+            hawk.SetWidthsInterpolation(UsdGeom.Tokens.vertex)
+        hawk, bank_var, up_var = self.hawk
+        out = state.hawk is not None and state.hawk_velocity is not None
+        n = 1 if out else 0
+        position = np.array([state.hawk if out else ()], np.float64).reshape(n, 3)
+        velocity = np.array([state.hawk_velocity if out else ()], np.float64).reshape(n, 3)
+        bank = np.full(n, float(getattr(state, "hawk_bank", 0.0)))
+        points = Vt.Vec3fArray.FromNumpy(position.astype(np.float32))
+        widths = Vt.FloatArray.FromNumpy(np.full(n, self.hawk_span, np.float32))
+        hawk.GetPointsAttr().Set(points, index)
+        hawk.GetVelocitiesAttr().Set(Vt.Vec3fArray.FromNumpy(velocity.astype(np.float32)),
+                                     index)
+        hawk.GetWidthsAttr().Set(widths, index)
+        hawk.GetExtentAttr().Set(UsdGeom.Points.ComputeExtent(points, widths), index)
+        bank_var.Set(Vt.FloatArray.FromNumpy(bank.astype(np.float32)), index)
+        up_var.Set(Vt.Vec3fArray.FromNumpy(banked_up(velocity, bank).astype(np.float32)),
+                   index)
 
     def _bank(self, state, index: int) -> None:
         """Each bird's bank angle and banked up vector at time code `index`: with the
