@@ -15,6 +15,7 @@ from render.drawing import draw_range
 from render.encode import Target, open_writer
 from render.encode.video import count_frames
 from render.scene import build_scene
+from render.sim.simulate import Frame
 from render.states import FrameState, detached
 
 BIRDS, FRAMES = 40, 5
@@ -28,17 +29,15 @@ def scene():
                         "output": {"size": "64x36", "fps": 25}})
 
 
-def hand_made(index: int, blur: int = 1) -> SimpleNamespace:
+def hand_made(index: int, blur: int = 1):
     """Frame `index` of a flock in 3D, drifting along x, as `frames` would yield it."""
     rng = np.random.default_rng(index)
     positions = rng.uniform([0, 0, -10], [80, 45, 10], (BIRDS, 3)) + [index, 0, 0]
     velocities = np.tile([1.0, 0.5, 2.0], (BIRDS, 1))
     exposure = tuple((positions + k * velocities * 0.01, velocities)
                      for k in range(blur)) if blur > 1 else ()
-    return SimpleNamespace(index=index, time=Fraction(index, 25), positions=positions,
-                           velocities=velocities, exposure=exposure, followed=None,
-                           bank=None, hawk=None, hawk_velocity=None,
-                           snapshot=SimpleNamespace(neighbours=np.full(BIRDS, 7.0)))
+    return Frame(index, Fraction(index, 25), positions, velocities,
+                 SimpleNamespace(neighbours=np.full(BIRDS, 7.0)), exposure)
 
 
 def states(scene, blur: int = 1) -> list[FrameState]:
