@@ -71,7 +71,7 @@ Shipped scenes:
 
 | file | what it is |
 |---|---|
-| `scenes/murmuration.toml` | the default (`make render`): the 3D murmuration, 20,000 starlings over a roost, k = 7, banked flight, a hunting hawk from 2 s, the landing from 60 s, 100 s filmed from the ground by the default camera ([the 3D flock](model.md#the-3d-flock-world-dimensions--3), [the optics](optics.md)) |
+| `scenes/murmuration.toml` | the default (`make render`): the 3D murmuration, 20,000 starlings over a roost, k = 7, banked flight, a hunting hawk from 2 s, the landing from 60 s, 95 s filmed from the ground by the default camera ([the 3D flock](model.md#the-3d-flock-world-dimensions--3), [the optics](optics.md)) |
 | `scenes/plate.toml` | the 2D plate: 3,600 birds at spacing 1 in an 80 x 45 open world, steering field, soft elliptical containment, hawk ([the plate](model.md#the-plate-the-2d-scene)) |
 | `scenes/classic.toml` | the minimal three-rule flock on a torus: 120 birds, 400 x 260, r = 50, unit separation within 16; the classic per-step constants converted to per-second units (comments in the file) |
 | `scenes/reynolds.toml` | the textbook variant: unit separation, `mean` alignment, weights 1.5 / 1 / 1, walls |
