@@ -132,7 +132,10 @@ class State:
     index: the frame. time: its time, s (index / fps). positions, velocities: (n, d)
     float64, world units and units per second, d = 2 or 3; row i is always bird i.
     bank: (n,) float64 radians (0 in level flight: the 2D model). accent: (n,) bool, the
-    accent birds. hawk: (d,) float64 where the hawk is, None while it is not out.
+    accent birds. hawk: (d,) float64 where the hawk is, None while it is not out;
+    hawk_velocity: (d,) float64, its flight over the step the frame falls in, None unless it
+    is out over the whole step; hawk_bank: its bank, radians (0 in 2D), None while it is
+    not out.
     neighbours: (n,) int64, each bird's neighbours: those within the perception radius
     (metric), or the k nearest it sees, fewer only within a max_range (topological).
     attack: whether a hunting hawk's attack is on (False without one). landed: (n,) bool,
@@ -149,6 +152,8 @@ class State:
     neighbours: np.ndarray
     attack: bool
     landed: np.ndarray | None
+    hawk_velocity: np.ndarray | None = None
+    hawk_bank: float | None = None
 
     @property
     def ids(self) -> np.ndarray:
@@ -163,12 +168,16 @@ class State:
         import numpy as np
 
         n = len(state.positions)
+        out = state.hawk is not None
+        flown = out and state.hawk_velocity is not None
         # The accent mask is the flock's, shared by every frame: each state gets its own.
         return cls(state.index, float(state.time), state.positions, state.velocities,
                    np.zeros(n) if state.bank is None else state.bank,
                    np.array(state.accent, dtype=bool),
-                   None if state.hawk is None else np.asarray(state.hawk, dtype=np.float64),
-                   state.neighbours, bool(state.attack), state.landed)
+                   np.asarray(state.hawk, dtype=np.float64) if out else None,
+                   state.neighbours, bool(state.attack), state.landed,
+                   np.asarray(state.hawk_velocity, dtype=np.float64) if flown else None,
+                   float(state.hawk_bank) if out else None)
 
 
 @_keywords()

@@ -289,7 +289,7 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
     suffix = Path(output).suffix.lower()
     if suffix == ".npz":
         landing = scene.roost is not None and scene.roost.landing_at is not None
-        disk = frames * (birds * (2 * d + 1) * 8 + 8 + (d * 8 if scene.hawk else 0)
+        disk = frames * (birds * (2 * d + 1) * 8 + 8 + ((2 * d + 1) * 8 if scene.hawk else 0)
                          + (1 if scene.hawk and scene.hawk.mode == "hunt" else 0)
                          + (birds if landing else 0)) + birds * 9
     else:

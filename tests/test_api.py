@@ -100,6 +100,10 @@ def test_simulate_yields_the_npz_exports_states(cli, small_scene, tmp_path):
             np.testing.assert_array_equal(getattr(state, key), flock[key][k], key)
         hawk = np.full(2, np.nan) if state.hawk is None else state.hawk
         np.testing.assert_array_equal(hawk, flock["hawk"][k])
+        flown = np.full(2, np.nan) if state.hawk_velocity is None else state.hawk_velocity
+        np.testing.assert_array_equal(flown, flock["hawk_velocity"][k])
+        bank = np.nan if state.hawk_bank is None else state.hawk_bank
+        np.testing.assert_array_equal(bank, flock["hawk_bank"][k])
         assert state.positions.dtype == np.float64 and state.bank.shape == (200,)
         assert state.neighbours.shape == (200,)
     assert any(s.hawk is None for s in states) and any(s.hawk is not None for s in states)

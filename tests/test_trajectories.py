@@ -49,13 +49,15 @@ def test_npz_layout_dtypes_and_shapes(cli, small_scene, tmp_path):
     assert r.code == 0, r.err
     flock = np.load(out)
     assert sorted(flock.files) == sorted(["positions", "velocities", "bank", "ids", "accent",
-                                          "time", "fps", "hawk"])
+                                          "time", "fps", "hawk", "hawk_velocity",
+                                          "hawk_bank"])
     layout = {k: (flock[k].dtype, flock[k].shape) for k in flock.files}
     assert layout == {
         "positions": (np.float64, (12, 200, 2)), "velocities": (np.float64, (12, 200, 2)),
         "bank": (np.float64, (12, 200)), "ids": (np.int64, (200,)),
         "accent": (np.bool_, (200,)), "time": (np.float64, (12,)),
-        "fps": (np.dtype("<U10"), ()), "hawk": (np.float64, (12, 2))}
+        "fps": (np.dtype("<U10"), ()), "hawk": (np.float64, (12, 2)),
+        "hawk_velocity": (np.float64, (12, 2)), "hawk_bank": (np.float64, (12,))}
     assert str(flock["fps"]) == "24000/1001"
     assert (flock["ids"] == np.arange(200)).all()
     assert (flock["bank"] == 0).all()
@@ -73,8 +75,11 @@ def test_hawk_is_nan_while_it_is_not_out_and_absent_without_one(cli, small_scene
     assert (np.isnan(hawk[:, 1]) == ~out).all()
     assert out.any() and not out.all()
     assert (t[out] >= 0.2 - 1 / 60).all() and (t[out] < 0.5 + 1 / 60).all()
+    flock = np.load(tmp_path / "h.npz")
+    assert (np.isnan(flock["hawk_bank"]) == ~out).all() and (flock["hawk_bank"][out] == 0).all()
+    assert np.isnan(flock["hawk_velocity"][~out]).all()
     assert cli(small_scene, "-o", tmp_path / "n.npz", "--frames", "3", "-q").code == 0
-    assert "hawk" not in np.load(tmp_path / "n.npz").files
+    assert not {"hawk", "hawk_velocity", "hawk_bank"} & set(np.load(tmp_path / "n.npz").files)
 
 
 def test_positions_are_the_simulations_at_every_frame(cli, small_scene, tmp_path):
@@ -90,7 +95,45 @@ def test_positions_are_the_simulations_at_every_frame(cli, small_scene, tmp_path
         assert flock["time"][k] == float(state.time)
         expected = np.full(2, np.nan) if state.hawk is None else state.hawk
         np.testing.assert_array_equal(flock["hawk"][k], expected)
+        expected = np.full(2, np.nan) if state.hawk is None or state.hawk_velocity is None \
+            else state.hawk_velocity
+        np.testing.assert_array_equal(flock["hawk_velocity"][k], expected)
     assert (flock["accent"] == states[0].accent).all() and flock["accent"].any()
+
+
+def test_a_hunting_hawks_velocity_and_bank_are_its_flight(cli, tmp_path):
+    """3D, a hunting hawk out from the start: its velocity in the .npz is how far it flies
+    between frames (a pursuit turns, so to within the turn over a frame), and its bank
+    is the turn's, the birds' sign: tan β = the sideways acceleration (speed × turn rate)
+    over g, a turn to the right (its heading's angle falling) a positive bank. Its bank
+    lags its turn by a fifth of a second, so only a steady stretch is compared."""
+    path = tmp_path / "s.toml"
+    path.write_text("[scene]\nduration = 6.0\ndt = 0.01\nsettle_steps = 0\n"
+                    "[world]\ndimensions = 3\n[flock]\ncount = 300\n"
+                    "[rules]\nneighbours = \"topological\"\n[flight]\n[roost]\n"
+                    "[hawk]\nmode = \"hunt\"\nspeed = 20.0\nstart = 0.0\n[output]\nfps = 30\n")
+    r = cli(path, "-o", tmp_path / "f.npz", "-q")
+    assert r.code == 0, r.err
+    flock = np.load(tmp_path / "f.npz")
+    hawk, vel, bank = flock["hawk"], flock["hawk_velocity"], flock["hawk_bank"]
+    flown = ~np.isnan(vel[:, 0])
+    assert flown.mean() > 0.9 and (np.isnan(bank) == np.isnan(hawk[:, 0])).all()
+    both = flown[:-1] & flown[1:]
+    moved = (hawk[1:] - hawk[:-1])[both] * 30
+    mean = 0.5 * (vel[:-1] + vel[1:])[both]
+    speed = np.linalg.norm(mean, axis=1)
+    assert np.median(speed) > 15
+    np.testing.assert_allclose(moved, mean, atol=0.01 * speed.max())
+    heading = np.unwrap(np.arctan2(vel[flown, 1], vel[flown, 0]))
+    turn = np.gradient(heading) * 30  # rad/s, positive: to the left
+    lean = np.arctan(-np.linalg.norm(vel[flown, :2], axis=1) * turn / 9.81)
+    steady = (np.abs(np.gradient(turn) * 30) < 0.02) & (np.abs(lean) > 0.01)
+    steady[:30] = False  # the first second: its bank rolls in from level
+    assert steady.sum() >= 20
+    ratio = bank[flown][steady] / lean[steady]
+    assert (ratio > 0).all() and 0.8 < np.median(ratio) < 1.25, ratio
+    _, states = states_of(path)
+    assert [s.hawk_bank for s in states if s.hawk is not None] == list(bank[~np.isnan(bank)])
 
 
 def video_times(path) -> list[float]:

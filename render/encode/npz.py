@@ -86,7 +86,9 @@ class NpzWriter:
     into place when every frame is in). Members: positions, velocities (frames, n, d)
     float64; bank (frames, n) float64 radians; ids (n,) int64; accent (n,) bool; time
     (frames,) float64 s; fps 0-d unicode; with `hawk`, hawk (frames, d) float64, NaN while
-    it is not out; with `attack` (a hunting hawk), attack (frames,) bool; with `landed`, landed (frames, n) bool."""
+    it is not out, hawk_velocity (frames, d) float64, NaN unless it is out over the whole
+    step, and hawk_bank (frames,) float64 radians, NaN while it is not out; with `attack`
+    (a hunting hawk), attack (frames,) bool; with `landed`, landed (frames, n) bool."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
                  hawk: bool = False, attack: bool = False, landed: bool = False,
@@ -122,7 +124,11 @@ class NpzWriter:
             rows = {"time": np.float64(state.time), "positions": state.positions,
                     "velocities": state.velocities, "bank": bank}
             if self.hawk:
-                rows["hawk"] = np.full(d, np.nan) if state.hawk is None else state.hawk
+                out = state.hawk is not None
+                rows["hawk"] = state.hawk if out else np.full(d, np.nan)
+                rows["hawk_velocity"] = np.full(d, np.nan) if not out or \
+                    state.hawk_velocity is None else state.hawk_velocity
+                rows["hawk_bank"] = np.float64(state.hawk_bank if out else np.nan)
             if self.attack:
                 rows["attack"] = np.bool_(state.attack)
             if self.landed:
@@ -145,7 +151,7 @@ class NpzWriter:
                   "positions": (f8, (f, n, d)), "velocities": (f8, (f, n, d)),
                   "bank": (f8, (f, n))}
         if self.hawk:
-            shapes["hawk"] = (f8, (f, d))
+            shapes.update(hawk=(f8, (f, d)), hawk_velocity=(f8, (f, d)), hawk_bank=(f8, (f,)))
         if self.attack:
             shapes["attack"] = (np.bool_, (f,))
         if self.landed:
