@@ -251,7 +251,10 @@ def _still(args: argparse.Namespace, scene, recorded) -> int:
     if args.check:
         print(describe(scene))
         cost = still_cost(scene, output, time, **options)
-        tiles = f" in {cost.tile}-px tiles" if cost.tile else ""
+        tiles = ""
+        if cost.tile:  # a --tile-size past the still's sides draws it in one tile
+            count = math.prod(-(-side // cost.tile) for side in scene.output.size)
+            tiles = " in one tile" if count == 1 else f" in {count} tiles of {cost.tile} px"
         print(f"# estimate to {output}: {cost}{tiles}")
         return 0
     from .api import render

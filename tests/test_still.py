@@ -618,8 +618,13 @@ def test_check_with_a_still_prints_its_estimate_and_draws_nothing(cli, small_sce
     r = cli(small_scene, "--still", "0.5", "--size", "33000x100", "-o", out, "--check")
     assert r.code == 0, r.err
     assert "[output]" in r.out
-    assert f"# estimate to {out}: about " in r.out and " in 2048-px tiles" in r.out
+    assert f"# estimate to {out}: about " in r.out and " in 17 tiles of 2048 px" in r.out
     assert not out.exists()
+    # A tile larger than the still: it is drawn in one, and --check says so.
+    r = cli(small_scene, "--still", "0.5", "--size", "300x100", "-o", out, "--check",
+            "--tile-size", "40000")
+    assert r.code == 0, r.err
+    assert r.out.rstrip().endswith(" in one tile"), r.out
 
 
 def test_check_of_a_still_refuses_what_its_render_refuses(cli, small_scene, tmp_path):
