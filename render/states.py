@@ -47,7 +47,9 @@ class FrameState:
     landing; followed: the point a following camera follows (d floats), else None;
     flap: (n,) where each bird is in its wing beat when the shutter opens (cycles, NaN
     landed; None: wings level, as in 2D; see `draw3d.streaks.wing_phases`); hawk_bank:
-    the hunting hawk's bank, radians."""
+    the hunting hawk's bank, radians; poses: a 3D scene's camera at each exposure of
+    motion blur (a camera that moves while the shutter is open blurs what it sees),
+    else ()."""
 
     index: int
     positions: np.ndarray
@@ -66,6 +68,7 @@ class FrameState:
     hawk_velocity: tuple[float, ...] | None = None
     flap: np.ndarray | None = None
     hawk_bank: float = 0.0
+    poses: tuple[Pose, ...] = ()
 
     @classmethod
     def of(cls, frame, accent: np.ndarray, scene: Scene) -> FrameState:
@@ -75,8 +78,10 @@ class FrameState:
         landed = getattr(frame.snapshot, "landed", None)
         time = float(frame.time)
         three = scene.dimensions == 3
-        flap = None
+        flap, poses = None, ()
         if three:
+            poses = tuple(pose_at(scene, float(t), seen, *scene.output.size)
+                          for t, seen in frame.exposure_views)
             look = look_of(scene)
             if scene.output.loop:
                 seconds = scene.frame_count / float(scene.output.fps)
@@ -90,7 +95,7 @@ class FrameState:
                    getattr(frame.snapshot, "attack", False),
                    None if landed is None else landed.copy(), frame.followed,
                    frame.hawk_velocity,
-                   flap, frame.hawk_bank)
+                   flap, frame.hawk_bank, poses)
 
     def draw(self, canvas: Canvas, scene: Scene) -> np.ndarray:
         """The frame drawn onto `canvas`: its (h, w, 4) uint8 BGRA pixels."""
@@ -98,7 +103,7 @@ class FrameState:
         if state.pose is not None:
             exposure = state.exposure or ((state.positions, state.velocities),)
             return draw3d(canvas, scene, state.pose, exposure, state.bank, state.accent,
-                          hawk_drawn(scene, state), state.flap)
+                          hawk_drawn(scene, state), state.flap, state.poses)
         if state.exposure:
             exposure = tuple((top_down(p), top_down(v)) for p, v in state.exposure)
             return draw_exposure(canvas, scene, exposure, state.neighbours, state.accent,

@@ -229,9 +229,10 @@ def _windows3d(scene: Scene, still: FrameState):
 
     layers = exposures(scene, still.pose, still.exposure or ((still.positions,
                                                               still.velocities),),
-                       still.bank, still.accent, hawk_drawn(scene, still), still.flap)
+                       still.bank, still.accent, hawk_drawn(scene, still), still.flap,
+                       still.poses)
     return lambda x0, y0, cols, rows: composed(scene, still.pose, layers,
-                                               (x0, y0, cols, rows))
+                                               (x0, y0, cols, rows), poses=still.poses)
 
 
 def _supersampled(scene: Scene, still: FrameState) -> np.ndarray:

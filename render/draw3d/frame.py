@@ -43,20 +43,23 @@ def hawk_drawn(scene: Scene, state) -> Hawk | None:
 
 def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
               accent: np.ndarray, hawk: Hawk | None = None,
-              flap: np.ndarray | None = None) -> list[Streaks]:
+              flap: np.ndarray | None = None, poses=()) -> list[Streaks]:
     """The streaks of each exposure: `exposure` holds (positions (n, 3), velocities (n, 3))
     pairs, one for a sharp frame (its state when the shutter opens) or motion blur's
     sub-frames, each sampled at the middle of its equal slice of the shutter's opening,
     as `sim.simulate.frames` samples them. Each streak covers its own slice, its wings
     where the beat has them halfway through it (`flap`: each bird's place in its beat
     when the shutter opens, see `streaks.wing_phases`; None: level). The `hawk`, if any,
-    among the birds in depth order, flown on along its velocity to each sub-frame."""
+    among the birds in depth order, flown on along its velocity to each sub-frame. `poses`:
+    the camera at each sub-frame (it moves while the shutter is open), else `pose` for
+    all."""
     look, shutter = look_of(scene), shutter_of(scene)
     hawk_sizes = None if hawk is None else hawk_look(scene)
     count = len(exposure)
     slice_s = shutter / count
     layers = []
     for k, (positions, velocities) in enumerate(exposure):
+        pose = poses[k] if poses else pose
         wings = dihedral(look, flap, (k + 0.5) * slice_s)
         if count == 1:
             layer = streaks(pose, positions, velocities, bank, accent, look, shutter, wings)
@@ -75,13 +78,15 @@ def exposures(scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
 
 def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
              out: np.ndarray | None = None, linear: np.ndarray | None = None,
-             straight: np.ndarray | None = None) -> np.ndarray:
+             straight: np.ndarray | None = None, poses=()) -> np.ndarray:
     """The exposures `layers` in `window` (x, y, w, h px of the pose's frame) over the
     scene's sky: (h, w, 4) uint8 BGRA premultiplied, into `out` if given, else a new
     array; with `linear`, the float image too, with `straight` the straight colours (see
     `optics.compose`). Several exposures are averaged in integers before quantising, as
     the 2D motion blur, exactly and the same every run (the float images in floats, the
-    straight colours un-premultiplied from their mean)."""
+    straight colours un-premultiplied from their mean). `poses`: each exposure's camera
+    (see `exposures`), its sky drawn through it: a pan blurs the treeline as it blurs the
+    birds."""
     sky = sky_for(scene, pose)
     transparent = scene.output.transparent
     if len(layers) == 1:
@@ -95,8 +100,9 @@ def composed(scene: Scene, pose: Pose, layers: list[Streaks], window,
     each = None if floats is None else np.empty_like(floats)
     if floats is not None:
         floats.fill(0.0)
-    for layer in layers:
-        total += compose(layer, sky, window, transparent, linear=each)
+    for k, layer in enumerate(layers):
+        seen = sky_for(scene, poses[k]) if poses else sky
+        total += compose(layer, seen, window, transparent, linear=each)
         if floats is not None:
             floats += each
     n = len(layers)
@@ -133,15 +139,17 @@ class Pixels(np.ndarray):
 
 def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
            accent: np.ndarray, hawk: Hawk | None = None,
-           flap: np.ndarray | None = None) -> np.ndarray:
+           flap: np.ndarray | None = None, poses=()) -> np.ndarray:
     """The frame drawn onto `canvas` (any size: the same picture, see `camera.resized`);
     returns its pixels (h, w, 4) BGRA uint8, as the 2D drawing does, as `Pixels` with
-    the float image when the canvas keeps one (`canvas.linear`)."""
+    the float image when the canvas keeps one (`canvas.linear`). `poses`: the camera at
+    each exposure of motion blur (see `exposures`)."""
     width, height = canvas.size
     pose = resized(pose, width, height)
-    layers = exposures(scene, pose, exposure, bank, accent, hawk, flap)
+    poses = tuple(resized(p, width, height) for p in poses)
+    layers = exposures(scene, pose, exposure, bank, accent, hawk, flap, poses)
     composed(scene, pose, layers, (0, 0, width, height), canvas.pixels, canvas.linear,
-             canvas.straight)
+             canvas.straight, poses)
     canvas.surface.mark_dirty()
     pixels = canvas.flush()
     if canvas.linear is None and canvas.straight is None:

@@ -150,7 +150,9 @@ class Frame:
     flight over that step, None unless it is out at both; hawk_bank: its bank (radians),
     interpolated like its position; beats: each row's place in its wing beat at time 0
     (cycles), None for bird i's own (a loop's morph carries a row's toward its partner's,
-    see `draw3d.streaks.wing_phases`)."""
+    see `draw3d.streaks.wing_phases`); exposure_views: each exposure's time and the
+    followed point then (None unless the camera follows), for the camera to move over the
+    shutter as the birds do."""
 
     index: int
     time: Fraction
@@ -164,6 +166,7 @@ class Frame:
     hawk_velocity: tuple[float, ...] | None = None
     hawk_bank: float = 0.0
     beats: np.ndarray | None = None
+    exposure_views: tuple[tuple[Fraction, tuple[float, ...] | None], ...] = ()
 
 
 # Bird i begins its wing beat at time 0 this far into it (cycles): i times the golden
@@ -240,14 +243,16 @@ def frames(sim: Simulation, fps: Fraction, count: int, first: int = 0, *,
     for index in range(first, first + count):
         time = Fraction(index) / fps
         pos, vel, snap, followed, bank, hawk, hawk_velocity, hawk_bank = at(time)
-        exposure = ()
+        exposure, views = (), ()
         if subframes > 1:
+            times = [time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps
+                     for k in range(subframes)]
             # Copies: the simulator may reuse its arrays as it steps through the shutter.
-            exposure = tuple((p.copy(), v.copy()) for p, v, *_ in (
-                at(time + Fraction(2 * k + 1, 2 * subframes) * shutter / fps)
-                for k in range(subframes)))
+            sampled = [(p.copy(), v.copy(), seen) for p, v, _, seen, *_ in map(at, times)]
+            exposure = tuple((p, v) for p, v, _ in sampled)
+            views = tuple((t, seen) for t, (_, _, seen) in zip(times, sampled))
         yield Frame(index, time, pos, vel, snap, exposure, followed, bank, hawk, hawk_velocity,
-                    hawk_bank)
+                    hawk_bank, exposure_views=views)
 
 
 def between(a, b, frac: float):
