@@ -704,6 +704,22 @@ def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
                            f"(a read-only file system)"]
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_file_whatever_its_permissions_is_refused_before_any_work(
+        cli, small_scene, tmp_path, monkeypatch):
+    """/proc lets root through the permission check and takes no file: the refusal comes
+    at the start (a file made there and gone), not after the render."""
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) == Path("/proc") or
+                        real(p, mode))
+    r = cli(small_scene, "-o", tmp_path / "f.npz", "--stats", "/proc/s.csv", "--frames", "2",
+            "-q")
+    assert r.code == 2, r.err
+    assert len(r.err_lines) == 1 and r.err_lines[0].startswith(
+        "boids-render: /proc/s.csv: cannot write in /proc ("), r.err
+    assert not list(tmp_path.glob("*.npz")) and not list(tmp_path.glob(".*"))
+
+
 # Diagnostics, plots and contact sheets: refused before any work, written whole
 
 

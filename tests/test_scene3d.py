@@ -117,7 +117,8 @@ def test_a_section_of_the_other_dimension_is_blamed_on_the_set_that_made_it():
     ("rules", "blind_angle", 360.0, "below 360"),
     ("rules", "blind_angle", -1.0, "≥ 0"),
     ("rules", "neighbours", "nearest", "metric | topological"),
-    ("roost", "altitude", -5.0, "≥ 0"),
+    ("roost", "altitude", -5.0, "> 0"),
+    ("roost", "altitude", 0.0, "> 0"),  # a flock held at the ground skims it
     ("flight", "cruise_speed", 0.0, "> 0"),
 ])
 def test_bad_3d_settings_are_refused(section, key, value, message):

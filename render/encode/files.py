@@ -6,6 +6,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -127,6 +128,13 @@ def require_folder(path: Path, name: str | None = None) -> None:
             if not os.access(folder, os.W_OK | os.X_OK):
                 raise UsageError(f"{name or path}: cannot write in {folder} "
                                  f"({_why_not_writable(folder)})")
+            # Permissions are not everything (/proc, a full quota, a root user on a
+            # read-only mount): a file made there and gone says so before any work.
+            try:
+                tempfile.TemporaryFile(dir=folder).close()
+            except OSError as exc:
+                raise UsageError(f"{name or path}: cannot write in {folder} "
+                                 f"({exc.strerror or exc})") from None
             break
 
 

@@ -287,9 +287,11 @@ class PaletteSettings:
                                    choices=("none", "trees", "reeds"), optional=True)
     treeline_colour: str | None = setting(None, "3D: the silhouette's colour before haze.",
                                           kind="color", optional=True)
-    treeline_distance: float | None = setting(None, "3D: how far the treeline stands from "
-                                              "the camera; default 600.", unit="m", lo=0,
-                                              lo_open=True, optional=True)
+    treeline_distance: float | None = setting(
+        None, "3D: how far the treeline stands from the camera, a ring round it that moves "
+        "with it and hides no bird; default 600. The camera's distance to the roost stands "
+        "it at the roost, where the birds land.", unit="m", lo=0, lo_open=True,
+        optional=True)
     treeline_height: float | None = setting(None, "3D: its tallest trees or reeds; default "
                                             "15.", unit="m", lo=0, lo_open=True,
                                             optional=True)

@@ -64,7 +64,8 @@ class RoostSettings:
     position: tuple[float, float] | None = setting(
         None, "The roost on the ground [x, y]; default the world's centre.", kind="point",
         unit="m", optional=True)
-    altitude: float = setting(50.0, "Preferred altitude above the ground.", unit="m", lo=0)
+    altitude: float = setting(50.0, "Preferred altitude above the ground.", unit="m", lo=0,
+                              lo_open=True)
     vertical_strength: float = setting(0.1, "Vertical spring toward the preferred altitude, "
                                        "per metre off it (StarDisplay's 0.008 N/m on "
                                        "0.08 kg).", unit="1/s²", lo=0)
@@ -82,7 +83,8 @@ class RoostSettings:
                                        unit="s", optional=True)
     landing_spread: float = setting(20.0, "Birds peel off over this long, nearest the roost "
                                     "first.", unit="s", lo=0)
-    landing_radius: float = setting(15.0, "Radius of the reed bed they land in.", unit="m",
+    landing_radius: float = setting(15.0, "Radius round the roost they land in (reeds drawn "
+                                    "there: see palette.treeline_distance).", unit="m",
                                     lo=0, lo_open=True)
     landing_slope: float = setting(2.5, "The funnel: a landing bird descends toward "
                                    "slope × its horizontal distance beyond the reed bed "
