@@ -48,9 +48,9 @@ def test_flight_and_roost_are_named_3d_only_in_a_2d_scene():
      "flock.min_speed (5.0), got 2.0"),
     (15.0, ("flight.cruise_speed", 17.0, "--set"), "--set flight.cruise_speed: a hunting "
      "hawk must outfly the flock to catch it: expected less than hawk.speed (15.0 m/s), "
-     "got 17.0"),
+     "got 17.0 m/s"),
     (15.0, ("hawk.speed", 9.0, "--set"), "--set hawk.speed: a hunting hawk must outfly the "
-     "flock to catch it: expected more than flight.cruise_speed (10.0 m/s), got 9.0"),
+     "flock to catch it: expected more than flight.cruise_speed (10.0 m/s), got 9.0 m/s"),
 ])
 def test_a_contradiction_is_one_line_at_the_setting_given_last(hawk, override, line):
     raw = {**{k: dict(v) for k, v in BASE.items()},
@@ -61,15 +61,21 @@ def test_a_contradiction_is_one_line_at_the_setting_given_last(hawk, override, l
     assert err.value.problems == [line]
 
 
-def test_a_hunt_turned_on_last_names_the_hawk_speed_it_lacks():
-    """flock3d.toml has no [hawk]: `--set hawk.mode=hunt` leaves the hawk at the 2D
-    chord's 3 m/s, and the message says what to set, not the file's cruise speed."""
+def test_a_3d_hawk_hunts_as_the_films_does_where_the_scene_does_not_say():
+    """A 3D scene's [hawk] (or `--set hawk.start=…` on a scene without one) hunts at the
+    film's speeds and startle, not the 2D chord's 3 world units/s, 13.3 and 160 world
+    units/s²; what the scene says wins. A hawk still too slow names the speed it lacks,
+    not the file's cruise speed."""
+    scene = build_scene(BASE, "s.toml", [("hawk.start", "1.0", "--set")])
+    h = scene.hawk
+    assert (h.mode, h.speed, h.radius, h.strength, h.period) == ("hunt", 20.0, 20.0, 8.0, 17.0)
+    film = build_scene(BASE, "s.toml", [("hawk.strength", "3.0", "--set")])
+    assert film.hawk.strength == 3.0 and film.hawk.speed == 20.0
     with pytest.raises(SceneError) as err:
-        build_scene(BASE, "s.toml", [("hawk.mode", "hunt", "--set")])
+        build_scene(BASE, "s.toml", [("hawk.speed", "3.0", "--set")])
     assert err.value.problems == [
-        "--set hawk.mode: a hunting hawk must outfly the flock to catch it: expected "
-        "hawk.speed above flight.cruise_speed (10.0 m/s), got 3.0 m/s (the default); set "
-        "hawk.speed too (the film's hawk flies 20 m/s)"]
+        "--set hawk.speed: a hunting hawk must outfly the flock to catch it: expected "
+        "more than flight.cruise_speed (10.0 m/s), got 3.0 m/s"]
 
 
 def test_2d_forces_are_refused_in_3d():

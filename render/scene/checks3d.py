@@ -54,11 +54,11 @@ def _check_hunter(values, where, usable, problems, rank) -> None:
         elif rank(name) > rank("hawk.speed"):  # the flock's speed is what was just changed
             problems.append(f"{where(name)}: a hunting hawk must outfly the flock to catch "
                             f"it: expected less than hawk.speed ({show(hawk.speed)} m/s), "
-                            f"got {show(flock_speed)}")
+                            f"got {show(flock_speed)} m/s")
         else:
             problems.append(f"{where('hawk.speed')}: a hunting hawk must outfly the flock "
                             f"to catch it: expected more than {name} ({show(flock_speed)} "
-                            f"m/s), got {show(hawk.speed)}")
+                            f"m/s), got {show(hawk.speed)} m/s")
     if hawk.dive_speed < hawk.speed and usable("hawk.dive_speed", "hawk.speed"):
         problems.append(f"{where('hawk.dive_speed')}: expected ≥ hawk.speed "
                         f"({show(hawk.speed)} m/s), got {show(hawk.dive_speed)}")

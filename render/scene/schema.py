@@ -183,9 +183,10 @@ class HawkSettings:
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     mode: str = setting("chord", "chord: straight passes (2D only); hunt: pursue, dive, "
-                        "climb away, again (3D only).", kind="choice", choices=("chord", "hunt"))
+                        "climb away, again (3D only: a 3D scene's hawk hunts by default).",
+                        kind="choice", choices=("chord", "hunt"))
     period: float = setting(10.33, "Time between the starts of two passes (hunt: the "
-                            "shortest time between two dives).", unit="s",
+                            "shortest time between two dives; 17 s by default in 3D).", unit="s",
                             lo=0, lo_open=True)
     duration: float = setting(4.3, "Time the hawk is out on each pass (≤ period).", unit="s",
                               lo=0, lo_open=True)
@@ -194,13 +195,16 @@ class HawkSettings:
     bearing: float = setting(20.0, "Direction of the first chord; each pass adds the golden "
                              "angle (≈137.5°).", unit="degrees")
     speed: float = setting(3.0, "The hawk's speed: each pass is a chord of length "
-                           "speed·duration centred on the world's centre.",
+                           "speed·duration centred on the world's centre (hunt: its "
+                           "pursuit, 20 m/s by default in 3D).",
                            unit="world units/s", lo=0, lo_open=True)
-    radius: float = setting(13.3, "Reach of the hawk's repulsion.", unit="world units",
+    radius: float = setting(13.3, "Reach of the hawk's repulsion (hunt: its startle, 20 m "
+                            "by default in 3D).", unit="world units",
                             lo=0, lo_open=True)
     strength: float = setting(160.0, "Repulsion at the hawk's centre: "
                               "strength·(1 − d/radius)² for d < radius (hunt: the "
-                              "startled birds' turn away, strength·(1 − d/radius)).",
+                              "startled birds' turn away, strength·(1 − d/radius), 8 m/s² "
+                              "by default in 3D).",
                               unit="world units/s²", lo=0)
     dive_speed: float = setting(30.0, "hunt: the hawk's speed in a dive.", unit="m/s", lo=0,
                                 lo_open=True)

@@ -11,6 +11,10 @@ from .fields import easing_setting, follow_setting, follow_time_setting, setting
 MIN_WIDTH_3D_PX = 0.5
 # flock.min_speed and max_speed's defaults in 3D, m/s: starlings in display.
 MIN_SPEED_3D, MAX_SPEED_3D = 5.0, 18.0
+# A 3D scene's [hawk]: it hunts (the chord is 2D's), and where the scene does not say,
+# flies and startles as the film's does (the 2D chord's 3 world units/s, 13.3 and
+# 160 world units/s² would neither catch a flock nor leave it in one piece).
+HUNT_3D = {"mode": "hunt", "speed": 20.0, "radius": 20.0, "strength": 8.0, "period": 17.0}
 
 
 @dataclass(frozen=True)
