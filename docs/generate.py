@@ -56,6 +56,26 @@ size = "1280x720"
 fps = "24000/1001"
 ```
 
+A 3D scene (`[world] dimensions = 3`) starts from a murmuration's defaults, not the
+plate's: starlings' speeds (5–18 m/s), k = 7 topological neighbours outside a 90° blind
+cone with StarDisplay's weights, banked flight (`[flight]`) over a roost (`[roost]`) at
+the world's centre, a 10 ms step, 30 s of settling, the default camera on the ground 300 m
+off; and a `[hawk]` there hunts, as the film's does. Each key below says its 3D default
+where it differs. So this is a murmuration of 5,000 birds, the camera turning to keep it
+in the frame as it circles the roost (the default camera looks at the roost, and a flock
+that has settled may be flying a wide loop out of its view):
+
+```toml
+[world]
+dimensions = 3
+
+[flock]
+count = 5000
+
+[camera]
+follow = "centroid"
+```
+
 Precedence is one rule: built-in defaults < scene file < `--quality` preset < command line
 (`--set section.key=value` and the explicit flags; see [the CLI reference](cli.md)).
 `boids-render SCENE --check` prints every resolved setting and where it came from.

@@ -29,8 +29,9 @@ def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, 
            "rules": {"neighbours": neighbours, "blind_angle": blind,
                      "separation_weight": 15.0, "alignment_weight": 6.25,
                      "cohesion_weight": 25.0, "perception_radius": 2.5, **rules}}
-    if flight_on:
-        raw["flight"] = {}
+    # A 3D scene flies banked over a roost unless they are switched off.
+    raw["flight"] = {} if flight_on else {"enabled": False}
+    raw["roost"] = {"enabled": False}
     if roost_on:
         # The return switches on within the test's second: the centroid is near the roost.
         raw["roost"] = {"radius": 3.0, "hysteresis": 0.5, "return_cap": 3.0,

@@ -106,7 +106,7 @@ def test_a_hunting_hawks_velocity_and_bank_are_its_flight(cli, tmp_path):
     between frames (a pursuit turns, so to within the turn over a frame), and its bank
     is the turn's, the birds' sign: tan β = the sideways acceleration (speed × turn rate)
     over g, a turn to the right (its heading's angle falling) a positive bank. Its bank
-    lags its turn by a fifth of a second, so only a steady stretch is compared."""
+    follows its turn a fifth of a second behind, and only a steady stretch is compared."""
     path = tmp_path / "s.toml"
     path.write_text("[scene]\nduration = 6.0\ndt = 0.01\nsettle_steps = 0\n"
                     "[world]\ndimensions = 3\n[flock]\ncount = 300\n"
@@ -127,6 +127,7 @@ def test_a_hunting_hawks_velocity_and_bank_are_its_flight(cli, tmp_path):
     heading = np.unwrap(np.arctan2(vel[flown, 1], vel[flown, 0]))
     turn = np.gradient(heading) * 30  # rad/s, positive: to the left
     lean = np.arctan(-np.linalg.norm(vel[flown, :2], axis=1) * turn / 9.81)
+    lean = np.roll(lean, 6)  # what it banks toward, as it was a roll's 0.2 s (6 frames) ago
     steady = (np.abs(np.gradient(turn) * 30) < 0.02) & (np.abs(lean) > 0.01)
     steady[:30] = False  # the first second: its bank rolls in from level
     assert steady.sum() >= 20

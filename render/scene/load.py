@@ -19,7 +19,7 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, unread_keys)
-from .schema3d import (HUNT_3D, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, RoostSettings,
+from .schema3d import (DEFAULTS_3D, HUNT_3D, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, RoostSettings,
                        default_points, keyframes)
 from .values import convert, show, suggest
 
@@ -153,6 +153,10 @@ def build_scene(raw: dict, path: str = "<scene>",
         flock = merged.setdefault("flock", {})
         flock.setdefault("min_speed", MIN_SPEED_3D)
         flock.setdefault("max_speed", MAX_SPEED_3D)
+        for section, keys in DEFAULTS_3D.items():
+            body = merged.setdefault(section, {})
+            for key, value in keys.items():
+                body.setdefault(key, value)
         hawk = merged.get("hawk")
         if hawk is not None and hawk.setdefault("mode", "hunt") == "hunt":
             for key, value in HUNT_3D.items():

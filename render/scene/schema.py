@@ -29,8 +29,10 @@ class SceneSettings:
     seed: int = setting(0, "Seed of every random draw (numpy PCG64).", kind="int", lo=0,
                         hi=2**64 - 1)
     duration: float = setting(10.0, "Length of the clip.", unit="s", lo=0, lo_open=True)
-    settle_steps: int = setting(60, "Simulation steps run before frame 0.", kind="int", lo=0)
-    dt: float = setting(1 / 60, "Fixed simulation step, independent of the output fps.",
+    settle_steps: int = setting(60, "Simulation steps run before frame 0 (3D: 3000 by "
+                                "default, 30 s of flight).", kind="int", lo=0)
+    dt: float = setting(1 / 60, "Fixed simulation step, independent of the output fps "
+                        "(3D: 0.01 by default).",
                         unit="s", lo=0, hi=1.0, lo_open=True)
 
 
@@ -102,16 +104,19 @@ class RulesSettings:
     alignment: str = setting("difference", "2D: mean, the mean neighbour velocity; "
                              "difference, that minus the bird's own.", kind="choice",
                              choices=("mean", "difference"))
-    separation_weight: float = setting(6.5, "w_s: separation acceleration per unit push.",
+    separation_weight: float = setting(6.5, "w_s: separation acceleration per unit push "
+                                       "(3D: 15 by default, StarDisplay's 1.2 N on 0.08 kg).",
                                        unit="1/s² · world units^k", lo=0)
-    alignment_weight: float = setting(4.0, "w_a.", unit="1/s", lo=0)
+    alignment_weight: float = setting(4.0, "w_a (3D: 6.25 by default).", unit="1/s", lo=0)
     cohesion_weight: float = setting(1.3, "w_c: acceleration per world unit of offset to the "
-                                     "neighbours' mean position.", unit="1/s²", lo=0)
+                                     "neighbours' mean position (3D: 25 by default).",
+                                     unit="1/s²", lo=0)
     max_force: float | None = setting(None, "2D: clamp on each weighted rule's vector (separation, "
                                       "alignment, cohesion separately); unset = no clamp.",
                                       unit="world units/s²", lo=0, lo_open=True, optional=True)
     neighbours: str = setting("metric", "metric: every bird within perception_radius; "
-                              "topological: the topological_count nearest visible birds.",
+                              "topological: the topological_count nearest visible birds "
+                              "(3D: topological by default).",
                               kind="choice", choices=("metric", "topological"))
     topological_count: int = setting(7, "k, the neighbours of a topological bird (≥ 1, "
                                      "below the flock size).", kind="int", lo=1)
@@ -119,7 +124,8 @@ class RulesSettings:
                                       "count; unset = any distance.", unit="world units",
                                       lo=0, lo_open=True, optional=True)
     blind_angle: float = setting(0.0, "Full aperture of the cone straight behind a bird in "
-                                 "which it sees no one (90: half-angle 45°; 0: none).",
+                                 "which it sees no one (90: half-angle 45°; 0: none; 3D: 90 "
+                                 "by default).",
                                  unit="degrees", lo=0, hi=360)
     separation_sigma: float = setting(1.37, "3D: separation's reach σ, g(d) = "
                                       "exp(−((d − hard_core)/σ)²) beyond the hard core.",

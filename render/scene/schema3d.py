@@ -15,11 +15,20 @@ MIN_SPEED_3D, MAX_SPEED_3D = 5.0, 18.0
 # flies and startles as the film's does (the 2D chord's 3 world units/s, 13.3 and
 # 160 world units/s² would neither catch a flock nor leave it in one piece).
 HUNT_3D = {"mode": "hunt", "speed": 20.0, "radius": 20.0, "strength": 8.0, "period": 17.0}
+# What a 3D scene flies by where it does not say: the starlings of docs/model.md
+# (StarDisplay's forces, k = 7 seen outside a 90° blind cone, banked flight over a roost,
+# a 10 ms step, 30 s of settling), not the 2D plate's metric rules in world units. A
+# section of these set `enabled = false` switches it off.
+DEFAULTS_3D = {"scene": {"dt": 0.01, "settle_steps": 3000},
+               "rules": {"neighbours": "topological", "blind_angle": 90.0,
+                         "separation_weight": 15.0, "alignment_weight": 6.25,
+                         "cohesion_weight": 25.0},
+               "flight": {}, "roost": {}}
 
 
 @dataclass(frozen=True)
 class FlightSettings:
-    """3D only: banked flight (docs/model.md). Speed relaxes to cruise; the steering's lateral
+    """3D only, on unless `enabled = false`: banked flight (docs/model.md). Speed relaxes to cruise; the steering's lateral
     part is flown by banking; lift along the banked up vector balances gravity."""
 
     enabled: bool = setting(True, "Set false to switch the section off (plain 3D boids: "
@@ -62,7 +71,8 @@ PALETTE_3D_KEYS = ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "tr
 
 @dataclass(frozen=True)
 class RoostSettings:
-    """3D only: the roost on the ground that holds the flock over it (docs/model.md)."""
+    """3D only, on unless `enabled = false`: the roost on the ground that holds the flock
+    over it (docs/model.md)."""
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     position: tuple[float, float] | None = setting(
