@@ -414,7 +414,9 @@ BAD = [
      "increasing order"),
     ({"path": [[0, 0, -300, -2, 0, 0, 50, 30]]}, "below the ground (keyframe t = 0.0)"),
     ({"path": [[0, 0, -300, 2, 0, 0, 50, 190]]}, "fov in (0, 180)"),
-    ({"centre": [1, 2]}, "unknown key"),
+    ({"path": [[0, 0, -300, 2, 0, 0, 50, 30], [1, 0, -300, 2, 0, 0, 50]]},
+     "8 numbers each: keyframe 2 of 2 has 7, got [1, 0, -300, 2, 0, 0, 50]"),
+    ({"centre": [1, 2]}, "camera.centre: a 2D-only key"),
     # A near plane past the roost clips the flock flying about it: an empty sky (the
     # roost at the world's centre, (40, 22.5) at 50 m: √(40² + 322.5² + 48²) m off).
     ({"position": [0, -300, 2], "look_at": [0, 0, 50], "near": 400.0},
@@ -488,8 +490,15 @@ def test_a_camera_problem_is_blamed_on_the_setting_given_last(camera, overrides,
 def test_the_bird_body_and_3d_camera_keys_are_3d_only():
     with pytest.raises(SceneError, match=r"\[bird\] is 3D-only"):
         build_scene({"bird": {"wingspan": 0.3}})
-    with pytest.raises(SceneError, match="camera.fov: unknown key"):
+    with pytest.raises(SceneError, match=r"camera.fov: a 3D-only key: expected "
+                       r"world.dimensions = 3, got 2$"):
         build_scene({"camera": {"fov": 30.0}})
+    with pytest.raises(SceneError, match=r"camera.rotation: a 2D-only key: expected "
+                       r"world.dimensions = 2, got 3$"):
+        build_scene({**BASE, "camera": {"rotation": 10.0}})
+    with pytest.raises(SceneError, match=r"camera.rotatio: unknown key \(did you mean "
+                       r"'position'\?\)"):  # a key of neither: the nearest of this one's
+        build_scene({**BASE, "camera": {"rotatio": 10.0}})
     assert build_scene({"flock": {"count": 5}}).bird is None
 
 

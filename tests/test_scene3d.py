@@ -262,3 +262,32 @@ def test_a_still_recorded_with_keys_its_dimension_does_not_read_draws_again(cli,
     Image.new("RGBA", (32, 18)).save(old, pnginfo=info)
     r = cli("--from", old, "-o", tmp_path / "again.png", "--check")
     assert r.code == 0, r.err
+
+
+def test_a_landing_or_a_hunt_the_clip_never_reaches_is_refused_an_excerpt_is_not():
+    """The clip ends at output.frames where they run past scene.duration, and a landing
+    or a hunt after its end, or a landing with the roost off, is a mistake told at the
+    setting given last; a later setting that cuts them off is an excerpt."""
+    landing = {**BASE, "scene": {"duration": 40.0},
+               "roost": {"landing_at": 60.0}, "output": {"fps": 24}}
+    assert build_scene({**landing, "output": {"fps": 24, "frames": 2000}}).frame_count == 2000
+    text = problems({**landing, "output": {"fps": 24, "frames": 1200}})
+    assert text.endswith("s.toml: roost.landing_at: the landing starts after the clip's "
+                         "end: expected below the clip's end (1200 frames at 24 fps: 50 s), "
+                         "got 60.0"), text
+    assert "expected below scene.duration (40.0 s), got 60.0" in problems(landing)
+    short = {**landing, "scene": {"duration": 80.0}, "output": {"fps": 24, "frames": 240}}
+    assert build_scene(short).frame_count == 240  # the clip's first 10 s: an excerpt
+    off = {**BASE, "roost": {"landing_at": 5.0, "enabled": False}}
+    assert problems(off).endswith("roost.landing_at: a landing needs the roost: expected "
+                                  "roost.enabled = true, got false")
+    with pytest.raises(SceneError) as err:
+        build_scene({**BASE, "roost": {"landing_at": 5.0}}, "s.toml",
+                    [("roost.enabled", "false", "--set")])
+    assert err.value.problems == ["--set roost.enabled: a landing (roost.landing_at = 5.0) "
+                                  "needs the roost: expected true, got false"]
+    late = {**BASE, "hawk": {"start": 12.0}}
+    assert problems(late).endswith("hawk.start: the hunt starts after the clip's end: "
+                                   "expected below scene.duration (10.0 s), got 12.0")
+    assert build_scene({**BASE, "hawk": {"start": 2.0}}, "s.toml",
+                       [("scene.duration", "1.0", "--duration")]).hawk.start == 2.0

@@ -26,18 +26,42 @@ def check_hunt_and_landing(values, merged, where, usable, problems, rank) -> Non
                             f"got {show(hawk.mode)}")
         elif three:
             _check_hunter(values, where, usable, problems, rank)
+    end, by, said = _clip_end(values)
+    landing = merged.get("roost", {}).get("landing_at")
+    if three and roost is None and landing is not None and usable("roost.landing_at",
+                                                                   "roost.enabled"):
+        if rank("roost.enabled") > rank("roost.landing_at"):  # the roost just went off
+            problems.append(f"{where('roost.enabled')}: a landing (roost.landing_at = "
+                            f"{show(landing)}) needs the roost: expected true, got false")
+        else:
+            problems.append(f"{where('roost.landing_at')}: a landing needs the roost: "
+                            f"expected roost.enabled = true, got false")
     if roost is not None and roost.landing_at is not None and usable(
-            "roost.landing_at", "scene.duration"):
-        duration = values["scene"].duration
+            "roost.landing_at", by):
         if roost.landing_at < 0.0:
             problems.append(f"{where('roost.landing_at')}: the landing starts before "
                             f"settling is over (times count from frame 0, after settling): "
                             f"expected ≥ 0 s, got {show(roost.landing_at)}")
-        elif roost.landing_at >= duration and rank("scene.duration") <= rank(
-                "roost.landing_at"):
+        elif roost.landing_at >= end and rank(by) <= rank("roost.landing_at"):
             problems.append(f"{where('roost.landing_at')}: the landing starts after the "
-                            f"clip's end: expected below scene.duration ({show(duration)} "
-                            f"s), got {show(roost.landing_at)}")
+                            f"clip's end: expected below {said}, got "
+                            f"{show(roost.landing_at)}")
+    if three and hawk is not None and hawk.mode == "hunt" and hawk.start >= end and \
+            rank(by) <= rank("hawk.start") and usable("hawk.start", by):
+        problems.append(f"{where('hawk.start')}: the hunt starts after the clip's end: "
+                        f"expected below {said}, got {show(hawk.start)}")
+
+
+def _clip_end(values) -> tuple[float, str, str]:
+    """Where the clip ends (s), the setting that says so and that end as a message names
+    it: scene.duration, or output.frames where they run past it (frames cut short of it
+    are an excerpt; a loop's search flies past them)."""
+    output, duration = values["output"], values["scene"].duration
+    if output.frames is None or output.frames / output.fps <= duration:
+        return duration, "scene.duration", f"scene.duration ({show(duration)} s)"
+    end = float(output.frames / output.fps)
+    return end, "output.frames", f"the clip's end ({output.frames} frames at " \
+                                 f"{output.fps} fps: {end:.4g} s)"
 
 
 def _check_hunter(values, where, usable, problems, rank) -> None:

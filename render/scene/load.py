@@ -209,9 +209,17 @@ def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
 
 def _build_section(cls, name, body, path, sources, problems, rejected):
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    # A section with a class of its own in 3D (the camera): the other dimension's keys.
+    three = SECTIONS_3D_CLASSES.get(name) is cls
+    other = SECTIONS[name] if three else SECTIONS_3D_CLASSES.get(name)
+    others = {f.name for f in dataclasses.fields(other)} if other else set()
     kwargs = {}
     for key, value in body.items():
         prefix = _where(f"{name}.{key}", path, sources)
+        if key not in fields and key in others:
+            problems.append(f"{prefix}: a {2 if three else 3}D-only key: expected "
+                            f"world.dimensions = {2 if three else 3}, got {3 if three else 2}")
+            continue
         if key not in fields:
             problems.append(f"{prefix}: unknown key{suggest(key, fields)}; "
                             f"valid keys: {', '.join(fields)}")

@@ -195,9 +195,12 @@ def convert(value, meta):
 def _keyframes(value, meta, columns: int, shape: str) -> tuple[tuple[float, ...], ...]:
     """Keyframes of `columns` numbers each (spelled `shape` in messages), times
     increasing."""
-    if not (isinstance(value, list) and value
-            and all(isinstance(k, list) and len(k) == columns for k in value)):
+    if not (isinstance(value, list) and value and all(isinstance(k, list) for k in value)):
         raise ValueError(f"expected keyframes {shape}, got {show(value)}")
+    for i, k in enumerate(value, 1):  # name the keyframe: a long path's text is cut short
+        if len(k) != columns:
+            raise ValueError(f"expected keyframes {shape}, {columns} numbers each: keyframe "
+                             f"{i} of {len(value)} has {len(k)}, got {show(k)}")
     keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
                  for k in value)
     if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
