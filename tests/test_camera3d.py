@@ -11,7 +11,7 @@ import pytest
 
 import naive_streaks3d
 from render import cli
-from render.draw3d.camera import pose, pose_at, resized
+from render.draw3d.camera import key_at, pose, pose_at, resized
 from render.draw3d.streaks import Look, far_to_near, streaks
 from render.errors import SceneError
 from render.scene.load import build_scene
@@ -382,6 +382,49 @@ def test_keyframes_are_eased_and_held():
     assert pose_at(linear, 1.0, None, 1920, 1080).position[0] == pytest.approx(25.0)
 
 
+def test_a_smooth_path_flies_through_its_middle_keys_without_stopping_or_overshooting():
+    """`smooth`: each value a cubic Hermite through the keys, its velocity at a middle key
+    the interior slope of scipy's PCHIP (0 where the value turns), 0 at the first and last
+    (an independent reference: scipy's CubicHermiteSpline with those slopes). A dolly
+    keyed at 0, 10, 20 and 30 s flies through 10 and 20 s at speed (ease-in-out stops
+    there), and its height, keyed 2 → 20 → 2 → 10 m, never leaves [2, 20]."""
+    from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
+
+    keys = [[0.0, 0, -300, 2, 0, 0, 50, 30], [10.0, 300, -300, 20, 0, 0, 50, 40],
+            [20.0, 600, -280, 2, 0, 0, 60, 40], [30.0, 900, -300, 10, 0, 0, 50, 20]]
+    scene = build_scene({**BASE, "camera": {"path": keys, "easing": "smooth"}})
+    eased = build_scene({**BASE, "camera": {"path": keys}})
+    rows = np.array(keys)
+    times = np.linspace(0.0, 30.0, 601)
+    for col in range(1, 8):
+        slopes = PchipInterpolator(rows[:, 0], rows[:, col]).derivative()(rows[:, 0])
+        slopes[[0, -1]] = 0.0
+        ref = CubicHermiteSpline(rows[:, 0], rows[:, col], slopes)(times)
+        got = [key_at(scene.camera.path, t, "smooth")[col] for t in times]
+        np.testing.assert_allclose(got, ref, atol=1e-9, err_msg=f"column {col}")
+    x = lambda s, t: pose_at(s, t, None, 320, 180).position[0]  # noqa: E731
+    for t in (10.0, 20.0):
+        speed = (x(scene, t + 0.01) - x(scene, t - 0.01)) / 0.02
+        assert speed == pytest.approx(30.0, rel=0.05)  # on through the key at 30 m/s
+        assert abs(x(eased, t + 0.01) - x(eased, t - 0.01)) / 0.02 < 0.2  # stopped
+        assert x(scene, t) == pytest.approx(rows[int(t // 10), 1])  # through the key
+    assert abs(x(scene, 0.01) - x(scene, 0.0)) / 0.01 < 0.5  # eased out of the first
+    heights = [pose_at(scene, t, None, 320, 180).position[2] for t in times]
+    assert 2.0 - 1e-9 <= min(heights) and max(heights) <= 20.0 + 1e-9
+    fovs = [key_at(scene.camera.path, t, "smooth")[7] for t in times]
+    assert 20.0 - 1e-9 <= min(fovs) and max(fovs) <= 40.0 + 1e-9
+
+
+def test_a_2d_camera_takes_a_smooth_path_too():
+    from render.draw.camera import view_at
+
+    keys = [[0.0, 0.0, 0.0, 10.0, 0.0], [1.0, 10.0, 0.0, 20.0, 0.0], [2.0, 20.0, 5.0, 10.0, 0.0]]
+    scene = build_scene({"camera": {"path": keys, "easing": "smooth"}})
+    assert view_at(scene, 1.0, None) == pytest.approx((10.0, 0.0, 20.0, 0.0))
+    ahead = (view_at(scene, 1.01, None)[0] - view_at(scene, 0.99, None)[0]) / 0.02
+    assert ahead == pytest.approx(10.0, rel=0.05)
+
+
 def test_the_default_camera_stands_on_the_ground_looking_up_at_the_flock():
     scene = build_scene(BASE)
     cam = pose_at(scene, 0.0, None, 1920, 1080)
@@ -428,6 +471,11 @@ BAD = [
      "the camera would look at its own position between keyframes t = 0.0 and t = 2.0"),
     ({"path": [[0, 300, 0, 1, 300, 100, 50, 30], [2, 300, 0, 5, 300, -100, 50, 30]]},
      "expected an up vector not parallel to the view between keyframes t = 0.0 and t = 2.0"),
+    # A smooth path's view read along it: the same pan through the lens, and one whose
+    # middle key flies it through the lens where the eased one stops short.
+    ({"easing": "smooth",
+      "path": [[0, 300, 0, 50, 310, 0, 60, 30], [2, 300, 0, 50, 290, 0, 40, 30]]},
+     "the camera would look at its own position between keyframes t = 0.0 and t = 2.0"),
 ]
 
 

@@ -13,14 +13,10 @@ import cairo
 import numpy as np
 
 from ..scene import Scene
+from ..scene.easing import keyed
 from .surface import world_to_pixels
 
 View = tuple[float, float, float, float]
-
-
-def ease(u: float, easing: str) -> float:
-    """Keyframe progress u ∈ [0, 1] eased: linear, or smoothstep (ease-in-out)."""
-    return u if easing == "linear" else u * u * (3.0 - 2.0 * u)  # smoothstep
 
 
 def view_at(scene: Scene, time_s: float, followed: tuple[float, float] | None) -> View | None:
@@ -33,16 +29,7 @@ def view_at(scene: Scene, time_s: float, followed: tuple[float, float] | None) -
     x, y = cam.centre or (0.5 * world.width, 0.5 * world.height)
     width, rotation = cam.width, cam.rotation
     if cam.path is not None:
-        keys = np.array(cam.path)
-        i = int(np.searchsorted(keys[:, 0], time_s, side="right"))
-        if i == 0:
-            _, x, y, width, rotation = keys[0]
-        elif i == len(keys):
-            _, x, y, width, rotation = keys[-1]
-        else:
-            a, b = keys[i - 1], keys[i]
-            u = ease((time_s - a[0]) / (b[0] - a[0]), cam.easing)
-            _, x, y, width, rotation = a + u * (b - a)
+        _, x, y, width, rotation = keyed(np.array(cam.path, np.float64), time_s, cam.easing)
     if width is None:  # the whole world fits, as without a camera
         aspect_w = scene.output.size[0] / scene.output.size[1]
         width = max(world.width, world.height * aspect_w)

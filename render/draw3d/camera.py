@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from ..draw.camera import ease
 from ..scene import Scene
+from ..scene.easing import keyed
 from ..scene.schema3d import Camera3DSettings, keyframes
 from .types import Pose
 
@@ -80,12 +80,7 @@ def parallel(forward: np.ndarray, up: np.ndarray) -> bool:
 def key_at(keys: tuple[tuple[float, ...], ...], time_s: float, easing: str) -> np.ndarray:
     """The keyframe row (t, x, y, z, look_x, look_y, look_z, fov) at `time_s`: eased
     between its neighbours, held before the first and after the last. (8,) float64."""
-    rows = np.asarray(keys, np.float64)
-    i = int(np.searchsorted(rows[:, 0], time_s, side="right"))
-    if i == 0 or i == len(rows):
-        return rows[max(i - 1, 0)]
-    a, b = rows[i - 1], rows[i]
-    return a + ease((time_s - a[0]) / (b[0] - a[0]), easing) * (b - a)
+    return keyed(np.asarray(keys, np.float64), time_s, easing)
 
 
 def pose(position, look_at, up, fov_deg: float, width: int, height: int,

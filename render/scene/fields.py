@@ -32,8 +32,10 @@ def setting(default, doc: str, *, kind: str = "float", unit: str = "", lo=None, 
 
 def easing_setting():
     """A camera's easing between keyframes (2D and 3D cameras alike)."""
-    return setting("ease-in-out", "Between keyframes.", kind="choice",
-                   choices=("linear", "ease-in-out"))
+    return setting("ease-in-out", "Between keyframes: linear; ease-in-out, stopping at each "
+                   "key; smooth, flying through the keys between the first and the last "
+                   "(docs/model.md).", kind="choice",
+                   choices=("linear", "ease-in-out", "smooth"))
 
 
 def follow_setting(centroid: str, track: str | None = None):

@@ -456,6 +456,9 @@ def _check_between_keys(camera, keys, where: str, problems) -> None:
     through zero (a pan of 180° through the lens) or along `up`, the pinhole has no
     direction or no screen-up: refused here, not met by the render mid-clip."""
     up = camera.up
+    if camera.easing == "smooth":
+        _check_smooth_keys(camera, keys, where, problems)
+        return
     for a, b in zip(keys, keys[1:]):
         v0 = [look - at for at, look in zip(a[1:4], a[4:7])]
         d = [(look - at) - v for at, look, v in zip(b[1:4], b[4:7], v0)]
@@ -474,6 +477,61 @@ def _check_between_keys(camera, keys, where: str, problems) -> None:
                                 f"{span}: it turns through {list(up)} there; add a "
                                 f"keyframe between them, or give camera.up another "
                                 f"direction")
+
+
+# Views a `smooth` path is read at between two keyframes, each least refined from there:
+# its position and look_at are cubics of their own, so the view is no line to solve.
+SMOOTH_SAMPLES = 256
+
+
+def _check_smooth_keys(camera, keys, where: str, problems) -> None:
+    """`_check_between_keys` for a `smooth` path: between each two keyframes, the least
+    view and the least angle between the view and `up`, each found among SMOOTH_SAMPLES
+    times and then narrowed to its bottom."""
+    import numpy as np  # here: loading a scene loads no numpy (--check answers at once)
+
+    from .easing import keyed
+
+    rows = np.asarray(keys, np.float64)
+    up = np.asarray(camera.up, np.float64) / np.linalg.norm(camera.up)
+
+    def view(t: float) -> np.ndarray:
+        row = keyed(rows, t, "smooth")
+        return row[4:7] - row[1:4]
+
+    def off_up(t: float) -> float:  # |sin| of the angle to up; 0: along it (or no view)
+        v = view(t)
+        return float(np.linalg.norm(np.cross(v, up)) / max(np.linalg.norm(v), 1e-300))
+
+    for a, b in zip(keys, keys[1:]):
+        span = f"between keyframes t = {show(a[0])} and t = {show(b[0])}"
+        if _least_along(lambda t: float(np.linalg.norm(view(t))), a[0], b[0]) < 1e-6:
+            problems.append(f"{where}: the camera would look at its own position {span} "
+                            f"(its look_at passes through it): expected a view that keeps a "
+                            f"direction; add a keyframe between them")
+            return
+        if _least_along(off_up, a[0], b[0]) < 1e-9:
+            problems.append(f"{where}: expected an up vector not parallel to the view {span}: "
+                            f"it turns through {list(camera.up)} there; add a keyframe "
+                            f"between them, or give camera.up another direction")
+            return
+
+
+def _least_along(f, t0: float, t1: float) -> float:
+    """The least of f over [t0, t1]: the least of SMOOTH_SAMPLES readings, then a golden
+    section search between its two neighbours."""
+    times = [t0 + (t1 - t0) * k / (SMOOTH_SAMPLES - 1) for k in range(SMOOTH_SAMPLES)]
+    values = [f(t) for t in times]
+    i = min(range(len(values)), key=values.__getitem__)
+    lo, hi = times[max(i - 1, 0)], times[min(i + 1, len(times) - 1)]
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(60):
+        m1, m2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        if f(m1) < f(m2):
+            hi = m2
+        else:
+            lo = m1
+    return min(values[i], f(0.5 * (lo + hi)))
 
 
 def _least(a, b) -> float:
