@@ -88,6 +88,11 @@ def test_2d_forces_are_refused_in_3d():
     (3, "rules.separation_radius", "3"), (3, "rules.falloff", '"unit"'),
     (3, "rules.alignment", '"mean"'), (3, "rules.max_force", "0.001"),
     (2, "rules.separation_sigma", "9"), (2, "rules.hard_core", "5"),
+    # A 3D flock is a count of birds seeded over its roost, drawn by its silhouettes.
+    (3, "flock.spacing", "5"), (3, "flock.init", '"ellipse"'), (3, "flock.init_ellipse", "0.3"),
+    (3, "render.width_min", "0.5"), (3, "render.width_max", "0.8"),
+    (3, "render.opacity_min", "0.2"), (3, "render.opacity_max", "0.9"),
+    (3, "render.density_count", "9"),
 ])
 def test_a_key_only_the_other_dimension_reads_is_refused(dimensions, key, value):
     # A hunting hawk has no chord to aim or time; a 3D sky has no walls; a 2D chord hawk

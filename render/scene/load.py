@@ -19,8 +19,8 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, unread_keys)
-from .schema3d import (DEFAULTS_3D, HUNT_3D, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX, RoostSettings,
-                       default_points, keyframes)
+from .schema3d import (DEFAULTS_3D, HUNT_3D, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX,
+                       RoostSettings, default_points, keyframes)
 from .values import convert, show, suggest
 
 

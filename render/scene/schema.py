@@ -64,16 +64,16 @@ class FlockSettings:
 
     count: int | None = setting(None, "Number of birds (give count or spacing).",
                                 kind="int", lo=1, optional=True)
-    spacing: float | None = setting(None, "Mean spacing: count = world area / spacing².",
+    spacing: float | None = setting(None, "2D: mean spacing, count = world area / spacing².",
                                     unit="world units", lo=0, lo_open=True, optional=True)
     min_speed: float = setting(3.6, "Lowest speed after each step (in 3D, 5 m/s by "
                                "default).", unit="world units/s", lo=0)
     max_speed: float = setting(5.7, "Highest speed after each step (in 3D, 18 m/s by "
                                "default).", unit="world units/s", lo=0)
-    init: str = setting("uniform", "Initial positions: uniform over the world, or uniform "
+    init: str = setting("uniform", "2D: initial positions, uniform over the world, or uniform "
                         "inside the centred ellipse; headings uniform, speeds uniform in "
                         "[min_speed, max_speed].", kind="choice", choices=("uniform", "ellipse"))
-    init_ellipse: float = setting(0.385, "Ellipse init: semi-axes as a fraction of the world's "
+    init_ellipse: float = setting(0.385, "2D, ellipse init: semi-axes as a fraction of the world's "
                                   "width and height.", lo=0, hi=0.5, lo_open=True)
 
     def resolved_count(self, world: WorldSettings) -> int:
@@ -320,13 +320,13 @@ class RenderSettings:
 
     tail: float = setting(3.6, "Streak starts at p − tail·v·dt_ref (dt_ref = 1/60 s).", lo=0)
     head: float = setting(0.8, "Streak ends at p + head·v·dt_ref.", lo=0)
-    width_min: float = setting(0.06, "Streak width of the sparsest birds.", unit="world units",
+    width_min: float = setting(0.06, "2D: streak width of the sparsest birds.", unit="world units",
                                lo=0, lo_open=True)
-    width_max: float = setting(0.13, "Streak width of the densest birds.", unit="world units",
+    width_max: float = setting(0.13, "2D: streak width of the densest birds.", unit="world units",
                                lo=0, lo_open=True)
-    opacity_min: float = setting(0.35, "Opacity of the sparsest birds.", lo=0, hi=1)
-    opacity_max: float = setting(0.95, "Opacity of the densest birds.", lo=0, hi=1)
-    density_count: float = setting(70.0, "Neighbour count that gets full width and opacity; "
+    opacity_min: float = setting(0.35, "2D: opacity of the sparsest birds.", lo=0, hi=1)
+    opacity_max: float = setting(0.95, "2D: opacity of the densest birds.", lo=0, hi=1)
+    density_count: float = setting(70.0, "2D: neighbour count that gets full width and opacity; "
                                    "fixed so the picture does not flicker.", lo=0, lo_open=True)
     accent_every: int = setting(17, "One bird in this many is drawn in the accent colour "
                                 "(0: none).", kind="int", lo=0)
@@ -399,7 +399,12 @@ SECTIONS_2D = ("attractor", "field", "containment")
 # dimension's separation its own (2D: a radius, a falloff, alignment's form and a clamp;
 # 3D: a Gaussian reach beyond a hard core).
 KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_strength"),
-           "rules": ("separation_radius", "falloff", "alignment", "max_force")}
+           "rules": ("separation_radius", "falloff", "alignment", "max_force"),
+           # A 3D flock is seeded as a blob over its roost, a count of birds; its birds
+           # are drawn by their silhouettes, not by these widths and density ramps.
+           "flock": ("spacing", "init", "init_ellipse"),
+           "render": ("width_min", "width_max", "opacity_min", "opacity_max",
+                      "density_count")}
 KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS,
            "rules": ("separation_sigma", "hard_core")}
 
