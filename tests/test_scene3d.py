@@ -296,3 +296,19 @@ def test_a_landing_or_a_hunt_the_clip_never_reaches_is_refused_an_excerpt_is_not
                                    "expected below scene.duration (10.0 s), got 12.0")
     assert build_scene({**BASE, "hawk": {"start": 2.0}}, "s.toml",
                        [("scene.duration", "1.0", "--duration")]).hawk.start == 2.0
+
+
+def test_a_dimension_the_scene_cannot_have_is_the_one_problem_told():
+    """world.dimensions = 4 leaves every other section read as neither 2D's nor 3D's: one
+    line, not one per camera key. A 2D scene switched to 3D on the command line is told
+    it is written for 2D, once, its speeds not weighed against 3D's flight."""
+    raw = {**BASE, "camera": {"fov": 20.0, "look_at": [0.0, 0.0, 50.0]}}
+    with pytest.raises(SceneError) as err:
+        build_scene(raw, "s.toml", [("world.dimensions", "4", "--set")])
+    assert err.value.problems == ["--set world.dimensions: expected a value ≤ 3, got 4"]
+    plate = {"flock": {"count": 100, "max_speed": 5.7}, "rules": {"separation_radius": 1.0}}
+    with pytest.raises(SceneError) as err:
+        build_scene(plate, "s.toml", [("world.dimensions", "3", "--set")])
+    assert len(err.value.problems) == 1 and err.value.problems[0].startswith(
+        "--set world.dimensions: the scene is written for 2D (rules.separation_radius): "
+        "expected 2, got 3"), err.value.problems

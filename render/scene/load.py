@@ -162,7 +162,13 @@ def build_scene(raw: dict, path: str = "<scene>",
             for key, value in HUNT_3D.items():
                 hawk.setdefault(key, value)
 
-    three = world.get("dimensions") == 3
+    dimensions = world.get("dimensions")
+    if dimensions is not None and (isinstance(dimensions, bool) or dimensions not in (2, 3)):
+        # Every other section is read as one dimension's or the other's: its keys would
+        # only be refused against a dimension the scene does not have.
+        _build_section(SECTIONS["world"], "world", world, path, sources, problems, rejected)
+        raise SceneError(problems)
+    three = dimensions == 3
     values: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         if three:
@@ -262,7 +268,10 @@ def _check_relations(values, merged, path, sources, rejected, problems):
         return _where(dotted, path, sources)
 
     unread = unread_keys(values["world"].dimensions == 3)
-    for low, high in _ORDERED:
+    # A scene written for the other dimension (its world.dimensions changed on the command
+    # line) is told so once: what it sets is not weighed against that dimension's defaults.
+    fits = _check_dimensions(values, merged, where, usable, problems, rank)
+    for low, high in _ORDERED if fits else ():
         lo, hi = get(low), get(high)
         if lo is None or hi is None or lo <= hi or not usable(low, high):
             continue
@@ -275,7 +284,7 @@ def _check_relations(values, merged, path, sources, rejected, problems):
             problems.append(f"{where(low)}: expected ≤ {high} ({show(hi)}), got {show(lo)}")
 
     flock, world = values["flock"], values["world"]
-    if _check_dimensions(values, merged, where, usable, problems, rank):
+    if fits:
         check_hunt_and_landing(values, merged, where, usable, problems, rank)
     if world.dimensions == 3 and values["camera"] is not None:
         _check_camera3d(values, where, usable, problems, rank)
