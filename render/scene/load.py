@@ -19,8 +19,7 @@ from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, unread_keys)
-from .schema3d import (DEFAULTS_3D, HUNT_3D, MAX_SPEED_3D, MIN_SPEED_3D, MIN_WIDTH_3D_PX,
-                       RoostSettings, default_points, keyframes)
+from .schema3d import DEFAULTS_3D, HUNT_3D, RoostSettings, default_points, keyframes
 from .values import convert, show, suggest
 
 
@@ -144,23 +143,11 @@ def build_scene(raw: dict, path: str = "<scene>",
 
     world = merged.get("world", {})
     if world.get("dimensions") == 3:
-        world.setdefault("boundary", "none")  # the sky is open: a 3D world's only boundary
-        # A 3D bird is two thin streaks whose ink is exact at any width: a 1 px floor
-        # widens them more at a small size than at a large one (same picture, any size).
-        merged.setdefault("render", {}).setdefault("min_width_px", MIN_WIDTH_3D_PX)
-        # Metres a second, a starling's range: the plate's defaults (world units a second)
-        # would hold a flight's cruise above its top speed.
-        flock = merged.setdefault("flock", {})
-        flock.setdefault("min_speed", MIN_SPEED_3D)
-        flock.setdefault("max_speed", MAX_SPEED_3D)
         for section, keys in DEFAULTS_3D.items():
-            body = merged.setdefault(section, {})
-            for key, value in keys.items():
-                body.setdefault(key, value)
+            _fill(merged.setdefault(section, {}), keys)
         hawk = merged.get("hawk")
         if hawk is not None and hawk.setdefault("mode", "hunt") == "hunt":
-            for key, value in HUNT_3D.items():
-                hawk.setdefault(key, value)
+            _fill(hawk, HUNT_3D)
 
     dimensions = world.get("dimensions")
     if dimensions is not None and (isinstance(dimensions, bool) or dimensions not in (2, 3)):
@@ -198,6 +185,12 @@ def build_scene(raw: dict, path: str = "<scene>",
             key = f"{name}.{f.name}"
             all_sources[key] = sources.get(key, "default")
     return Scene(**values, path=path, sources=tuple(sorted(all_sources.items())))
+
+
+def _fill(body: dict, defaults: dict) -> None:
+    """The `defaults` a section's `body` does not set, set (a 3D scene's own defaults)."""
+    for key, value in defaults.items():
+        body.setdefault(key, value)
 
 
 def _where(dotted: str, path: str, sources: dict[str, str]) -> str:

@@ -18,8 +18,15 @@ HUNT_3D = {"mode": "hunt", "speed": 20.0, "radius": 20.0, "strength": 8.0, "peri
 # What a 3D scene flies by where it does not say: the starlings of docs/model.md
 # (StarDisplay's forces, k = 7 seen outside a 90° blind cone, banked flight over a roost,
 # a 10 ms step, 30 s of settling), not the 2D plate's metric rules in world units. A
-# section of these set `enabled = false` switches it off.
-DEFAULTS_3D = {"scene": {"dt": 0.01, "settle_steps": 3000},
+# section of these set `enabled = false` switches it off. Also: the sky is open, a 3D
+# world's only boundary; speeds are metres a second, a starling's range (the plate's
+# world units a second would hold a flight's cruise above its top speed); and a bird is
+# two thin streaks whose ink is exact at any width, so a 1 px floor would widen them more
+# at a small size than at a large one (the same picture at any size).
+DEFAULTS_3D = {"world": {"boundary": "none"},
+               "flock": {"min_speed": MIN_SPEED_3D, "max_speed": MAX_SPEED_3D},
+               "render": {"min_width_px": MIN_WIDTH_3D_PX},
+               "scene": {"dt": 0.01, "settle_steps": 3000},
                "rules": {"neighbours": "topological", "blind_angle": 90.0,
                          "separation_weight": 15.0, "alignment_weight": 6.25,
                          "cohesion_weight": 25.0},
