@@ -35,8 +35,9 @@ DEFAULTS_3D = {"world": {"boundary": "none"},
 
 @dataclass(frozen=True)
 class FlightSettings:
-    """3D only, on unless `enabled = false`: banked flight (docs/model.md). Speed relaxes to cruise; the steering's lateral
-    part is flown by banking; lift along the banked up vector balances gravity."""
+    """3D only: banked flight (docs/model.md). Speed relaxes to
+    cruise; the steering's lateral part is flown by banking; lift along the banked up
+    vector balances gravity."""
 
     enabled: bool = setting(True, "Set false to switch the section off (plain 3D boids: "
                             "the steering moves the velocity directly).", kind="bool")
@@ -78,8 +79,7 @@ PALETTE_3D_KEYS = ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "tr
 
 @dataclass(frozen=True)
 class RoostSettings:
-    """3D only, on unless `enabled = false`: the roost on the ground that holds the flock
-    over it (docs/model.md)."""
+    """3D only: the roost on the ground that holds the flock over it (docs/model.md)."""
 
     enabled: bool = setting(True, "Set false to switch the section off.", kind="bool")
     position: tuple[float, float] | None = setting(
