@@ -205,20 +205,34 @@ def _windows2d(scene: Scene, still: FrameState):
     width, height = scene.output.size
     paths = frame_paths(scene, scene.output.size, *still.drawn(), view=still.view)
     # cairo rasterises a streak cut by the surface's border a shade differently from one
-    # that runs on: each tile gets an apron, cropped away, except past the frame's own
-    # border, where the whole frame's surface cuts the streaks too.
-    a = budget.TILE_APRON
-
+    # that runs on (a near-level edge moves by a sample row): each tile's surface reaches
+    # past the tile to hold whole every streak that colours the tile, and is cropped,
+    # except past the frame's own border, where the whole frame's surface cuts them too.
     def window(x0: int, y0: int, cols: int, rows: int) -> np.ndarray:
-        left, top = min(a, x0), min(a, y0)
-        right, bottom = min(a, width - x0 - cols), min(a, height - y0 - rows)
-        in_band = crop_paths(paths, y=(y0 - top, y0 + rows + bottom))
-        in_tile = crop_paths(in_band, x=(x0 - left, x0 + cols + right))
+        in_tile = crop_paths(crop_paths(paths, y=(y0, y0 + rows)), x=(x0, x0 + cols))
+        left, top, right, bottom = _aprons(in_tile.boxes, x0, y0, cols, rows,
+                                           width, height)
         pixels = fill_frame(Canvas((left + cols + right, top + rows + bottom)), in_tile,
                             origin=(x0 - left, y0 - top))
         return pixels[top:top + rows, left:left + cols]
 
     return window
+
+
+def _aprons(boxes: np.ndarray, x0: int, y0: int, cols: int, rows: int, width: int,
+            height: int) -> tuple[int, int, int, int]:
+    """How far (left, top, right, bottom, px) a tile's surface reaches past the tile: at
+    least budget.TILE_APRON, out to the streaks' `boxes` and a pixel of antialiasing, no
+    farther than the frame's border, and within cairo's largest surface."""
+    most = (budget.IMAGE_MAX_SIDE - max(cols, rows)) // 2
+    reach = np.full(4, budget.TILE_APRON, np.int64)
+    if len(boxes):
+        low, high = boxes[:, :2].min(axis=0), boxes[:, 2:].max(axis=0)
+        past = (x0 - low[0], y0 - low[1], high[0] - (x0 + cols), high[1] - (y0 + rows))
+        reach = np.maximum(reach, np.ceil(np.asarray(past)).astype(np.int64) + 1)
+    reach = np.minimum(reach, most)
+    return (min(int(reach[0]), x0), min(int(reach[1]), y0),
+            min(int(reach[2]), width - x0 - cols), min(int(reach[3]), height - y0 - rows))
 
 
 def _windows3d(scene: Scene, still: FrameState):
