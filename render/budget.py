@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
-from .encode import VIDEO_SUFFIXES, is_state_output, keeps_straight
+from .encode import VIDEO_SUFFIXES, encoder_max_side, is_state_output, keeps_straight
 from .executor import drawing_threads
 from .errors import UsageError, option
 from .scene import Scene
@@ -434,6 +434,13 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                          "a clip or PNG sequence (cairo draws each frame whole)",
                          "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
                          "drawn in tiles", even=True)
+            encoder = encoder_max_side(output, web)
+            if encoder is not None:
+                larger = "without --quality web, " if web else ""
+                require_size(scene, output, encoder[0], encoder[1],
+                             f"{larger}.webm, .mov, .gif, .apng and frame sequences take "
+                             f"up to {IMAGE_MAX_SIDE} px a side",
+                             even=web or output.lower().endswith(".mp4"))
         cost = estimate(scene, output, first, web=web, on_disk=on_disk, threads=threads)
     where = output or scene.path
     memory = available_memory()

@@ -97,6 +97,29 @@ def test_gif_takes_odd_sizes_and_webm_does_not(cli, small_scene, tmp_path):
     assert r.code == 2 and "even" in r.err
 
 
+@pytest.mark.parametrize("args, most", [
+    (("-o", "x.webp", "--size", "16384x64"), "≤ 16383 px for WebP (libwebp)"),
+    (("-o", "x.mp4", "--size", "16386x64"), "≤ 16384 px for H.264 (x264)"),
+    (("-o", "x.mp4", "--size", "64x16386"), "≤ 16384 px for H.264 (x264)"),
+    (("--quality", "web", "-o", "x.mp4", "--size", "20000x100"), "≤ 8704 px for a web"),
+])
+def test_a_size_past_the_encoders_is_refused_before_drawing(cli, small_scene, tmp_path,
+                                                            args, most):
+    # ffmpeg refused these after the whole clip was drawn (exit 1); --check passed them.
+    args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
+    for check in (("--check",), ()):
+        r = cli(small_scene, *args, "--frames", "2", *check)
+        assert r.code == 2 and most in r.err and "largest is" in r.err, r.err
+    assert [p for p in tmp_path.iterdir() if p != small_scene] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix, size", [(".webp", "16383x32"), (".mp4", "16384x32")])
+def test_the_encoders_take_their_largest_side(cli, small_scene, tmp_path, suffix, size):
+    r = cli(small_scene, "-o", tmp_path / f"x{suffix}", "--size", size, "--frames", "2", "-q")
+    assert r.code == 0, r.err
+
+
 @pytest.mark.slow
 def test_a_frame_range_renders_the_same_frames_as_the_full_clip(cli, small_scene, tmp_path):
     assert cli(small_scene, "-o", f"{tmp_path}/all/", "--frames", "9", "--quiet").code == 0

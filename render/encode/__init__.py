@@ -27,6 +27,18 @@ STILL_SUFFIXES = (".png", ".jpg", ".jpeg", ".exr", ".pdf", ".svg")
 STATE_SUFFIXES = (".npz", ".usd", ".usda", ".usdc")
 
 
+# The longest side each encoder takes, measured: ffmpeg fails past it, once the frames are
+# drawn. A web page's clips are also SVT-AV1's, which takes frames at most 8704 px tall.
+ENCODER_MAX_SIDE = {".mp4": (16384, "H.264 (x264)"), ".webp": (16383, "WebP (libwebp)")}
+WEB_MAX_SIDE = (8704, "a web page's clips (SVT-AV1)")
+
+
+def encoder_max_side(path: str | Path, web: bool = False) -> tuple[int, str] | None:
+    """(the longest side in px, the encoder) that the clip at `path` can take, or None
+    where only cairo limits it."""
+    return WEB_MAX_SIDE if web else ENCODER_MAX_SIDE.get(Path(path).suffix.lower())
+
+
 def is_state_output(path: str | Path) -> bool:
     """Whether `path` takes the flock's states (trajectories) rather than drawn frames."""
     return Path(path).suffix.lower() in STATE_SUFFIXES
