@@ -276,6 +276,7 @@ def _clip(args: argparse.Namespace, scene) -> int:
                          "--nworkers N)")
     if args.cache_dir is not None and args.scheduler is None:
         raise UsageError("--cache-dir hands states to cluster workers: add --scheduler")
+    _refuse_unused_by_outputs(args)
     first = frame_range(args.frames)[0]
     options = dict(frames=(first, scene.frame_count) if first else None,
                    workers=args.workers, scheduler=args.scheduler, cache_dir=args.cache_dir,
@@ -292,6 +293,39 @@ def _clip(args: argparse.Namespace, scene) -> int:
 
     render(scene, args.outputs or None, quiet=args.quiet, **options)
     return 0
+
+
+# The clips whose quality --crf sets; ProRes, the animated images and frame sequences have
+# settings of their own, and trajectories draw nothing.
+_CRF_SUFFIXES = (".mp4", ".webm")
+
+
+def _refuse_unused_by_outputs(args: argparse.Namespace) -> None:
+    """UsageError for a flag that none of a clip's outputs would act on (a user who gives
+    one expects it to act)."""
+    from .encode import is_state_output
+
+    if args.paper:
+        raise UsageError(f"--paper {args.paper} sizes a still's sheet: add --still TIME, or "
+                         f"give a clip's size with --size WxH")
+    if args.resume and args.quality == "web":
+        raise UsageError("--resume applies to PNG sequences (and EXR or JPEG ones); "
+                         "--quality web renders its clips whole: drop --resume")
+    outputs = args.outputs
+    if not outputs:
+        return
+    if args.crf is not None and args.quality != "web" and \
+            not any(Path(out).suffix.lower() in _CRF_SUFFIXES for out in outputs):
+        raise UsageError(f"--crf sets the quality of .mp4 (H.264) and .webm (VP9) clips; "
+                         f"{', '.join(outputs)} take{'s' if len(outputs) == 1 else ''} "
+                         f"none: drop --crf")
+    drawn = [flag for flag, given in (("--motion-blur", args.motion_blur),
+                                      ("--transparent", args.transparent)) if given]
+    if drawn and all(is_state_output(out) for out in outputs):
+        raise UsageError(f"{', '.join(drawn)} act{'s' if len(drawn) == 1 else ''} on drawn "
+                         f"frames; {', '.join(outputs)} "
+                         f"hold{'s' if len(outputs) == 1 else ''} the flock's states: drop "
+                         f"{', '.join(drawn)}")
 
 
 def _check(args: argparse.Namespace, scene, first: int, options: dict) -> int:

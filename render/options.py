@@ -78,7 +78,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--motion-blur", metavar="N",
                    help="average N sub-frames across the shutter (render.motion_blur; "
                         "render.shutter_angle, 180° by default), e.g. --motion-blur 8")
-    p.add_argument("--crf", metavar="N", help="x264 quality 0–51 (18 default), e.g. --crf 23")
+    p.add_argument("--crf", metavar="N",
+                   help="quality of .mp4 (x264) and .webm (VP9) clips, 0–51 (18 default), "
+                        "e.g. --crf 23")
     p.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[],
                    dest="overrides",
                    help="override any scene key (TOML syntax; a bare word, and any scene.name, "

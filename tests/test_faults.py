@@ -264,7 +264,7 @@ def test_resume_redraws_a_frame_of_the_wrong_size(cli, small_scene, tmp_path, mo
     (("--frames", "4"), 2),  # a longer clip: the same first frames, kept
     (("--frames", "2", "--transparent"), 2),  # another picture: RGBA beside RGB frames
     (("--frames", "2", "--seed", "9"), 2),
-    (("--frames", "2", "--crf", "30"), 0),  # the encoder's quality draws no frame
+    (("--frames", "2", "--set", "output.crf=30"), 0),  # a clip's quality draws no frame
 ])
 def test_resume_keeps_only_frames_of_the_same_picture(cli, small_scene, tmp_path,
                                                       monkeypatch, change, drawn_again):

@@ -287,6 +287,14 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
      "--crossfade output.crossfade: expected a crossfade of at least 2 frames"),
     (("-o", "a.webm", "--loop"),  # the test's --frames 2 under the default 1 s crossfade
      "--frames output.frames: expected a clip longer than the loop's crossfade"),
+    (("-o", "a.webp", "--crf", "45"), "--crf sets the quality of .mp4 (H.264) and .webm "
+                                      "(VP9) clips; a.webp takes none: drop --crf"),
+    (("-o", "a.mov", "-o", "sq/", "--crf", "5"), "a.mov, sq/ take none: drop --crf"),
+    (("-o", "a.npz", "--motion-blur", "4", "--transparent"),
+     "--motion-blur, --transparent act on drawn frames; a.npz holds the flock's states"),
+    (("-o", "a.mp4", "--paper", "A4"), "--paper A4 sizes a still's sheet: add --still"),
+    (("--quality", "web", "-o", "a.mp4", "--resume"),
+     "--quality web renders its clips whole: drop --resume"),
     (("--from", "a.png", "-o", "b.png"), "--from draws the scene a.png records: drop the "
                                          "scene file"),
     (("--info", "a.png", "-o", "b.png"), "--info prints what a still records and does "
