@@ -15,8 +15,8 @@ import traceback
 from pathlib import Path
 
 from .errors import BoidsError, SceneError, UsageError, cli_names
-from .options import (PAPER_MM, frame_range, overrides_from, paper_size, parse_time,
-                      parser)
+from .options import (PAPER_MM, frame_range, loop_range_error, overrides_from, paper_size,
+                      parse_time, parser)
 from .scene.values import MAX_SIDE
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,6 +147,8 @@ def _refuse_dropped(args: argparse.Namespace) -> None:
     if still and args.frames is not None and ":" in args.frames:
         raise UsageError(f"--frames {args.frames} renders part of a clip; a still is one "
                          f"frame: drop it (--frames N sets a loop's length)")
+    if args.loop and args.frames is not None and frame_range(args.frames)[0]:
+        raise loop_range_error()  # before the scene's loop checks the range's length
     if not still and args.dpi is not None and not args.paper:
         raise UsageError("--dpi is the resolution a still records (and with --paper, its "
                          "size): add --still TIME, or drop --dpi")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UsageError, option
+from .errors import UsageError
+from .options import loop_range_error
 from .scene import Scene
 from .sim.jit import serial
 from .sim.loop import cruise_speed, flock_motion
@@ -17,9 +18,7 @@ def crossfade_frames(scene: Scene, first: int) -> int:
     if not out.loop:
         return 0
     if first:
-        raise UsageError(f"{option('--frames A:B')}: a loop is rendered whole (its first "
-                         f"frames depend on its last): expected "
-                         f"{option('--frames N or --duration S')}")
+        raise loop_range_error()
     if scene.dimensions == 3:
         refuse_moving_keys(scene)
     return max(1, round(out.crossfade * out.fps))  # shorter than the clip: the scene checks it

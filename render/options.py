@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 
 from . import __version__
-from .errors import UsageError
+from .errors import UsageError, option
 
 EXAMPLES = """\
 examples:
@@ -268,6 +268,12 @@ def overrides_from(args) -> list[tuple[str, str, str]]:
                 else f'"{value}"'
             out.append((key, raw, f"--{flag.replace('_', '-')}"))
     return out
+
+
+def loop_range_error() -> UsageError:
+    """What a loop given a frame range (--frames A:B, A > 0) is told."""
+    return UsageError(f"{option('--frames A:B')}: a loop is rendered whole (its first frames "
+                      f"depend on its last): expected {option('--frames N or --duration S')}")
 
 
 def frame_range(text: str | None) -> tuple[int, str | None]:

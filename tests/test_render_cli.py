@@ -308,6 +308,14 @@ def test_an_option_the_request_would_leave_unused_is_bad_input(cli, small_scene,
     assert list(tmp_path.iterdir()) == [small_scene]
 
 
+@pytest.mark.parametrize("frames", ["30:31", "30:90"])
+def test_a_loop_of_a_frame_range_is_told_it_is_rendered_whole(cli, small_scene, tmp_path,
+                                                              frames):
+    # 30:31 was told its 31 frames were shorter than the morph, and 30:200 then this.
+    r = cli(small_scene, "-o", tmp_path / "sq/", "--loop", "--frames", frames, "-q")
+    assert r.code == 2 and "a loop is rendered whole" in r.err, r.err
+
+
 def test_a_frame_range_with_a_still_is_bad_input(cli, small_scene, tmp_path):
     r = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--frames", "3:6")
     assert r.code == 2 and r.err_lines == [
