@@ -9,7 +9,7 @@ from .errors import UsageError
 from .options import loop_range_error
 from .scene import Scene
 from .sim.jit import serial
-from .sim.loop import cruise_speed, flock_motion
+from .sim.loop import cruise_speed, flock_motion, landing_at, landing_error
 
 
 def crossfade_frames(scene: Scene, first: int) -> int:
@@ -21,7 +21,11 @@ def crossfade_frames(scene: Scene, first: int) -> int:
         raise loop_range_error()
     if scene.dimensions == 3:
         refuse_moving_keys(scene)
-    return max(1, round(out.crossfade * out.fps))  # shorter than the clip: the scene checks it
+    crossfade = max(1, round(out.crossfade * out.fps))  # shorter than the clip: checked
+    landing = landing_at(scene)
+    if landing is not None and (scene.frame_count + crossfade) / float(out.fps) > landing:
+        raise landing_error(landing, (scene.frame_count + crossfade) / float(out.fps))
+    return crossfade
 
 
 def refuse_moving_keys(scene: Scene) -> None:

@@ -286,6 +286,17 @@ def test_hunts_and_landings_inside_the_window_are_refused_naming_the_setting():
         calm_starts(scene, [70, 80], 60, attacks)
 
 
+def test_a_loop_longer_than_the_time_to_the_landing_is_refused_before_any_flight():
+    from render.errors import UsageError
+    from render.loop import crossfade_frames
+
+    # 60 frames and a 15-frame morph at 30 fps: 2.5 s, past a landing at 2 s whatever the
+    # start (the search refused it only once it had flown); ending at 2.5 s, it loops.
+    with pytest.raises(UsageError, match=r"^roost\.landing_at = 2 s: a --loop of 2\.5 s"):
+        crossfade_frames(film(*LOOP, "output.frames=60", "roost.landing_at=2.0"), 0)
+    assert crossfade_frames(film(*LOOP, "output.frames=60", "roost.landing_at=2.5"), 0) == 15
+
+
 def test_a_transparent_loop_is_measured_as_it_composites_over_white():
     """A transparent frame has no sky to tell its birds from: its birds are its alpha. A
     clear frame, one with a black 20x20 bird, one with the bird at half alpha: the ink and

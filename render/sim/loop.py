@@ -348,6 +348,14 @@ def landing_at(scene) -> float | None:
     return getattr(roost, "landing_at", None) if roost is not None and roost.enabled else None
 
 
+def landing_error(landing: float, seconds: float) -> UsageError:
+    """What a loop of `seconds` (the clip and its morph) that cannot end before the
+    landing at `landing` s is told."""
+    return UsageError(f"roost.landing_at = {landing:g} s: a --loop of {seconds:g} s (the "
+                      f"clip and its morph) cannot end before the landing, which no loop "
+                      f"can undo: set roost.landing_at later or a shorter clip")
+
+
 def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) -> list[int]:
     """The candidate starts whose `window` frames are `calm`: an attack starting or ending
     inside a loop, or a landing, changes the flock as uninterrupted flight never undoes,
@@ -357,9 +365,7 @@ def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) 
     landing = landing_at(scene)
     kept = [k for k in candidates if landing is None or (k + window) / fps <= landing]
     if not kept:
-        raise UsageError(f"roost.landing_at = {landing:g} s: a --loop of {window / fps:g} s "
-                         f"(the clip and its morph) cannot end before the landing, which "
-                         f"no loop can undo: set roost.landing_at later or a shorter clip")
+        raise landing_error(landing, window / fps)
     calm_ones = [k for k in kept if calm(scene, k, window, attacks)]
     if not calm_ones:
         raise UsageError(f"hawk.mode = \"hunt\": every loop start within "
