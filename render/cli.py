@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import BoidsError, SceneError, UsageError, cli_names
 from .options import (PAPER_MM, frame_range, loop_range_error, overrides_from, paper_size,
-                      parse_time, parser)
+                      parse_time, parser, seconds)
 from .scene.values import MAX_SIDE
 
 def main(argv: list[str] | None = None) -> int:
@@ -362,7 +362,7 @@ def _info(path: str) -> int:
 
     recorded = read_provenance(path)
     for key, value in recorded.fields.items():
-        print(f"{key}: {value}")
+        print(f"{key}: {seconds(recorded.time) if key == 'time' else value}")
     if recorded.dpi is not None:
         print(f"dpi: {recorded.dpi:g}")
     print(recorded.scene_toml)

@@ -235,6 +235,18 @@ def parse_time(text: str, fps, given: str | None = None) -> Fraction:
 MAX_TIME = 10**9
 
 
+def seconds(time: Fraction) -> str:
+    """An exact time as a person writes it: 12.5 for 25/2, and the fraction itself where no
+    short decimal is exact (31/60); either reads back through `parse_time`."""
+    for places in range(10):
+        scaled = time * 10**places
+        if scaled.denominator == 1:
+            whole, part = divmod(abs(scaled.numerator), 10**places)
+            sign = "-" if time < 0 else ""
+            return f"{sign}{whole}.{part:0{places}d}" if places else str(time.numerator)
+    return str(time)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -18,6 +18,7 @@ from .encode.files import place_or_refuse, refuse_existing
 from .encode.images import FRAME_FORMATS, encode_jpeg, encode_png, usable
 from .encode.still import provenance
 from .errors import UsageError, option
+from .options import seconds
 from .scene import Scene
 from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulated, simulation
@@ -100,7 +101,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
     text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
     suffix = output.suffix.lower()
     if suffix in VECTOR:
-        title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {time} s"
+        title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {seconds(time)} s"
         place_or_refuse(output, lambda tmp: _vector_still(scene, still, tmp, dpi=dpi,
                                                           title=title), overwrite=overwrite)
         return
@@ -149,7 +150,7 @@ def _loop_state(scene: Scene, time: Fraction, *, quiet: bool) -> FrameState:
         raise UsageError(f"{option('--still', f'{float(time):g}')}: a loop's still is one "
                          f"of its frames, at a multiple of 1/{fps} s from 0 to "
                          f"{float(last / fps):g} s (frames 0 to {last}); the nearest is "
-                         f"frame {near}: {option('--still', near / fps)}")
+                         f"frame {near}: {option('--still', f'frame:{near}')}")
     states = simulated(scene, 0, scene.frame_count, quiet=quiet)
     return next(itertools.islice(states, int(index), None))
 

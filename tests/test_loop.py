@@ -414,9 +414,9 @@ def test_a_loop_still_is_the_loop_frame_and_from_draws_it_again(cli, small_scene
         assert np.array_equal(pixels(again), pixels(still))
     r = cli(small_scene, "--still", "1/1000", "-o", tmp_path / "x.png", *args)
     assert r.code == 2 and "a loop's still is one of its frames" in r.err
-    assert "--still 0.001:" in r.err and "the nearest is frame 0: --still 0\n" in r.err
+    assert "--still 0.001:" in r.err and "the nearest is frame 0: --still frame:0\n" in r.err
     r = cli(small_scene, "--still", "0.71", "-o", tmp_path / "x.png", *args)
-    assert "the nearest is frame 21: --still 7/10\n" in r.err
+    assert "the nearest is frame 21: --still frame:21\n" in r.err
 
 
 def test_a_loop_drawn_on_a_cluster_is_reported(cli, small_scene, tmp_path):
