@@ -47,6 +47,10 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
         raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a JPEG records its "
                          f"resolution as a "
                          f"whole number of dpi from {JPEG_DPI[0]} to {JPEG_DPI[1]}")
+    if suffix == ".png" and dpi is not None and round(dpi / 0.0254) < 1:
+        raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a PNG records its "
+                         f"resolution in whole pixels a metre: expected at least 0.0127 dpi "
+                         f"(1 px a metre)")
     if bit_depth == 16 and suffix != ".png":
         raise UsageError(f"{option('--bit-depth', 16)} applies to PNG stills")
     if tile_size is not None and suffix != ".png":

@@ -132,6 +132,8 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
     (("-o", "{tmp}/x.jpg", "--dpi", "70000"), "whole number of dpi from 1 to 65535"),
     (("-o", "{tmp}/x.jpg", "--dpi", "72.5"), "--dpi 72.5: a JPEG records its resolution as a "
                                              "whole number of dpi"),
+    (("-o", "{tmp}/x.png", "--dpi", "0.001"),  # it recorded 0 px a metre, read back as 72
+     "--dpi 0.001: a PNG records its resolution in whole pixels a metre: expected at least"),
     (("-o", "{tmp}/x.png/",), "a still is one file"),
     (("-o", "{tmp}/x.png", "--tile-size", "64", "--bit-depth", "16"),
      "--tile-size draws opaque 8-bit stills without motion blur, and this is a 16-bit still"),
