@@ -335,8 +335,8 @@ class SeamMeter:
             return ""
         m = self.measures()
         coverage = ("no ink in the median frame" if np.isnan(m["coverage_low"]) else
-                    f"ink coverage during the morph {m['coverage_low']:+.0%} to "
-                    f"{m['coverage_high']:+.0%} of the median")
+                    f"ink coverage during the morph {m['coverage_low']:+.1%} to "
+                    f"{m['coverage_high']:+.1%} of the median")
         passes = self.passes()
         failed = [k for k, ok in passes.items() if not ok]
         speed = "× cruise speed relative to the flock's centroid" if self.three else \
@@ -347,10 +347,11 @@ class SeamMeter:
                       f"{m['camera_move']:.3f} m a frame (median {m['camera_turn_median']:.3f}°, "
                       f"{m['camera_move_median']:.3f} m); ")
         held = {4: "all four measures hold", 5: "all five measures hold"}[len(passes)]
+        median = max(m["median_step"], 1e-9)
         return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s): last→first "
-                f"{m['seam']:.3g} levels of 255 a pixel, consecutive frames median "
-                f"{m['median_step']:.3g} (×{m['seam'] / max(m['median_step'], 1e-9):.2f}), "
-                f"max {m['max_step']:.3g}; "
+                f"{m['seam']:.3g} levels of 255 a pixel (×{m['seam'] / median:.2f} the "
+                f"median), consecutive frames median {m['median_step']:.3g}, max "
+                f"{m['max_step']:.3g} (×{m['max_step'] / median:.2f}); "
                 f"{coverage}; streak alignment during the morph {m['coherence_low']:.3f} to "
                 f"{m['coherence_high']:.3f} (other frames' 1st–99th percentile ± their "
                 f"largest step {m['band_low']:.3f} to {m['band_high']:.3f}); fastest flying bird "
@@ -386,6 +387,10 @@ def _advice(failed: list[str], scene: Scene | None) -> str:
     camera = scene.camera if scene is not None else None
     if "camera" in failed and camera is not None and camera.follow == "centroid":
         tips.append("camera.follow = \"track\" closes without a pan")
+    if "steps" in failed and scene is not None and scene.dimensions == 2 and \
+            camera is not None and camera.follow == "centroid":
+        tips.append("the camera follows the flock, whose centroid the loop does not bring "
+                    "back: it jumps at the wrap; camera.follow = \"none\" does not")
     return f" ({'; '.join(tips)})" if tips else ""
 
 

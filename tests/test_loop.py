@@ -246,10 +246,21 @@ def test_seam_meter_from_hand_worked_frames():
     # Ink covers a quarter of the morph's one frame and of the median frame.
     assert (m["coverage_low"], m["coverage_high"]) == (0.0, 0.0)
     assert meter.report().startswith("loop seam (starts at t₀ = 0.000 s): last→first 128 "
-                                     "levels of 255 a pixel, consecutive frames median 63.8 "
-                                     "(×2.00), max 128; ink coverage during the morph +0% to "
-                                     "+0% of the median")
+                                     "levels of 255 a pixel (×2.00 the median), consecutive "
+                                     "frames median 63.8, max 128 (×2.00); ink coverage "
+                                     "during the morph +0.0% to +0.0% of the median")
     assert meter.report().endswith("fails: steps")  # no advice: a longer morph is no cure
+
+
+def test_a_2d_follow_cameras_jump_at_the_wrap_is_named_where_the_steps_fail():
+    # Its wrap stepped 4.2× the median, and a longer --crossfade (the only advice) did
+    # not help: the camera jumps back, not the birds.
+    from render.loop import _advice
+    from render.scene import load_scene
+
+    follow = load_scene(SCENES / "plate.toml", [("camera.follow", "\"centroid\"", "t")])
+    assert "camera.follow = \"none\"" in _advice(["steps"], follow)
+    assert _advice(["steps"], load_scene(SCENES / "plate.toml")) == ""
 
 
 def test_seam_meter_without_ink_reports_no_coverage():
@@ -260,7 +271,7 @@ def test_seam_meter_without_ink_reports_no_coverage():
     for _ in range(3):
         meter.add(_frame())
     assert np.isnan(meter.measures()["coverage_low"])
-    assert "max 0; no ink in the median frame" in meter.report()
+    assert "max 0 (×0.00); no ink in the median frame" in meter.report()
 
 
 def test_coherence_from_hand_worked_images():
