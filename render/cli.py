@@ -97,15 +97,20 @@ def run(args: argparse.Namespace) -> int:
     if args.tile_size is not None or args.bit_depth is not None:
         flag = "--tile-size" if args.tile_size is not None else "--bit-depth"
         raise UsageError(f"{flag} applies to PNG stills: add --still TIME")
+    if args.contact_sheet:  # drawn at the preset's size, --quality web's too
+        return _contact_sheet(args, scene)
     if args.quality == "web":
         from .encode.web import check_web_output
 
-        check_web_output(() if args.output is None else (args.output,))
+        if args.output is not None or not args.check:  # --check alone: the flight's cost
+            check_web_output(() if args.output is None else (args.output,))
         if args.crf is not None:
             raise UsageError("--crf sets x264's quality; --quality web encodes with "
                              "settings of its own (docs/loops.md): drop --crf")
-    if args.contact_sheet:
-        return _contact_sheet(args, scene)
+        if scene.output.transparent:
+            raise UsageError("--quality web writes MP4 clips and a JPEG poster, which have "
+                             "no alpha channel: drop --transparent (output.transparent); a "
+                             "page's transparent clip is -o NAME.webm --transparent")
     return _clip(args, scene)
 
 

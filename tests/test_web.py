@@ -198,8 +198,19 @@ def test_web_refuses_no_output_crf_and_transparency(cli, small_scene, tmp_path):
     r = render_web(cli, small_scene, tmp_path, "--crf", "20")
     assert r.code == 2 and "drop --crf" in r.err, r.err
     r = render_web(cli, small_scene, tmp_path, "--transparent")
-    assert r.code == 2 and "no alpha channel" in r.err, r.err
+    assert r.code == 2 and "no alpha channel: drop --transparent" in r.err, r.err
+    assert ".mov" not in r.err  # which --quality web would refuse in turn
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
+
+
+def test_web_checks_and_draws_contact_sheets_as_the_other_presets(cli, small_scene,
+                                                                  tmp_path):
+    # Both were refused: --check wanted -o NAME.mp4, and a contact sheet wanted it, then
+    # refused it ("drop -o").
+    assert cli(small_scene, *ARGS, "--check").code == 0
+    sheet = tmp_path / "sheet.png"
+    r = cli(small_scene, *ARGS, "--contact-sheet", sheet)
+    assert r.code == 0 and sheet.exists(), r.err
 
 
 def test_web_refuses_a_size_its_encoders_fail_on_before_any_work(cli, small_scene,
