@@ -75,6 +75,13 @@ def test_a_24_fps_gif_alternates_four_and_five_hundredths(cli, small_scene, tmp_
     assert sum(durations) == 1000
 
 
+def test_a_gif_faster_than_50_fps_that_drops_no_frame_says_nothing(cli, small_scene,
+                                                                    tmp_path):
+    # One frame at 60 fps was told "it shows 1 of the 1 frames".
+    r = cli(small_scene, "-o", tmp_path / "one.gif", "--fps", "60", "--frames", "1", "-q")
+    assert r.code == 0 and r.err_lines == [], r.err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fps, frames, shown, last_cs", [("60", 10, 8, 3), ("60", 60, 50, 2),
                                                          ("120", 13, 5, 3)])

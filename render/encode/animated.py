@@ -82,11 +82,11 @@ class AnimatedWriter(VideoWriter):
         self.clip_frames = frames
 
     def __enter__(self) -> AnimatedWriter:
-        if self.rate != self.fps:
+        if self.expected < self.clip_frames:
             note(f"{self.path}: {float(self.fps):g} fps is faster than a GIF plays (browsers "
                  f"show delays under 2 cs as 10 cs), so it shows {self.expected} of the "
-                 f"{self.clip_frames} frames, at {GIF_MAX_FPS} fps, some held longer "
-                 f"than others: --fps 50 or 25 keeps every frame, evenly")
+                 f"{self.clip_frames} frames on a {GIF_MAX_FPS} fps clock and drops the "
+                 f"others: --fps 50 or 25 keeps every frame")
         return super().__enter__()
 
     def wants(self, index: int) -> bool:
