@@ -256,7 +256,7 @@ def _still(args: argparse.Namespace, scene, recorded) -> int:
                          overwrite=args.overwrite)
     options = dict(dpi=dpi, bit_depth=bit_depth, tile_size=args.tile_size)
     if args.check:
-        print(describe(scene))
+        print(describe(scene, f"a still at {seconds(time)} s"))
         cost = still_cost(scene, output, time, **options)
         tiles = ""
         if cost.tile:  # a --tile-size past the still's sides draws it in one tile

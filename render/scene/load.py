@@ -551,14 +551,17 @@ def parallel(a, b) -> bool:
     return math.hypot(*_cross(a, b)) <= 1e-9 * math.hypot(*a) * math.hypot(*b)
 
 
-def describe(scene: Scene) -> str:
-    """The resolved settings, one per line, with where each value came from (--check)."""
+def describe(scene: Scene, drawn: str | None = None) -> str:
+    """The resolved settings, one per line, with where each value came from (--check),
+    under a line saying what is drawn (`drawn`, by default the clip's frames)."""
     sources = dict(scene.sources)
-    lines = [f"# {scene.path}: {scene.count} birds, {scene.frame_count} frames"]
+    drawn = f"{scene.frame_count} frames" if drawn is None else drawn
+    lines = [f"# {scene.path}: {scene.count} birds, {drawn}"]
     for name, body in scene.to_dict().items():
         lines.append(f"[{name}]")
         for key, value in body.items():
             text = f'"{value}"' if isinstance(value, str) else str(value).lower() \
                 if isinstance(value, bool) else str(value)
-            lines.append(f"{key} = {text:<24} # {sources.get(f'{name}.{key}', 'default')}")
+            setting = f"{key} = {text}"
+            lines.append(f"{setting:<30} # {sources.get(f'{name}.{key}', 'default')}")
     return "\n".join(lines)
