@@ -170,8 +170,10 @@ def parser() -> argparse.ArgumentParser:
                               "through DIR, storage every worker can read (for large "
                               "flocks), e.g. --cache-dir /shared/boids-cache")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar, and no note that a first run compiles the "
-                        "simulation kernels")
+                   help="no progress bar, and no advice (that a first run compiles the "
+                        "simulation kernels, that a clip without --loop jumps back when "
+                        "played in a loop); what a render did to its output (a GIF's "
+                        "dropped frames, a loop's seam report) is still said")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
 
