@@ -154,9 +154,16 @@ def _loop_state(scene: Scene, time: Fraction, *, quiet: bool) -> FrameState:
         raise UsageError(f"{option('--still', f'{float(time):g}')}: a loop's still is one "
                          f"of its frames, at a multiple of 1/{fps} s from 0 to "
                          f"{float(last / fps):g} s (frames 0 to {last}); the nearest is "
-                         f"frame {near}: {option('--still', f'frame:{near}')}")
+                         f"frame {near}: {_nearest(near, fps)}")
     states = simulated(scene, 0, scene.frame_count, quiet=quiet)
     return next(itertools.islice(states, int(index), None))
+
+
+def _nearest(frame: int, fps) -> str:
+    """The still of `frame` as its caller asks for one: --still frame:N on the command
+    line, t=seconds from the API (whose t takes no frame:N)."""
+    cli = option("--still") == "--still"
+    return option("--still", f"frame:{frame}" if cli else frame / fps)
 
 
 def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,

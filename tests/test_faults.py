@@ -601,7 +601,7 @@ def test_tiled_still_too_large_for_memory_suggests_tiles_that_fit(
 def test_frame_too_large_for_memory_is_refused_with_a_size_that_fits(
         cli, small_scene, tmp_path, monkeypatch, no_allocation):
     monkeypatch.setattr(budget, "available_memory", lambda: 8e9)
-    r = cli(small_scene, "-o", tmp_path / "clip.mp4", "--size", "32000x18000", "-q")
+    r = cli(small_scene, "-o", tmp_path / "clip.webm", "--size", "32000x18000", "-q")
     assert r.code == 2
     assert len(r.err_lines) == 1, r.err
     assert "8 GB of memory is available" in r.err

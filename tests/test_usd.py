@@ -139,8 +139,9 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     from test_outputs3d import SMALL_3D
 
     scene = write_scene(SMALL_3D)
-    for out in ("f.usda", "frames/"):
-        r = cli(scene, "-o", f"{tmp_path}/{out}", "--frames", "5:8", "--transparent", "-q")
+    for out in ("f.usda", "frames/"):  # transparent frames: their alpha is the birds'
+        transparent = ("--transparent",) if out == "frames/" else ()
+        r = cli(scene, "-o", f"{tmp_path}/{out}", "--frames", "5:8", *transparent, "-q")
         assert r.code == 0, r.err
     stage = Usd.Stage.Open(str(tmp_path / "f.usda"))
     camera = UsdGeom.Camera(stage.GetPrimAtPath("/flock/camera"))
