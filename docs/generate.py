@@ -77,6 +77,9 @@ count = 5000
 follow = "centroid"
 ```
 
+A key that only the other dimension reads is refused, with what this one has in its
+place: `camera.width` in a 3D scene is told `in 3D: camera.fov`.
+
 Precedence is one rule: built-in defaults < scene file < `--quality` preset < command line
 (`--set section.key=value` and the explicit flags; see [the CLI reference](cli.md)).
 `boids-render SCENE --check` prints every resolved setting and where it came from.

@@ -539,10 +539,10 @@ def test_the_bird_body_and_3d_camera_keys_are_3d_only():
     with pytest.raises(SceneError, match=r"\[bird\] is 3D-only"):
         build_scene({"bird": {"wingspan": 0.3}})
     with pytest.raises(SceneError, match=r"camera.fov: a 3D-only key: expected "
-                       r"world.dimensions = 3, got 2$"):
+                       r"world.dimensions = 3, got 2; in 2D: camera.width$"):
         build_scene({"camera": {"fov": 30.0}})
     with pytest.raises(SceneError, match=r"camera.rotation: a 2D-only key: expected "
-                       r"world.dimensions = 2, got 3$"):
+                       r"world.dimensions = 2, got 3; in 3D: camera.up$"):
         build_scene({**BASE, "camera": {"rotation": 10.0}})
     with pytest.raises(SceneError, match=r"camera.rotatio: unknown key \(did you mean "
                        r"'position'\?\)"):  # a key of neither: the nearest of this one's
@@ -554,3 +554,28 @@ def test_the_width_floor_is_half_a_pixel_in_3d_unless_set():
     assert build_scene(BASE).render.min_width_px == 0.5
     assert build_scene({**BASE, "render": {"min_width_px": 2.0}}).render.min_width_px == 2.0
     assert build_scene({"flock": {"count": 100}}).render.min_width_px == 1.0  # 2D
+
+
+@pytest.mark.parametrize("three", [True, False])
+def test_each_key_named_in_the_other_dimensions_place_exists(three):
+    # "a 2D-only key …; in 3D: camera.fov": the key is the other dimension's, and what
+    # the error names instead is this one's.
+    import dataclasses
+    import re
+
+    from render.scene.load import SECTIONS_3D_CLASSES
+    from render.scene.schema import INSTEAD_IN_2D, INSTEAD_IN_3D, SECTIONS, unread_keys
+
+    def keys(three):  # the keys a scene of this dimension reads
+        sections = {**SECTIONS, **SECTIONS_3D_CLASSES} if three else SECTIONS
+        unread = {f"{name}.{key}" for name, names in unread_keys(three).items()
+                  for key in names}
+        return {f"{name}.{f.name}" for name, cls in sections.items()
+                for f in dataclasses.fields(cls)} - unread
+
+    here, there = keys(three), keys(not three)
+    for key, named in (INSTEAD_IN_3D if three else INSTEAD_IN_2D).items():
+        assert key in there and key not in here, key
+        for other in re.findall(r"\b[a-z]+\.[a-z_]+\b", named):
+            assert other in here, (key, other)
+

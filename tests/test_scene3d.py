@@ -102,9 +102,12 @@ def test_a_key_only_the_other_dimension_reads_is_refused(dimensions, key, value)
         {"flock": {"count": 100}, "hawk": {}}
     with pytest.raises(SceneError) as err:
         build_scene(raw, "s.toml", [(key, value, "--set")])
+    from render.scene.schema import instead
+
     kind = "2D" if dimensions == 3 else "3D"
     assert err.value.problems == [f"--set {key}: a {kind}-only key: expected "
-                                  f"world.dimensions = {5 - dimensions}, got {dimensions}"]
+                                  f"world.dimensions = {5 - dimensions}, got {dimensions}"
+                                  f"{instead(key, dimensions == 3)}"]
 
 
 def test_a_hunting_hawk_has_no_pass_for_its_period_to_outlast():

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import SceneError
 from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
-                     SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, unread_keys)
+                     SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, instead,
+                     unread_keys)
 from .schema3d import DEFAULTS_3D, HUNT_3D, RoostSettings, default_points, keyframes
 from .values import convert, show, suggest
 
@@ -217,7 +218,8 @@ def _build_section(cls, name, body, path, sources, problems, rejected):
         prefix = _where(f"{name}.{key}", path, sources)
         if key not in fields and key in others:
             problems.append(f"{prefix}: a {2 if three else 3}D-only key: expected "
-                            f"world.dimensions = {2 if three else 3}, got {3 if three else 2}")
+                            f"world.dimensions = {2 if three else 3}, got {3 if three else 2}"
+                            f"{instead(f'{name}.{key}', three)}")
             continue
         if key not in fields:
             problems.append(f"{prefix}: unknown key{suggest(key, fields)}; "
@@ -377,7 +379,8 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
                             f"{world.dimensions}")
         else:
             problems.append(f"{where(name)}: a {kind} key: expected world.dimensions = "
-                            f"{3 if not three else 2}, got {world.dimensions}")
+                            f"{3 if not three else 2}, got {world.dimensions}"
+                            f"{instead(name, three)}")
     if three and world.boundary != "none" and usable("world.boundary"):
         problems.append(f"{where('world.boundary')}: a 3D world is open sky: expected "
                         f"\"none\", got {show(world.boundary)}")

@@ -409,6 +409,32 @@ KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS,
            "rules": ("separation_sigma", "hard_core")}
 
 
+# What the other dimension has in a key's place, for its "2D-only key" error.
+INSTEAD_IN_3D = {
+    "camera.centre": "camera.look_at and camera.position", "camera.width": "camera.fov",
+    "camera.rotation": "camera.up", "rules.separation_radius": "rules.separation_sigma",
+    "rules.falloff": "rules.separation_sigma and rules.hard_core",
+    "flock.spacing": "flock.count (a blob over the roost, about 2.5 m³ a bird)",
+    "flock.init": "flock.count (a blob over the roost, about 2.5 m³ a bird)",
+    "flock.init_ellipse": "flock.count (a blob over the roost, about 2.5 m³ a bird)",
+    "render.width_min": "bird.wingspan (and render.min_width_px, the pixel floor)",
+    "render.width_max": "bird.wingspan (and render.min_width_px, the pixel floor)",
+    "world.wall_margin": "[roost], which holds a 3D flock",
+    "world.wall_strength": "[roost], which holds a 3D flock"}
+INSTEAD_IN_2D = {
+    "camera.position": "camera.centre", "camera.look_at": "camera.centre",
+    "camera.fov": "camera.width", "camera.up": "camera.rotation",
+    "rules.separation_sigma": "rules.separation_radius",
+    "rules.hard_core": "rules.separation_radius"}
+
+
+def instead(dotted: str, three: bool) -> str:
+    """"; in 3D: …" naming what a scene of this dimension (`three`) has in the place of
+    the other dimension's key `dotted`, or "" where it has nothing like it."""
+    there = (INSTEAD_IN_3D if three else INSTEAD_IN_2D).get(dotted)
+    return f"; in {3 if three else 2}D: {there}" if there else ""
+
+
 def unread_keys(three: bool) -> dict[str, tuple[str, ...]]:
     """The keys, by section, a scene of this dimension does not read."""
     return KEYS_2D if three else KEYS_3D
