@@ -94,7 +94,9 @@ def bird_estimate(flock: FlockSettings, world: WorldSettings) -> float:
 class RulesSettings:
     """The three flocking rules: separation, alignment and cohesion among neighbours."""
 
-    perception_radius: float = setting(2.15, "Neighbours: every other bird closer than this.",
+    perception_radius: float = setting(2.15, "Metric neighbours: every other bird closer "
+                                       "than this (in 3D, topological neighbours are the "
+                                       "k nearest: max_range bounds them).",
                                        unit="world units", lo=0, lo_open=True)
     separation_radius: float = setting(0.82, "2D: neighbours closer than this push (≤ "
                                        "perception).", unit="world units", lo=0)
@@ -318,8 +320,11 @@ THEMES = {
 class RenderSettings:
     """How each bird is drawn: a streak whose width and opacity follow local density."""
 
-    tail: float = setting(3.6, "Streak starts at p − tail·v·dt_ref (dt_ref = 1/60 s).", lo=0)
-    head: float = setting(0.8, "Streak ends at p + head·v·dt_ref.", lo=0)
+    tail: float = setting(3.6, "2D: streak starts at p − tail·v·dt_ref (dt_ref = 1/60 s); "
+                          "in 3D a bird's streak is its flight over the shutter, and only "
+                          "a loop's alignment measure reads tail + head (its tile).", lo=0)
+    head: float = setting(0.8, "2D: streak ends at p + head·v·dt_ref (in 3D: see tail).",
+                          lo=0)
     width_min: float = setting(0.06, "2D: streak width of the sparsest birds.", unit="world units",
                                lo=0, lo_open=True)
     width_max: float = setting(0.13, "2D: streak width of the densest birds.", unit="world units",
