@@ -471,6 +471,14 @@ BAD = [
      "the camera would look at its own position between keyframes t = 0.0 and t = 2.0"),
     ({"path": [[0, 300, 0, 1, 300, 100, 50, 30], [2, 300, 0, 5, 300, -100, 50, 30]]},
      "expected an up vector not parallel to the view between keyframes t = 0.0 and t = 2.0"),
+    # A look_at that passes 1 m from the lens swings the view round faster than any pan
+    # (about 800°/s); and the near-180° pan that jumped 32° between two frames at 30 fps.
+    ({"path": [[0, 300, 0, 50, 310, 1, 60, 30], [2, 300, 0, 50, 290, 1, 40, 30]]},
+     "the view would turn "),
+    ({"easing": "linear",
+      "path": [[0, 200, 20, 1.7, 200, 112, 1.7, 40], [4, 200, 20, 1.7, 210, -112, 1.7, 40]]},
+     "between keyframes t = 0.0 and t = 4.0 (its look_at passes close by the camera): "
+     "expected at most 600°/s"),
     # A smooth path's view read along it: the same pan through the lens, and one whose
     # middle key flies it through the lens where the eased one stops short.
     ({"easing": "smooth",
@@ -480,13 +488,27 @@ BAD = [
 
 
 def test_a_pan_beside_the_lens_or_up_is_flown_not_refused():
-    """Passing 10 m beside the vertical, or 1 m beside the lens, keeps a direction: every
-    frame of the pan has a pose."""
+    """Passing 10 m beside the vertical, or 10 m beside the lens, keeps a direction: every
+    frame of the pan has a pose (1 m beside the lens, it whips round: refused, BAD)."""
     for path in ([[0, 300, 0, 1, 300, 100, 50, 30], [2, 300, 0, 5, 310, -100, 50, 30]],
-                 [[0, 300, 0, 50, 310, 1, 60, 30], [2, 300, 0, 50, 290, 1, 40, 30]]):
+                 [[0, 300, 0, 50, 310, 10, 60, 30], [2, 300, 0, 50, 290, 10, 40, 30]]):
         scene = build_scene({**BASE, "camera": {"path": path}}, "s.toml")
         for t in np.linspace(0.0, 2.0, 201):
             pose_at(scene, float(t), None, 320, 180)
+
+
+def test_a_look_at_passing_the_lens_turns_the_view_at_its_speed_over_its_distance():
+    # Hand-worked: the look_at flies (310, d, 60) → (290, d, 40) in 2 s past the camera at
+    # (300, 0, 50), at √800/2 = 14.14 m/s, d m off at its nearest (t = 1 s): the view
+    # turns at 14.14/d rad/s there, 810°/s at d = 1 m (refused), 81°/s at 10 m (flown).
+    import re
+
+    path = [[0, 300, 0, 50, 310, 1, 60, 30], [2, 300, 0, 50, 290, 1, 40, 30]]
+    with pytest.raises(SceneError) as err:
+        build_scene({**BASE, "camera": {"path": path, "easing": "linear"}}, "s.toml")
+    rate, at = map(float, re.search(r"turn (\d+)°/s at t = ([\d.]+) s", str(err.value)).groups())
+    assert rate == pytest.approx(math.degrees(math.sqrt(800) / 2), rel=0.02)
+    assert at == pytest.approx(1.0, abs=0.01)
 
 
 @pytest.mark.parametrize("camera, message", BAD, ids=[m for _, m in BAD])

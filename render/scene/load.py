@@ -463,7 +463,47 @@ def _check_between_keys(camera, keys, where: str, problems) -> None:
     up = camera.up
     if camera.easing == "smooth":
         _check_smooth_keys(camera, keys, where, problems)
-        return
+    else:
+        _check_through_keys(keys, up, where, problems)
+    if not problems:
+        _check_turn_rate(camera, keys, where, problems)
+
+
+# Faster than this the view does not pan but jumps (a 180° whip pan in 0.3 s; a look_at
+# that passes a hair from the camera swung the view 32° between two frames at 30 fps).
+MOST_TURN_DEG_S = 600.0
+TURN_SAMPLES_S = 120  # views a second the turn is read at
+
+
+def _check_turn_rate(camera, keys, where: str, problems) -> None:
+    """The view's turn between each two keyframes, read TURN_SAMPLES_S times a second:
+    refused where it passes MOST_TURN_DEG_S, naming the keyframes and the moment."""
+    import numpy as np  # here: loading a scene loads no numpy (--check answers at once)
+
+    from .easing import keyed
+
+    rows = np.asarray(keys, np.float64)
+    for a, b in zip(keys, keys[1:]):
+        count = max(2, math.ceil((b[0] - a[0]) * TURN_SAMPLES_S) + 1)
+        times = np.linspace(a[0], b[0], count)
+        eased = np.array([keyed(rows, t, camera.easing) for t in times])
+        views = eased[:, 4:7] - eased[:, 1:4]
+        views /= np.linalg.norm(views, axis=1, keepdims=True)
+        cos = np.clip(np.einsum("ij,ij->i", views[:-1], views[1:]), -1.0, 1.0)
+        rate = np.degrees(np.arccos(cos)) / np.diff(times)
+        k = int(np.argmax(rate))
+        if rate[k] > MOST_TURN_DEG_S:
+            problems.append(f"{where}: the view would turn {rate[k]:.0f}°/s at t = "
+                            f"{(times[k] + times[k + 1]) / 2:.2f} s, between keyframes t = {show(a[0])} and t = "
+                            f"{show(b[0])} (its look_at passes close by the camera): "
+                            f"expected at most {MOST_TURN_DEG_S:.0f}°/s, a pan rather than "
+                            f"a jump; add a keyframe between them")
+            return
+
+
+def _check_through_keys(keys, up, where: str, problems) -> None:
+    """`_check_between_keys` for a path eased linearly or in and out: the view is a line
+    between two keys, solved exactly."""
     for a, b in zip(keys, keys[1:]):
         v0 = [look - at for at, look in zip(a[1:4], a[4:7])]
         d = [(look - at) - v for at, look, v in zip(b[1:4], b[4:7], v0)]
