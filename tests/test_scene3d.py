@@ -82,6 +82,24 @@ def test_2d_forces_are_refused_in_3d():
     assert "[containment] is 2D-only" in problems(with_("containment"))
 
 
+@pytest.mark.parametrize("dimensions, typo, offered, not_offered", [
+    (2, "rules.perceptoin_radius", "perception_radius", "hard_core"),
+    (2, "hawk.sped", "speed", "dive_speed"),
+    (3, "flock.cuont", "count", "spacing"),
+    (3, "render.widht_min", "min_width_px", "width_min"),
+])
+def test_an_unknown_key_is_offered_only_keys_its_dimension_reads(dimensions, typo, offered,
+                                                                 not_offered):
+    # Offered hard_core in 2D, or spacing in 3D, the user was then told "a 3D-only key".
+    raw = {**BASE, "hawk": {"mode": "hunt", "speed": 20.0}} if dimensions == 3 else \
+        {"flock": {"count": 100}, "hawk": {}}
+    with pytest.raises(SceneError) as err:
+        build_scene(raw, "s.toml", [(typo, "3", "--set")])
+    (problem,) = err.value.problems
+    valid = problem.split("valid keys: ")[1].split(", ")
+    assert offered in valid and not_offered not in valid, problem
+
+
 @pytest.mark.parametrize("dimensions, key, value", [
     (3, "hawk.bearing", "20"), (3, "hawk.duration", "4"), (3, "world.wall_margin", "10"),
     (2, "hawk.dive_speed", "40"), (2, "hawk.target", '"dense"'),

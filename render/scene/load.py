@@ -168,7 +168,7 @@ def build_scene(raw: dict, path: str = "<scene>",
             values[name] = None
             continue
         values[name] = _build_section(cls, name, merged.get(name, {}), path, sources,
-                                      problems, rejected)
+                                      problems, rejected, unread_keys(three).get(name, ()))
         if name in OPTIONAL_SECTIONS and not values[name].enabled:
             values[name] = None
 
@@ -207,8 +207,12 @@ def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
     return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
 
 
-def _build_section(cls, name, body, path, sources, problems, rejected):
+def _build_section(cls, name, body, path, sources, problems, rejected, unread=()):
+    """`cls` from the section's `body`; its problems appended. `unread`: keys of `cls`
+    that the scene's dimension does not read (refused elsewhere), left out of the valid
+    keys an unknown one is offered."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    readable = [key for key in fields if key not in unread]
     # A section with a class of its own in 3D (the camera): the other dimension's keys.
     three = SECTIONS_3D_CLASSES.get(name) is cls
     other = SECTIONS[name] if three else SECTIONS_3D_CLASSES.get(name)
@@ -222,8 +226,8 @@ def _build_section(cls, name, body, path, sources, problems, rejected):
                             f"{instead(f'{name}.{key}', three)}")
             continue
         if key not in fields:
-            problems.append(f"{prefix}: unknown key{suggest(key, fields)}; "
-                            f"valid keys: {', '.join(fields)}")
+            problems.append(f"{prefix}: unknown key{suggest(key, readable)}; "
+                            f"valid keys: {', '.join(readable)}")
             continue
         try:
             kwargs[key] = convert(value, fields[key].metadata)
