@@ -195,7 +195,8 @@ def simulate(scene: Scene, frames: int | tuple[int, int] | None = None, *,
 
     _require_scene(scene)
     scene, first = _clip(scene, frames)
-    states = simulated(scene, first, scene.frame_count - first, quiet=quiet)
+    states = simulated(scene, first, scene.frame_count - first,
+                       quiet=_switch("quiet", quiet))
     return (State.of(state) for state in states)
 
 
@@ -250,7 +251,7 @@ def frame(scene: Scene, t: float | Fraction | str,
     if budget.still_cost(scene, "frame.png", time, dpi=72).tile is not None:
         raise UsageError(f"size={scene.output.size}: too large to draw at once; "
                          f"render(scene, 'still.png', still={t!r}) draws it in tiles")
-    state = state_at(scene, time, quiet=quiet)
+    state = state_at(scene, time, quiet=_switch("quiet", quiet))
     canvas = Canvas(scene.output.size, straight=keeps_straight(scene))
     bgra = state.draw(canvas, scene)
     rgba = np.empty(bgra.shape, np.uint8)
@@ -321,9 +322,24 @@ def render(scene: Scene, path: str | Path | list | tuple | None = None,
     if unknown:
         raise TypeError(f"render() got unexpected keyword argument(s) "
                         f"{', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    for name in _SWITCHES:
+        if name in options:
+            options[name] = _switch(name, options[name])
     if "still" in options:
         return [_still(scene, path, **options)]
     return _clip_render(scene, path, **options)
+
+
+# The options that are on or off: a string such as "False" would read as on.
+_SWITCHES = ("quiet", "resume", "overwrite", "web")
+
+
+def _switch(name: str, value) -> bool:
+    """`value` of the on/off option `name` as a bool (numpy's included), or UsageError."""
+    plain = _plain(value)
+    if not isinstance(plain, bool):
+        raise UsageError(f"{name}: expected True or False, got {value!r}")
+    return plain
 
 
 def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,

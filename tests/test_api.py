@@ -170,12 +170,29 @@ def test_frame_flies_to_its_time_quietly_when_asked(capfd):
     (dict(still=0.5, tile_size=0), "tile_size: expected a whole number of px ≥ 1"),
     (dict(still=0.5, bit_depth=12), "bit_depth: expected 8 or 16, got 12"),
     (dict(frames=2, workers=0), "workers: expected a whole number ≥ 1, got 0"),
+    # On/off options: overwrite="False" replaced the file, web="no" wrote a page.
+    (dict(still=0.5, overwrite="False"), "overwrite: expected True or False, got 'False'"),
+    (dict(frames=2, web="no"), "web: expected True or False, got 'no'"),
+    (dict(frames=2, resume=1), "resume: expected True or False, got 1"),
 ])
 def test_render_refuses_what_the_cli_refuses(small_scene, tmp_path, options, says):
     scene = render.load_scene(small_scene)
     with pytest.raises(UsageError, match=says):
         render.render(scene, tmp_path / ("a.png" if "still" in options else "a.mp4"),
                       quiet=True, **options)
+    assert list(tmp_path.iterdir()) == [small_scene]
+
+
+def test_quiet_is_on_or_off_in_every_function(small_scene, tmp_path):
+    import numpy as np
+
+    scene = render.load_scene(small_scene)
+    for call in (lambda q: render.render(scene, tmp_path / "a.mp4", frames=2, quiet=q),
+                 lambda q: render.simulate(scene, 2, quiet=q),
+                 lambda q: render.frame(scene, 0, quiet=q)):
+        with pytest.raises(UsageError, match="quiet: expected True or False, got 'no'"):
+            call("no")
+    assert len(list(render.simulate(scene, 2, quiet=np.bool_(True)))) == 2
     assert list(tmp_path.iterdir()) == [small_scene]
 
 
