@@ -292,11 +292,11 @@ _STILL_OPTIONS = ("still", "dpi", "bit_depth", "tile_size", "overwrite", "quiet"
 @_keywords()
 def render(scene: Scene, path: str | Path | list | tuple | None = None,
            **options) -> list[Path]:
-    """Render `scene` into `path` and return every file written, in order: a clip
-    (.mp4 .webm .mov .gif .webp .apng), each frame of a sequence (a folder: a string ending
-    in "/" or the Path of an existing folder; or a pattern such as "out/f_%04d.png" .exr
-    .jpg), trajectories (.npz .usd .usda .usdc),
-    then the diagnostics. `path` may be several outputs (a list), or None with `stats` or
+    """Render `scene` into `path` and return every file written: each output in the order
+    given — a clip (.mp4 .webm .mov .gif .webp .apng), each frame of a sequence (a folder:
+    a string ending in "/" or the Path of an existing folder; or a pattern such as
+    "out/f_%04d.png" .exr .jpg), trajectories (.npz .usd .usda .usdc) — then the
+    diagnostics. `path` may be several outputs (a list), or None with `stats` or
     `plot` (the flock simulated, nothing drawn). The suffix decides the format, as `-o`'s.
 
     Options (the command line's, with the same defaults):

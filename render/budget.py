@@ -382,9 +382,9 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
         tile_size = DEFAULT_TILE
     largest = IMAGE_MAX_SIDE - 2 * TILE_APRON
     if min(tile_size, max(scene.output.size)) > largest:
-        raise UsageError(f"--tile-size {tile_size}: expected at most {largest} (each tile "
-                         f"and its {TILE_APRON}-px apron are one cairo surface, at most "
-                         f"{IMAGE_MAX_SIDE} px a side)")
+        raise UsageError(f"{option('--tile-size', tile_size)}: expected at most {largest} "
+                         f"(each tile and its {TILE_APRON}-px apron are one cairo surface, at "
+                         f"most {IMAGE_MAX_SIDE} px a side)")
     return check(scene, where, still_estimate(scene, time, tile=tile_size))
 
 
@@ -432,11 +432,11 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
         if output is not None and not is_state_output(output):
             require_size(scene, output, IMAGE_MAX_SIDE,
                          "a clip or PNG sequence (cairo draws each frame whole)",
-                         "a PNG still (--still TIME -o FILE.png) has no such limit: it is "
-                         "drawn in tiles", even=True)
+                         f"{option('a PNG still (--still TIME -o FILE.png)')} has no such "
+                         f"limit: it is drawn in tiles", even=True)
             encoder = encoder_max_side(output, web)
             if encoder is not None:
-                larger = "without --quality web, " if web else ""
+                larger = f"without {option('--quality web')}, " if web else ""
                 require_size(scene, output, encoder[0], encoder[1],
                              f"{larger}.webm, .mov, .gif, .apng and frame sequences take "
                              f"up to {IMAGE_MAX_SIDE} px a side",
@@ -541,14 +541,14 @@ def _what_fits(scene: Scene, cost: Estimate, memory: float) -> str:
         rows = int((spare - cost.birds * cost.per_bird) / cost.per_pixel
                    / (scene.output.size[0] + cost.tile)) // 16 * 16
         if 16 <= rows < cost.tile:
-            ideas.append(f"--tile-size {rows}")
+            ideas.append(option("--tile-size", rows))
     elif cost.pixels:
         room = (spare - cost.birds * cost.per_bird) / cost.per_pixel
         width, height = scene.output.size
         scale = math.sqrt(max(room, 0.0) / cost.pixels)
         if scale >= 0.01:
             ideas.append(f"a frame up to {int(width * scale) // 2 * 2}x"
-                         f"{int(height * scale) // 2 * 2} (--size)")
+                         f"{int(height * scale) // 2 * 2} {option('(--size)')}")
     birds = int((spare - cost.pixels * cost.per_pixel) / cost.per_bird)
     if birds >= 1:
         ideas.append(f"up to {birds:,} birds (flock.count, or a larger flock.spacing)")

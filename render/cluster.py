@@ -322,13 +322,14 @@ def refuse(target: Target) -> None:
     more than one output, an animated image (GIF, WebP, APNG), or a machine without
     Dask's distributed scheduler. (What a local render refuses, pipeline.refuse checks.)"""
     if len(target.paths) != 1:
-        raise UsageError(f"--scheduler writes one output at a time: give one -o (got "
-                         f"{len(target.paths)})")
+        raise UsageError(f"{option('--scheduler')} writes one output at a time: give one "
+                         f"{option('-o')} (got {len(target.paths)})")
     output = target.paths[0]
     why = _WHOLE.get(Path(output).suffix.lower())
     if why and not is_sequence(output):
         raise UsageError(f"{output}: {why}, so it is not split across a cluster; render it "
-                         f"without --scheduler, or render .mov or PNG frames on the cluster")
+                         f"without {option('--scheduler')}, or render .mov or PNG frames on "
+                         f"the cluster")
     try:
         import distributed  # noqa: F401  (the optional extra)
     except ImportError:

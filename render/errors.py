@@ -46,7 +46,9 @@ API_NAMES = {"--dpi": "dpi", "--bit-depth": "bit_depth", "--tile-size": "tile_si
              "--no-overwrite": "overwrite=False", "--quality web": "web=True",
              "-o": "path", "-o NAME.mp4": "a path NAME.mp4", "--frames A:B": "frames=(a, b)",
              "--frames N or --duration S": "frames=n", "(--frames, --duration)": "(frames=)",
-             "(--size)": "(output.size)"}
+             "(--size)": "(output.size)", "--loop": "output.loop = true",
+             "--fps 50 or 25": "output.fps 50 or 25",
+             "a PNG still (--still TIME -o FILE.png)": "a PNG still (still=t, a path FILE.png)"}
 _NAMES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("names", default=None)
 
 

@@ -88,7 +88,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     if not crossfade and not quiet:
         for path in _played_in_a_loop(target):
             note(f"{path} plays in a loop, and its last frame jumps back to its first: add "
-                 f"--loop for a seamless one (docs/loops.md)")
+                 f"{option('--loop')} for a seamless one (docs/loops.md)")
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
     seam = kept_frames = None
@@ -133,10 +133,11 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
     if target.state_paths and isinstance(executor, Cluster):
         raise UsageError(f"{target.state_paths[0]}: trajectories are written here, as the "
                          f"flock is simulated (sequential, and cheap next to drawing): drop "
-                         f"--scheduler")
+                         f"{option('--scheduler')}")
     if target.web and isinstance(executor, Cluster):
-        raise UsageError(f"{target.paths[0]}: --quality web encodes on this machine (two "
-                         f"encoders and a poster fed the same frames): drop --scheduler")
+        raise UsageError(f"{target.paths[0]}: {option('--quality web')} encodes on this "
+                         f"machine (two encoders and a poster fed the same frames): drop "
+                         f"{option('--scheduler')}")
     if isinstance(executor, Cluster):
         from .cluster import refuse as refuse_on_cluster
 

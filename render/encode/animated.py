@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from ..errors import EncodeError
+from ..errors import EncodeError, option
 from ..progress import note
 from .video import VideoWriter, count_frames
 
@@ -86,7 +86,7 @@ class AnimatedWriter(VideoWriter):
             note(f"{self.path}: {float(self.fps):g} fps is faster than a GIF plays (browsers "
                  f"show delays under 2 cs as 10 cs), so it shows {self.expected} of the "
                  f"{self.clip_frames} frames on a {GIF_MAX_FPS} fps clock and drops the "
-                 f"others: --fps 50 or 25 keeps every frame")
+                 f"others: {option('--fps 50 or 25')} keeps every frame")
         return super().__enter__()
 
     def wants(self, index: int) -> bool:
