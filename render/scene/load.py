@@ -497,8 +497,9 @@ def _check_turn_rate(camera, keys, where: str, problems) -> None:
         rate = np.degrees(np.arccos(cos)) / np.diff(times)
         k = int(np.argmax(rate))
         if rate[k] > MOST_TURN_DEG_S:
+            at = (times[k] + times[k + 1]) / 2
             problems.append(f"{where}: the view would turn {rate[k]:.0f}°/s at t = "
-                            f"{(times[k] + times[k + 1]) / 2:.2f} s, between keyframes t = {show(a[0])} and t = "
+                            f"{at:.2f} s, between keyframes t = {show(a[0])} and t = "
                             f"{show(b[0])} (its look_at passes close by the camera): "
                             f"expected at most {MOST_TURN_DEG_S:.0f}°/s, a pan rather than "
                             f"a jump; add a keyframe between them")
