@@ -49,12 +49,16 @@ def load_scene(path: str | Path, overrides: Mapping[str, Any] | None = None) -> 
 
     overrides: {"section.key": value}, each value a Python value (2000, True, "dark",
     (1280, 720), Fraction(24000, 1001) for a frame rate) or a TOML string as `--set` takes
-    it ("2000", '"1280x720"'; a bare word, and any scene.name, is a string). They win over the file, as the command line's options do. The command
-    line passes (key, raw value, source) triples, the source naming the option in errors.
+    it ("2000", '"1280x720"'; a bare word, and any scene.name, is a string). They win over
+    the file, as the command line's options do. The command line passes (key, raw value,
+    source) triples, the source naming the option in errors.
     Raises SceneError listing every problem found.
     """
     from .scene import load_scene as load
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected the path of a scene file (str or Path), got "
+                        f"{path!r}")
     return load(path, _labelled(overrides))
 
 
@@ -63,7 +67,10 @@ def _labelled(overrides) -> list[tuple[str, Any, str]]:
     if overrides is None:
         return []
     if not isinstance(overrides, Mapping):
-        triples = list(overrides)  # the command line's
+        try:
+            triples = list(overrides)  # the command line's
+        except TypeError:
+            triples = [None]
         if not all(isinstance(t, tuple) and len(t) == 3 for t in triples):
             raise TypeError(f"overrides: expected a mapping {{\"section.key\": value}}, "
                             f"got {type(overrides).__name__}")

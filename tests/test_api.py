@@ -183,6 +183,16 @@ def test_render_refuses_what_the_cli_refuses(small_scene, tmp_path, options, say
     assert list(tmp_path.iterdir()) == [small_scene]
 
 
+def test_load_scene_names_a_path_or_overrides_of_the_wrong_kind():
+    # They read "None: no such scene file" and "'int' object is not iterable".
+    with pytest.raises(TypeError, match="path: expected the path of a scene file"):
+        render.load_scene(None)
+    from conftest import SCENES
+
+    with pytest.raises(TypeError, match="overrides: expected a mapping .* got int"):
+        render.load_scene(SCENES / "plate.toml", 5)
+
+
 def test_quiet_is_on_or_off_in_every_function(small_scene, tmp_path):
     import numpy as np
 
