@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,8 +81,11 @@ def _labelled(overrides) -> list[tuple[str, Any, str]]:
         if not isinstance(key, str) or "." not in key:
             raise SceneError([f"overrides: {key!r}: expected a key section.key, e.g. "
                               f"\"flock.count\""])
-        if isinstance(value, Fraction):  # a frame rate, exact: "24000/1001"
+        if isinstance(value, Fraction) and key == "output.fps":  # exact: "24000/1001"
             value = f'"{value}"'
+        elif isinstance(value, (Fraction, Decimal)):  # any other number as TOML holds it
+            number = float(value)
+            value = int(number) if number.is_integer() else number
         out.append((key, _plain(value), "overrides"))
     return out
 

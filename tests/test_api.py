@@ -193,6 +193,20 @@ def test_load_scene_names_a_path_or_overrides_of_the_wrong_kind():
         render.load_scene(SCENES / "plate.toml", 5)
 
 
+def test_fractions_and_decimals_are_numbers_in_overrides():
+    # Fraction(2000) read "expected an integer, got '2000'", Decimal("1.5") "expected a
+    # number, got 1.5"; a frame rate stays exact.
+    from decimal import Decimal
+
+    from conftest import SCENES
+
+    scene = render.load_scene(SCENES / "plate.toml", {
+        "flock.count": Fraction(2000), "scene.duration": Decimal("1.5"),
+        "scene.dt": Fraction(1, 100), "output.fps": Fraction(24000, 1001)})
+    assert (scene.count, scene.scene.duration, scene.scene.dt) == (2000, 1.5, 0.01)
+    assert scene.output.fps == Fraction(24000, 1001)
+
+
 def test_quiet_is_on_or_off_in_every_function(small_scene, tmp_path):
     import numpy as np
 
