@@ -302,15 +302,10 @@ def _clip(args: argparse.Namespace, scene) -> int:
     return 0
 
 
-# The clips whose quality --crf sets; ProRes, the animated images and frame sequences have
-# settings of their own, and trajectories draw nothing.
-_CRF_SUFFIXES = (".mp4", ".webm")
-
-
 def _refuse_unused_by_outputs(args: argparse.Namespace) -> None:
     """UsageError for a flag that none of a clip's outputs would act on (a user who gives
     one expects it to act)."""
-    from .encode import is_state_output
+    from .encode import CRF_SUFFIXES, is_state_output
 
     if args.paper:
         raise UsageError(f"--paper {args.paper} sizes a still's sheet: add --still TIME, or "
@@ -322,7 +317,7 @@ def _refuse_unused_by_outputs(args: argparse.Namespace) -> None:
     if not outputs:
         return
     if args.crf is not None and args.quality != "web" and \
-            not any(Path(out).suffix.lower() in _CRF_SUFFIXES for out in outputs):
+            not any(Path(out).suffix.lower() in CRF_SUFFIXES for out in outputs):
         raise UsageError(f"--crf sets the quality of .mp4 (H.264) and .webm (VP9) clips; "
                          f"{', '.join(outputs)} take{'s' if len(outputs) == 1 else ''} "
                          f"none: drop --crf")

@@ -22,9 +22,9 @@ def crossfade_frames(scene: Scene, first: int) -> int:
     if scene.dimensions == 3:
         refuse_moving_keys(scene)
     crossfade = max(1, round(out.crossfade * out.fps))  # shorter than the clip: checked
-    landing = landing_at(scene)
-    if landing is not None and (scene.frame_count + crossfade) / float(out.fps) > landing:
-        raise landing_error(landing, (scene.frame_count + crossfade) / float(out.fps))
+    landing, window = landing_at(scene), (scene.frame_count + crossfade) / float(out.fps)
+    if landing is not None and window > landing:  # the clip and its morph, s
+        raise landing_error(landing, window)
     return crossfade
 
 

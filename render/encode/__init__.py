@@ -27,6 +27,9 @@ STILL_SUFFIXES = (".png", ".jpg", ".jpeg", ".exr", ".pdf", ".svg")
 STATE_SUFFIXES = (".npz", ".usd", ".usda", ".usdc")
 
 
+# The clips whose quality output.crf (--crf) sets; ProRes, the animated images and frame
+# sequences have settings of their own, and trajectories draw nothing.
+CRF_SUFFIXES = (".mp4", ".webm")
 # The longest side each encoder takes, measured: ffmpeg fails past it, once the frames are
 # drawn. A web page's clips are also SVT-AV1's, which takes frames at most 8704 px tall.
 ENCODER_MAX_SIDE = {".mp4": (16384, "H.264 (x264)"), ".webp": (16383, "WebP (libwebp)")}
