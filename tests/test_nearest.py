@@ -119,12 +119,14 @@ def test_fewer_birds_than_k():
 def _lists(anchor, fwd, radius, side):
     """Every bird's candidate list drawn at `anchor` (nearest.relist, first radii
     `radius` (n,), cells of `side`): (cand, reach, the grid they were drawn from)."""
-    from render.sim.nearest import LISTED, NEAR, build_grid, relist
+    from render.sim.nearest import GATHERED, LISTED, NEAR, Gathered, build_grid, relist
 
     n = len(anchor)
     cand, reach = np.full((n, LISTED), -1, np.int32), np.zeros(n)
     then = build_grid(anchor, side, cells=False, fwd=fwd)
-    scratch = (np.empty(LISTED, np.int64), np.empty(LISTED), np.empty(NEAR, np.int64))
+    scratch = (np.empty(GATHERED, np.int64), np.empty(GATHERED), np.empty(NEAR, np.int64),
+               Gathered(np.empty(LISTED, np.int64), np.empty(LISTED),
+                        np.empty(GATHERED, np.int64), np.empty(1)))
     for q in range(n):
         relist(q, radius[then.order[q]], then.start, *then.folds, then.side, then.order,
                then.pos, then.fwd, cand, reach, *scratch)
@@ -135,8 +137,10 @@ def test_each_list_holds_the_nearest_birds_within_its_reach_nearest_first():
     """nearest.relist against all pairs: every bird within 1.35 × its first radius, at
     most LISTED of them (the nearest, by distance then bird index), nearest first, and the
     reach the listed ball's radius or, when the list is full, its last distance. Birds on
-    a lattice (many equal distances) and a loose blob around it (lists not full)."""
-    from render.sim.nearest import LISTED, SKIN
+    a lattice (many equal distances) and a loose blob around it (lists not full); some
+    balls hold more birds than the scratch they are gathered in (GATHERED), so the nearest
+    are ranked out of them while the ball is searched."""
+    from render.sim.nearest import GATHERED, LISTED, SKIN
 
     g = np.arange(12, dtype=float)
     lattice = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
@@ -144,9 +148,10 @@ def test_each_list_holds_the_nearest_birds_within_its_reach_nearest_first():
     anchor = np.concatenate([lattice, blob])
     n = len(anchor)
     fwd = np.tile([1.0, 0.0, 0.0], (n, 1))
-    radius = np.where(np.arange(n) % 3 == 0, 1.1, 2.0)  # lists short of LISTED, and full
+    # Lists short of LISTED, full, and full from balls of more than GATHERED birds.
+    radius = np.array([1.1, 2.0, 3.2])[np.arange(n) % 3]
     cand, reach, then = _lists(anchor, fwd, radius, 2.5)
-    full = 0
+    full = crowded = 0
     for q in range(n):
         i = then.order[q]
         r = radius[i] * (1.0 + SKIN)
@@ -156,12 +161,13 @@ def test_each_list_holds_the_nearest_birds_within_its_reach_nearest_first():
         want = within[:LISTED]
         got = [then.order[s] for s in cand[q] if s >= 0]
         assert got == want, q
+        crowded += len(within) > GATHERED
         if len(within) >= LISTED:
             full += 1
             assert reach[q] == pytest.approx(math.sqrt(d2[want[-1]]), abs=1e-12)
         else:
             assert reach[q] == r
-    assert full > 500 and full < n - 100
+    assert full > 500 and full < n - 100 and crowded > 100
 
 
 def search_listed(q, limit, cand, g_order, g_pos, g_fwd, cos_blind, max_d2, best_s,

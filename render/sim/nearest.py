@@ -230,10 +230,11 @@ def _run(q, a, b, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found, 
 
 @inline
 def _row(q, cx0, cx1, row, start, fx, r2, g_order, g_pos, g_fwd, cos_blind, best_s,
-         best_d2, found, near):
+         best_d2, found, near, gathering):
     """Offer bird q the birds of cells cx0..cx1 of one folded row (first bucket `row`):
     one run of slots, or two where the run wraps past the fold, or the whole row once.
-    Returns (the new count, the slots offered)."""
+    Returns (the new count, the slots offered). `gathering` (a Gathered, or None): gather
+    them instead (see `_gather`)."""
     if cx1 - cx0 + 1 >= fx:
         a, b, c, d = start[row], start[row + fx], 0, 0
     else:
@@ -243,11 +244,78 @@ def _row(q, cx0, cx1, row, start, fx, r2, g_order, g_pos, g_fwd, cos_blind, best
             a, b, c, d = start[row + lo], start[row + hi + 1], 0, 0
         else:
             a, b, c, d = start[row + lo], start[row + fx], start[row], start[row + hi + 1]
-    found = _run(q, a, b, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found, near)
-    if d > c:
-        found = _run(q, c, d, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found,
+    if gathering is None:
+        found = _run(q, a, b, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2, found,
                      near)
+        if d > c:
+            found = _run(q, c, d, r2, g_order, g_pos, g_fwd, cos_blind, best_s, best_d2,
+                         found, near)
+    else:
+        found = _gather(q, a, b, r2, g_order, g_pos, best_s, best_d2, found, gathering)
+        if d > c:
+            found = _gather(q, c, d, r2, g_order, g_pos, best_s, best_d2, found, gathering)
     return found, (b - a) + (d - c)
+
+
+class Gathered(NamedTuple):
+    """Scratch of a `_ball` that gathers (see `relist`): top_s (m,) int64 and top_d2 (m,)
+    the nearest m are ranked into, index (GATHERED,) int64 the bird indices of those
+    ranked, and cut (1,), the squared distance beyond which no bird is gathered any more
+    (inf until the gathered fill their arrays once)."""
+
+    top_s: np.ndarray
+    top_d2: np.ndarray
+    index: np.ndarray
+    cut: np.ndarray
+
+
+@inline
+def _gather(q, a, b, r2, g_order, g_pos, got_s, got_d2, kept, gathering):
+    """Gather the birds in slots a..b−1 nearer bird q than sqrt(r2) (q left out) into
+    got_s, got_d2 from `kept` on, unsorted; returns how many are gathered now. Without a
+    branch: each slot is written, and the count advanced by whether it is near. When
+    fewer than NEAR places are left, only the nearest len(gathering.top_s) stay (`_rank`)
+    and from then on no bird beyond the farthest of them (its equals are) is gathered."""
+    x, y, z = g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]
+    cut = gathering.cut
+    for piece in range(a, b, NEAR):
+        if kept > got_s.shape[0] - NEAR:
+            kept = _rank(kept, got_s, got_d2, g_order, gathering)
+            got_s[:kept] = gathering.top_s[:kept]
+            got_d2[:kept] = gathering.top_d2[:kept]
+            cut[0] = got_d2[kept - 1]
+        bound = cut[0]
+        for slot in range(piece, min(b, piece + NEAR)):
+            ox = g_pos[slot, 0] - x
+            oy = g_pos[slot, 1] - y
+            oz = g_pos[slot, 2] - z
+            d2 = ox * ox + oy * oy + oz * oz
+            got_s[kept] = slot
+            got_d2[kept] = d2
+            kept += np.int64((d2 < r2) & (d2 <= bound) & (slot != q))
+    return kept
+
+
+@inline
+def _rank(kept, got_s, got_d2, g_order, gathering):
+    """The nearest len(gathering.top_s) of the `kept` birds gathered (slots got_s, squared
+    distances got_d2), by distance then bird index, nearest first into gathering.top_s,
+    top_d2; returns how many. Each bird's place is counted, without a branch: inserted
+    one by one as they were found, a branch per comparison taken at random cost the
+    drawing of the lists a third of its time."""
+    top_s, top_d2, index = gathering.top_s, gathering.top_d2, gathering.index
+    m = top_s.shape[0]
+    for a in range(kept):
+        index[a] = g_order[got_s[a]]
+    for a in range(kept):
+        d, i = got_d2[a], index[a]
+        nearer = 0
+        for b in range(kept):
+            nearer += np.int64((got_d2[b] < d) | ((got_d2[b] == d) & (index[b] < i)))
+        if nearer < m:
+            top_s[nearer] = got_s[a]
+            top_d2[nearer] = d
+    return min(kept, m)
 
 
 @inline
@@ -260,7 +328,7 @@ def _gap(p, c, side):
 # arrays, cost as much as the search itself (measured: half the kernel's time).
 @inline
 def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind, best_s,
-          best_d2, near, at, grow, stretch):
+          best_d2, near, at, grow, stretch, gathering=None):
     """Offer bird q every bird within r of it, through the cells the ball of radius r
     touches (rows clipped to the ball); returns (how many it keeps, the candidates whose
     distance it computed), or (−1, 0) when the ball spans more cells along an axis than
@@ -271,9 +339,13 @@ def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
     filed at an earlier step (its birds' cells those of their places then) serves with
     q's place then, grow the drift of q and the largest of any bird since (`drift`) and
     stretch 1 / `shrink` of the flock's motion: every bird now within r of q was filed
-    within that of q's place."""
-    best_s[:] = -1
-    best_d2[:] = math.inf
+    within that of q's place.
+
+    `gathering` (a Gathered; None: offer): gather them instead, unsorted (`_gather`), and
+    return how many were gathered."""
+    if gathering is None:
+        best_s[:] = -1
+        best_d2[:] = math.inf
     x, y, z = at
     cover = (r + grow) * stretch * (1.0 + _SLACK) + _SLACK * side  # never too few cells
     # Wider than the folds along y (or infinite, which no cell index holds): scanned.
@@ -300,7 +372,8 @@ def _ball(q, r, start, fx, fy, fz, side, dims, g_order, g_pos, g_fwd, cos_blind,
             row = ((cz & (fz - 1)) * fy + (cy & (fy - 1))) * fx
             found, more = _row(q, int(math.floor((x - rx) / side)),
                                int(math.floor((x + rx) / side)), row, start, fx, r2, g_order,
-                               g_pos, g_fwd, cos_blind, best_s, best_d2, found, near)
+                               g_pos, g_fwd, cos_blind, best_s, best_d2, found, near,
+                               gathering)
             offered += more
     # The bird itself sits in one of the cells: its own distance is not a test.
     return found, offered - 1
@@ -428,22 +501,29 @@ SKIN = 0.35
 LISTED = 32
 
 
+# Scratch for gathering a list: room for LISTED birds and a screened piece (NEAR) twice.
+GATHERED = 2 * (LISTED + NEAR)
+
+
 @inline
-def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach, list_s,
-           list_d2, near):
+def relist(q, radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, cand, reach, got_s,
+           got_d2, near, gathering):
     """The bird in slot q lists every bird within radius·(1 + SKIN) of it, nearest first,
     into row q of cand (their slots, −1 past the last) and the list's reach into reach[q]
     (every bird off the list is at least that far; 0: no list, the bird so isolated its
-    ball spans the fold), from a grid of this step. Returns the candidates whose distance
-    it computed."""
+    ball spans the fold), from a grid of this step. The birds are gathered unsorted first
+    (got_s, got_d2: (GATHERED,) scratch; gathering: a Gathered of len(cand[q])), then
+    ranked. Returns the candidates whose distance it computed."""
     r = radius * (1.0 + SKIN)
-    found, tested = _ball(q, r, start, fx, fy, fz, side, 3, g_order, g_pos, g_fwd, 1.0,
-                          list_s, list_d2, near, (g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]),
-                          0.0, 1.0)
+    gathering.cut[0] = math.inf
+    kept, tested = _ball(q, r, start, fx, fy, fz, side, 3, g_order, g_pos, g_fwd, 1.0,
+                         got_s, got_d2, near, (g_pos[q, 0], g_pos[q, 1], g_pos[q, 2]),
+                         0.0, 1.0, gathering)
+    found = _rank(kept, got_s, got_d2, g_order, gathering) if kept > 0 else kept
     m = cand.shape[1]
     for t in range(m):
-        cand[q, t] = list_s[t] if t < found else -1
-    reach[q] = 0.0 if found < 0 else (r if found < m else math.sqrt(list_d2[m - 1]))
+        cand[q, t] = gathering.top_s[t] if t < found else -1
+    reach[q] = 0.0 if found < 0 else (r if found < m else math.sqrt(gathering.top_d2[m - 1]))
     return max(tested, 0)
 
 

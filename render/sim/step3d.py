@@ -25,9 +25,9 @@ from . import nearest, noise
 from .forces import flocking3d, roost
 from .forces.landing import LANDED, LANDING
 from .jit import inline, parallel, prange, serial, sized
-from .nearest import (CHUNK, LISTED, NEAR, blocks, build_grid, cell_side, drift,
-                      drift_boxes, list_answers, local_limit, read_list, relist, search,
-                      shrink)
+from .nearest import (CHUNK, GATHERED, LISTED, NEAR, Gathered, blocks, build_grid, cell_side,
+                      drift, drift_boxes, list_answers, local_limit, read_list, relist,
+                      search, shrink)
 
 
 class Neighbours3(NamedTuple):
@@ -232,8 +232,10 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     for c in prange((n + CHUNK - 1) // CHUNK):
         best_s = np.empty(k, np.int64)
         best_d2 = np.empty(k)
-        list_s = np.empty(cand.shape[1], np.int64)
-        list_d2 = np.empty(cand.shape[1])
+        got_s = np.empty(GATHERED, np.int64)
+        got_d2 = np.empty(GATHERED)
+        gathering = Gathered(np.empty(cand.shape[1], np.int64), np.empty(cand.shape[1]),
+                             np.empty(GATHERED, np.int64), np.empty(1))
         row = np.empty(flocking3d.N_SUMS3)
         near = np.empty(NEAR, np.int64)
         for q in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
@@ -243,7 +245,7 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
             tested = 0
             if relisting:
                 tested = relist(q, s_radius[q], start, fx, fy, fz, side, g_order, g_pos,
-                                g_fwd, cand, reach, list_s, list_d2, near)
+                                g_fwd, cand, reach, got_s, got_d2, near, gathering)
             found, more = read_list(q, cand, g_order, g_pos, g_fwd, rules.cos_blind, max_d2,
                                     best_s, best_d2)
             tested += more
@@ -378,8 +380,8 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     topological_step(s_radius, grid.start, fx, fy, fz, grid.side, order, s_pos, s_fwd,
                      max_d2, k, work.cand, work.reach, work.anchor, boxes, s_moved, most,
                      motion, shrink(motion), relisting, s_vel, s_bank, rules, home, fl,
-                     noise_sd, seed, step,
-                     s_extra, s_states, s_out[7], s_out[8], *s_out[:7], lapsed)
+                     noise_sd, seed, step, s_extra, s_states, s_out[7], s_out[8], *s_out[:7],
+                     lapsed)
     by_bird(work.slot[0], s_states, *s_out, *out, work.radius, fin.idx, fin.kth)
     lapses = int(np.count_nonzero(lapsed))
     work.lapses[:] = [lapses if relisting else work.lapses[0], lapses]
