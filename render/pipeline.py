@@ -96,6 +96,9 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
     # would otherwise count as the first frame's time and wreck the ETA.
     states = _primed(simulated(scene, target.first, target.count, rows, quiet=quiet))
+    hunt = _Hunt(scene) if not crossfade else None
+    if hunt:
+        states = hunt.watch(states)
     with progress_bar(total=target.count, unit="frame", disable=quiet, desc=label) as bar, \
             contextlib.ExitStack() as kept:
         if target.state_paths:
@@ -117,6 +120,8 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
                                      executor or Threads(), bar, seam)
     if kept_frames and not quiet:
         note(kept_frames)
+    if hunt and hunt.missed() and not quiet:
+        note(hunt.missed())
     if seam and seam.report():
         note(seam.report())
         if rows is not None:
@@ -196,6 +201,41 @@ def _read_back(scene: Scene, target: Target, seam: SeamMeter) -> None:
         size = width * height * 4
         while len(frame := ffmpeg.stdout.read(size)) == size:
             seam.add(np.frombuffer(frame, np.uint8).reshape(height, width, 4))
+
+
+class _Hunt:
+    """What a hunting hawk did in the frames rendered: whether it was out, whether it
+    attacked, and the last frame's time. A clip that ends before the first attack (the
+    hawk sets out well behind the flock and takes seconds to reach it) shows a hawk that
+    never dives, with nothing to say why. `end`: the last frame's state."""
+
+    def __init__(self, scene: Scene):
+        hawk = scene.hawk
+        self.start = hawk.start if hawk.enabled and hawk.mode == "hunt" else None
+        self.out = self.attacked = False
+        self.end = None
+
+    def __bool__(self) -> bool:
+        return self.start is not None
+
+    def watch(self, states: Iterable[FrameState]) -> Iterator[FrameState]:
+        for state in states:
+            self.out |= state.hawk is not None
+            self.attacked |= state.attack
+            self.end = state
+            yield state
+
+    def missed(self) -> str | None:
+        """A note when the frames hold no attack, else None."""
+        if self.attacked or self.end is None:
+            return None
+        end = f"the last frame ({self.end.index}, at {float(self.end.time):.2f} s)"
+        if not self.out:
+            return (f"no attack in these frames: the hunting hawk sets out at hawk.start "
+                    f"({self.start:g} s), after {end}")
+        return (f"no attack in these frames: the hunting hawk set out at hawk.start "
+                f"({self.start:g} s) behind the flock and had not dived by {end}: render "
+                f"further, or set hawk.start earlier")
 
 
 def _metered(states: Iterable[FrameState], seam: SeamMeter | None) -> Iterator[FrameState]:

@@ -637,3 +637,31 @@ def test_the_small_passes_give_the_same_bits_serial_and_parallel(monkeypatch):
     assert (runs[0][3] == landing.LANDED).sum() >= 10
     for serial, parallel in zip(*runs):
         np.testing.assert_array_equal(serial, parallel)
+
+
+@pytest.mark.parametrize("start, frames, says", [
+    (5.0, 90, "the hunting hawk sets out at hawk.start (5 s), after the last frame (89, at "
+              "2.97 s)"),
+    (0.0, 90, "the hunting hawk set out at hawk.start (0 s) behind the flock and had not "
+              "dived by the last frame (89, at 2.97 s): render further"),
+    (0.0, 135, None)])
+def test_a_clip_that_ends_before_the_hunts_first_attack_says_so(cli, tmp_path, start,
+                                                                 frames, says):
+    """The hunting hawk sets out 150 m behind the flock: a short clip ends before it
+    dives, and shows a hawk that never attacks. The render says so, whether the hawk was
+    still to set out or had not reached the flock; at 40 m/s from 0 s it first dives at
+    4 s (frame 120 at 30 fps), and a clip through that attack says nothing."""
+    from conftest import SCENES
+
+    r = cli(SCENES / "murmuration.toml", "-o", tmp_path / "f.npz", "--frames", frames,
+            "--set", "flock.count=300", "--set", "scene.settle_steps=0", "--set",
+            f"hawk.start={start}", "--set", "hawk.speed=40", "--set", "hawk.dive_speed=45",
+            "--stats", tmp_path / "f.csv")
+    assert r.code == 0, r.err
+    attacked = np.loadtxt(tmp_path / "f.csv", delimiter=",", skiprows=1,
+                          usecols=25).any()  # the attack column
+    assert attacked == (says is None)
+    notes = [line for line in r.err_lines if "no attack" in line]
+    assert notes == ([] if says is None else [f"boids-render: no attack in these frames: {says}"
+                                              + ("" if start else ", or set hawk.start "
+                                                 "earlier")])
