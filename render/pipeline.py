@@ -96,7 +96,7 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
     # would otherwise count as the first frame's time and wreck the ETA.
     states = _primed(simulated(scene, target.first, target.count, rows, quiet=quiet))
-    hunt = _Hunt(scene) if not crossfade else None
+    hunt = _Hunt(scene) if not crossfade and target.first == 0 else None
     if hunt:
         states = hunt.watch(states)
     with progress_bar(total=target.count, unit="frame", disable=quiet, desc=label) as bar, \
@@ -204,14 +204,15 @@ def _read_back(scene: Scene, target: Target, seam: SeamMeter) -> None:
 
 
 class _Hunt:
-    """What a hunting hawk did in the frames rendered: whether it was out, whether it
-    attacked, and the last frame's time. A clip that ends before the first attack (the
-    hawk sets out well behind the flock and takes seconds to reach it) shows a hawk that
-    never dives, with nothing to say why. `end`: the last frame's state."""
+    """What a hunting hawk did in the frames rendered from frame 0: whether it was out,
+    whether it attacked, and the last frame's state (`end`). A clip that ends before the
+    first attack (the hawk sets out well behind the flock and takes seconds to reach it)
+    shows a hawk that never dives, with nothing to say why."""
 
     def __init__(self, scene: Scene):
         hawk = scene.hawk
         self.start = hawk.start if hawk.enabled and hawk.mode == "hunt" else None
+        self.landing = scene.roost.landing_at if scene.roost is not None else None
         self.out = self.attacked = False
         self.end = None
 
@@ -229,6 +230,8 @@ class _Hunt:
         """A note when the frames hold no attack, else None."""
         if self.attacked or self.end is None:
             return None
+        if self.landing is not None and self.landing <= self.end.time:
+            return None  # no attack begins once the landing has: rendering on adds none
         end = f"the last frame ({self.end.index}, at {float(self.end.time):.2f} s)"
         if not self.out:
             return (f"no attack in these frames: the hunting hawk sets out at hawk.start "

@@ -665,3 +665,19 @@ def test_a_clip_that_ends_before_the_hunts_first_attack_says_so(cli, tmp_path, s
     assert notes == ([] if says is None else [f"boids-render: no attack in these frames: {says}"
                                               + ("" if start else ", or set hawk.start "
                                                  "earlier")])
+
+
+@pytest.mark.parametrize("extra", [("--frames", "30:90"),
+                                   ("--frames", "90", "--set", "roost.landing_at=1.0")])
+def test_no_attack_goes_unsaid_where_the_clip_cannot_tell_or_none_could_come(cli, tmp_path,
+                                                                             extra):
+    """An excerpt that starts after frame 0 may follow an attack it does not show, and once
+    the landing begins no attack does: neither says the hawk has yet to dive."""
+    from conftest import SCENES
+
+    r = cli(SCENES / "murmuration.toml", "-o", tmp_path / "f.npz", *extra, "--set",
+            "flock.count=300", "--set", "scene.settle_steps=0", "--set", "hawk.start=0",
+            "--stats", tmp_path / "f.csv")
+    assert r.code == 0, r.err
+    assert not np.loadtxt(tmp_path / "f.csv", delimiter=",", skiprows=1, usecols=25).any()
+    assert not [line for line in r.err_lines if "no attack" in line]
