@@ -211,7 +211,8 @@ class _Hunt:
 
     def __init__(self, scene: Scene):
         hawk = scene.hawk
-        self.start = hawk.start if hawk.enabled and hawk.mode == "hunt" else None
+        hunts = hawk is not None and hawk.enabled and hawk.mode == "hunt"
+        self.start = hawk.start if hunts else None
         self.landing = scene.roost.landing_at if scene.roost is not None else None
         self.out = self.attacked = False
         self.end = None
