@@ -403,10 +403,11 @@ class _Destination:
             if exc_type is None:
                 from .encode.video import join_clips
 
-                parts = [self.folder / f"{segment:05d}{self.kind}"
-                         for segment in sorted(self.frames)]
-                join_clips(parts, self.output, fps=self.fps, frames=self.total,
-                           first=self.first, overwrite=self.overwrite)
+                order = sorted(self.frames)
+                join_clips([self.folder / f"{segment:05d}{self.kind}" for segment in order],
+                           [self.frames[segment] for segment in order], self.output,
+                           fps=self.fps, frames=self.total, first=self.first,
+                           overwrite=self.overwrite)
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import re
 import socket
 import subprocess
 import sys
@@ -124,6 +125,39 @@ def test_a_clip_joins_its_segments_with_the_local_timing(cli, scheduler, tmp_pat
     if suffix == ".mov":
         assert timecode(joined) == timecode(local) == "00:00:00:20"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([local.name, joined.name])
+
+
+def stream_rate(path) -> str:
+    """The frame rate ffmpeg reads off a clip's video stream ("30 fps")."""
+    err = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path)],
+                         capture_output=True, text=True).stderr
+    return re.search(r"([\d.]+ fps)", err).group(1)
+
+
+@pytest.mark.parametrize("frames, fps", [("16", "30"), ("14", "60")])
+def test_a_clip_of_segments_of_a_few_frames_plays_at_the_local_times(cli, scheduler, tmp_path,
+                                                                      frames, fps):
+    """Segments of one to three frames (16 frames on two workers: five of three, then one
+    of one; 14: four of three, then one of two). x264 leaves the B-frames out of a segment of one or
+    two frames, which then decodes without the others' delay, and a segment of a few
+    frames read its last frame's duration short: the joined clip played at 25 fps and
+    its frames late. Joined, every frame shows at the local render's time (the
+    presentation times, in order, are the local ones: the frame types differ, each
+    segment starting on a key frame), the decode times run a frame apart, every packet
+    lasts a frame, and the rate reads as the local render's."""
+    args = (*SMALL, "--frames", frames, "--fps", fps)
+    assert cli(PLATE, "-o", tmp_path / "local.mp4", *args).code == 0
+    r = cli(PLATE, "-o", tmp_path / "cluster.mp4", *args, "--scheduler", scheduler)
+    assert r.code == 0, r.err
+    local, joined = ([p.split(",") for p in packets(tmp_path / f"{name}.mp4")]
+                     for name in ("local", "cluster"))
+    assert sorted(int(p[2]) for p in joined) == sorted(int(p[2]) for p in local)
+    (frame,) = {int(p[3]) for p in local}
+    assert {int(p[3]) for p in joined} == {frame}
+    dts = [int(p[1]) for p in joined]
+    assert all(b - a == frame for a, b in zip(dts, dts[1:]))
+    assert stream_rate(tmp_path / "cluster.mp4") == stream_rate(tmp_path / "local.mp4") == \
+        f"{fps} fps"
 
 
 @pytest.mark.parametrize("suffix", [".exr", ".jpg"])

@@ -8,6 +8,7 @@ and frames go in cairo's native BGRA layout so ffmpeg, not numpy, converts the p
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import signal
 import subprocess
@@ -312,18 +313,33 @@ def count_frames(path: str | Path) -> int:
     return int(counts[-1])
 
 
-def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: int,
-               first: int = 0, overwrite: bool = True) -> None:
+def _lengths_us(counts: list[int], fps: Fraction) -> list[int]:
+    """Each of a run of segments' lengths (counts[i] frames at `fps`) in whole
+    microseconds, as the differences of their rounded starts: the starts never drift."""
+    ends = itertools.accumulate(counts)
+    starts = [0] + [round(Fraction(end) / fps * 1_000_000) for end in ends]
+    return [b - a for a, b in zip(starts, starts[1:])]
+
+
+def join_clips(parts: list[Path], counts: list[int], path: str | Path, *, fps: Fraction,
+               frames: int, first: int = 0, overwrite: bool = True) -> None:
     """Concatenate clips encoded with identical settings (the segments of one render, in
-    order) into `path` without re-encoding, through ffmpeg's concat demuxer; written beside
-    `path` and renamed into place once the frame count read back is `frames`. `first`:
-    the index of the first frame (a ProRes clip's timecode, `timecode_args`).
+    order, counts[i] frames in parts[i]) into `path` without re-encoding, through ffmpeg's
+    concat demuxer; written beside `path` and renamed into place once the frame count
+    read back is `frames`. `first`: the index of the first frame (a ProRes clip's
+    timecode, `timecode_args`).
 
     Segments in the output's own container join with the timestamps of one whole encode,
     B-frames included: MP4 and MOV keep a timescale that holds the frame rate exactly
-    (24000/1001 too, where MPEG-TS's 90 kHz clock would round). WebM counts whole
-    milliseconds, and each segment's start rounds once more, so its timestamps are set
-    again from the frame numbers (VP9 packets are in presentation order).
+    (24000/1001 too, where MPEG-TS's 90 kHz clock would round). Each segment starts where
+    its frames put it, given to the demuxer (to the microsecond, each start rounded once):
+    read from a segment of a few frames, its last frame's duration came out short, and
+    every segment after it started early. The decode times run on from the first's a
+    frame apart: x264 leaves the B-frames out of a segment of two frames, which then
+    decodes without the others' delay, a gap in the decode times that read as 25 fps
+    for a 10-frame clip at 30. WebM counts whole milliseconds, and each segment's start
+    rounds once more, so its timestamps are set again from the frame numbers (VP9
+    packets are in presentation order).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -333,14 +349,17 @@ def join_clips(parts: list[Path], path: str | Path, *, fps: Fraction, frames: in
     with tempfile.TemporaryFile() as log:
         try:
             # The demuxer's own quoting: a name inside '…' with each ' written '\''.
-            listing.write_text("".join("file '{}'\n".format(str(Path(p).resolve())
-                                                             .replace("'", "'\\''"))
-                                       for p in parts))
+            listing.write_text("".join(
+                "file '{}'\nduration {}us\n".format(str(Path(p).resolve())
+                                                   .replace("'", "'\\''"), length)
+                for p, length in zip(parts, _lengths_us(counts, fps))))
             if muxer == "webm":
                 extra = ["-bsf:v", f"setts=ts=round(N*{fps.denominator}/"
                                    f"({fps.numerator}*TB))", *_WEBM_SAME_BYTES]
             else:
                 extra = ["-movflags", "+faststart"] if muxer in ("mp4", "mov") else []
+                extra += ["-bsf:v", f"setts=pts=PTS:dts=STARTDTS+round(N*{fps.denominator}/"
+                                    f"({fps.numerator}*TB))"]
                 extra += timecode_args(muxer, first, fps)
             cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                    "-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy",
