@@ -208,8 +208,9 @@ seed = 3                     # --seed
 ```
 
 **Progress** goes to stderr: the settling's bar (3D); the flight to the first frame when
-that is late in the clip (`--still 40`, `--frames 600:1200`); a `--loop`'s search for its
-start; then the frames' bar (or the contact sheet's, or a tiled still's tiles). A still
+that is past frame 0 (`--still 40`, `--frames 600:1200`; cleared once there); a
+`--loop`'s search for its start; then the frames' bar (or the contact sheet's, or a
+tiled still's tiles). A still
 drawn whole shows none. The frames' bar, once full, says `encoding the last frames` while
 the encoders catch up with the frames handed to them (at 4K `--quality web`'s AV1 takes
 tens of seconds). Each is redrawn in place ten times a second on a terminal, and into a
