@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
 from .encode import Target
+from .encode.files import require_folder
 from .encode.images import SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError, option
 from .executor import Cluster, default_workers
@@ -53,11 +54,14 @@ SEGMENTS_PER_WORKER = 3
 
 
 def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
-                    cluster: Cluster, bar) -> str | None:
+                    cluster: Cluster, bar, client=None) -> str | None:
     """Draw and encode `states` (`target`'s frames) on `cluster` into `target`'s one path,
     advancing the tqdm `bar` as frames are drawn across all workers (`refuse` has passed
-    them); returns what a sequence kept of the frames on disk, if anything."""
-    with connect(cluster, quiet=bar.disable) as client, \
+    them); returns what a sequence kept of the frames on disk, if anything. `client`: a
+    client `connect` gave already (None: connect now)."""
+    session = contextlib.nullcontext(client) if client else connect(cluster,
+                                                                     quiet=bar.disable)
+    with session as client, \
             _Destination(scene, target) as destination, \
             _Shipping(cluster.cache_dir) as shipping:
         run = _Run(client, scene, destination, shipping, cluster.address, bar)
@@ -317,10 +321,13 @@ _WHOLE = {
 }
 
 
-def refuse(target: Target) -> None:
+def refuse(target: Target, cache_dir: str | Path | None = None) -> None:
     """UsageError for what a cluster cannot render of `target`, before any work is done:
-    more than one output, an animated image (GIF, WebP, APNG), or a machine without
-    Dask's distributed scheduler. (What a local render refuses, pipeline.refuse checks.)"""
+    more than one output, an animated image (GIF, WebP, APNG), a `cache_dir` this machine
+    cannot write the states into, or a machine without Dask's distributed scheduler.
+    (What a local render refuses, pipeline.refuse checks.)"""
+    if cache_dir is not None:
+        require_folder(Path(cache_dir) / "states", option("--cache-dir", cache_dir))
     if len(target.paths) != 1:
         raise UsageError(f"{option('--scheduler')} writes one output at a time: give one "
                          f"{option('-o')} (got {len(target.paths)})")

@@ -42,7 +42,7 @@ class EncodeError(BoidsError):
 # it: a flag (the default), or, inside `api_names`, the keyword a function took.
 API_NAMES = {"--dpi": "dpi", "--bit-depth": "bit_depth", "--tile-size": "tile_size",
              "--still": "still", "--scheduler": "scheduler", "--plot": "plot",
-             "--stats": "stats", "--resume": "resume=True",
+             "--stats": "stats", "--resume": "resume=True", "--cache-dir": "cache_dir",
              "--no-overwrite": "overwrite=False", "--quality web": "web=True",
              "-o": "path", "-o NAME.mp4": "a path NAME.mp4", "--frames A:B": "frames=(a, b)",
              "--frames N or --duration S": "frames=n", "(--frames, --duration)": "(frames=)",

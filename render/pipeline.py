@@ -92,32 +92,41 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
     seam = kept_frames = None
-    # The flock is seeded and settled, and the first frame simulated, before the bar
-    # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
-    # would otherwise count as the first frame's time and wreck the ETA.
-    states = _primed(simulated(scene, target.first, target.count, rows, quiet=quiet))
-    hunt = _Hunt(scene) if not crossfade and target.first == 0 else None
-    if hunt:
-        states = hunt.watch(states)
-    with progress_bar(total=target.count, unit="frame", disable=quiet, desc=label) as bar, \
-            contextlib.ExitStack() as kept:
-        if target.state_paths:
-            states = _written(states, kept.enter_context(open_state_writer(target, scene)))
-        if not target.frame_paths:
-            for _ in states:
-                bar.update()
-        elif isinstance(executor, Cluster):
-            from .cluster import draw_on_cluster
+    with contextlib.ExitStack() as session:
+        client = None
+        if isinstance(executor, Cluster) and executor.address != "local" and \
+                target.frame_paths:
+            from .cluster import connect
 
-            seam = _meter(scene, target, crossfade, quiet)
-            kept_frames = draw_on_cluster(scene, _metered(states, seam), target, executor,
-                                          bar)
-            if seam:
-                _read_back(scene, target, seam)
-        else:
-            seam = _meter(scene, target, crossfade, quiet)
-            kept_frames = _draw_here(scene, _paced(_metered(states, seam)), target,
-                                     executor or Threads(), bar, seam)
+            # Before the flock settles (minutes, for a film): a scheduler without workers,
+            # or a worker on other code, is said first. (A local cluster's are this code.)
+            client = session.enter_context(connect(executor, quiet=quiet))
+        # The flock is seeded and settled, and the first frame simulated, before the bar
+        # starts: a first run compiles the kernels meanwhile (announced unless quiet), which
+        # would otherwise count as the first frame's time and wreck the ETA.
+        states = _primed(simulated(scene, target.first, target.count, rows, quiet=quiet))
+        hunt = _Hunt(scene) if not crossfade and target.first == 0 else None
+        if hunt:
+            states = hunt.watch(states)
+        with progress_bar(total=target.count, unit="frame", disable=quiet, desc=label) as bar, \
+                contextlib.ExitStack() as kept:
+            if target.state_paths:
+                states = _written(states, kept.enter_context(open_state_writer(target, scene)))
+            if not target.frame_paths:
+                for _ in states:
+                    bar.update()
+            elif isinstance(executor, Cluster):
+                from .cluster import draw_on_cluster
+
+                seam = _meter(scene, target, crossfade, quiet)
+                kept_frames = draw_on_cluster(scene, _metered(states, seam), target,
+                                              executor, bar, client)
+                if seam:
+                    _read_back(scene, target, seam)
+            else:
+                seam = _meter(scene, target, crossfade, quiet)
+                kept_frames = _draw_here(scene, _paced(_metered(states, seam)), target,
+                                         executor or Threads(), bar, seam)
     if kept_frames and not quiet:
         note(kept_frames)
     if hunt and hunt.missed() and not quiet:
@@ -146,7 +155,7 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
     if isinstance(executor, Cluster):
         from .cluster import refuse as refuse_on_cluster
 
-        refuse_on_cluster(target)
+        refuse_on_cluster(target, executor.cache_dir)
     crossfade_frames(scene, target.first)  # a loop's range and camera
     # Before anything large is allocated: each output, then all of them at once.
     # A cluster's worker draws on one thread (segments.py): three canvases in flight.

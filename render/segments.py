@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .drawing import draw_range
 from .encode.images import frame_encoder
-from .errors import UsageError
+from .errors import EncodeError, UsageError
 from .scene import Scene
 from .states import FrameState
 
@@ -65,20 +65,32 @@ def render_clip_segment(suffix: str, scene: Scene, shipment: Shipment, token: st
                                      dir=_scratch()) as folder:
         path = Path(folder) / f"segment{suffix}"
         out = scene.output
-        with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf, frames=len(states),
-                         first=states[0].index, transparent=out.transparent) as writer:
-            for done, _ in enumerate(draw_range(scene, states, writer, workers=1), 1):
-                report(done)
+        try:
+            with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf,
+                             frames=len(states), first=states[0].index,
+                             transparent=out.transparent) as writer:
+                for done, _ in enumerate(draw_range(scene, states, writer, workers=1), 1):
+                    report(done)
+        except EncodeError as exc:  # its scratch file's name means nothing to the driver
+            frames = f"frames {states[0].index}–{states[-1].index}"
+            raise EncodeError(f"{_named()}: {str(exc).replace(str(path), frames)}") \
+                from None
         return path.read_bytes()
 
 
 def _unpacked(shipment: Shipment, driver_version: str) -> list[FrameState]:
     if driver_version != version():
-        raise UsageError(f"a worker has boids-render {version()}, the driver "
+        raise UsageError(f"{_named()} has boids-render {version()}, the driver "
                          f"{driver_version}; "
                          f"install the same version, from the same sources, on every "
                          f"worker ({INSTALL})")
     return shipment.load()
+
+
+def _named() -> str:
+    """The worker this task runs on, as a message names it."""
+    worker = _worker()
+    return "a worker" if worker is None else f"the worker at {worker.address}"
 
 
 def version() -> str:

@@ -256,7 +256,9 @@ def test_a_worker_with_another_version_joining_mid_render_is_refused(scheduler):
     from render.states import simulated
 
     states = list(simulated(scene, 0, 1))
-    with Client(scheduler) as client, pytest.raises(UsageError, match="same version"):
+    with Client(scheduler) as client, \
+            pytest.raises(UsageError, match=r"^the worker at tcp://127\.0\.0\.1:\d+ has "
+                                            r"boids-render 0\.1\.0 .*same version"):
         client.submit(segments.render_frames_segment, ".png", scene,
                       segments.Shipment(tuple(states)), "t", 0, "0.0.0-other",
                       pure=False).result()
@@ -436,10 +438,14 @@ def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, messag
     (("-o", "{tmp}/x.gif", "--fps", "25"), "palette"),
     (("-o", "{tmp}/x.webp",), "assembles an animated WebP whole"),
     (("-o", "{tmp}/x.mov", "-o", "{tmp}/y.mov"), "--scheduler writes one output at a time"),
+    (("-o", "{tmp}/x.mp4", "--cache-dir", "{tmp}/file/states"),
+     "--cache-dir {tmp}/file/states: {tmp}/file is a file, not a folder"),
 ])
 def test_check_refuses_what_a_cluster_render_refuses_and_the_render_before_any_work(
         cli, tmp_path, monkeypatch, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    message = message.replace("{tmp}", str(tmp_path))
+    (tmp_path / "file").write_text("")  # where --cache-dir wants a folder
 
     def no_work(*args, **kwargs):
         raise AssertionError("nothing may be simulated before the refusal")
@@ -448,7 +454,7 @@ def test_check_refuses_what_a_cluster_render_refuses_and_the_render_before_any_w
     for check in ((), ("--check",)):
         r = cli(PLATE, *args, "--scheduler", "local", "--frames", "3", *check)
         assert r.code == 2 and len(r.err_lines) == 1 and message in r.err, r.err
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
 
 
 def test_without_the_extra_the_error_says_how_to_install_it(cli, tmp_path, monkeypatch):
@@ -467,8 +473,13 @@ def test_a_worker_with_another_version_or_modified_sources_is_refused(
         monkeypatch.setattr(render, "__version__", "0.0.0-other")  # this side only
     else:  # the same version number, its code edited on one side
         monkeypatch.setattr(segments, "_sources", lambda: "0123456789abcdef")
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("refused before the flock is simulated (a film settles minutes)")
+
+    monkeypatch.setattr(states, "Simulation", no_work)
     r = cli(PLATE, "-o", tmp_path / "x.mp4", "--frames", "3", "--scheduler", scheduler)
-    assert r.code == 2
+    assert r.code == 2, r.err
     assert "install the same version, from the same sources, on every worker" in r.err
     assert list(tmp_path.iterdir()) == []
 
@@ -582,3 +593,22 @@ def test_a_scheduler_without_workers_says_it_waits_then_gives_up(cli, tmp_path,
     given_up = [i for i, line in enumerate(lines) if "no worker joined within 2 s" in line]
     assert waiting and given_up and waiting[0] < given_up[0], lines
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_encoder_failing_on_a_worker_names_the_frames_not_its_scratch_file(tmp_path,
+                                                                              monkeypatch):
+    """A segment's clip is encoded into the worker's scratch space: a failure there names
+    the worker and the segment's frames, not a scratch file no one else can see."""
+    from render.errors import EncodeError
+    from render.states import simulated
+
+    fake = tmp_path / "ffmpeg"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(fake))
+    scene = load_scene(PLATE, [("output.size", '"160x90"', "test")])
+    shipped = segments.Shipment(tuple(simulated(scene, 4, 3)))
+    with pytest.raises(EncodeError) as failed:
+        segments.render_clip_segment(".mp4", scene, shipped, "t", 0, segments.version())
+    assert str(failed.value).startswith("a worker: ")
+    assert "frames 4–6" in str(failed.value) and "segment.mp4" not in str(failed.value)
