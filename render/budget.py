@@ -469,6 +469,23 @@ def on_local_workers(scene: Scene, cost: Estimate, workers: int) -> Estimate:
                    per_pixel=cost.per_pixel * workers)
 
 
+def check_local_workers(scene: Scene, output: str, cost: Estimate, workers: int) -> None:
+    """`check` of `cost` drawn by `workers` local worker processes (`on_local_workers`);
+    when they do not fit in memory and fewer would, UsageError saying how many (a smaller
+    frame or flock is the advice for one render, not for too many workers)."""
+    where = f"{output} on {workers} local workers"
+    total = on_local_workers(scene, cost, workers)
+    memory = available_memory()
+    if memory is not None and total.bytes > memory:
+        fits = [w for w in range(workers - 1, 0, -1)
+                if on_local_workers(scene, cost, w).bytes <= memory]
+        if fits:
+            raise UsageError(f"{where}: needs {total}, but only {_bytes(memory)} of memory "
+                             f"is available (each worker draws and encodes in a process of "
+                             f"its own); it would fit with {option('--workers', fits[0])}")
+    check(scene, where, total)
+
+
 def check_together(scene: Scene, outputs: list[str], costs: list[Estimate]) -> None:
     """UsageError when outputs each of which fits (`check`) do not fit together: written
     at once by one render, their encoders' memory adds up over one simulation, and their

@@ -43,6 +43,7 @@ class EncodeError(BoidsError):
 API_NAMES = {"--dpi": "dpi", "--bit-depth": "bit_depth", "--tile-size": "tile_size",
              "--still": "still", "--scheduler": "scheduler", "--plot": "plot",
              "--stats": "stats", "--resume": "resume=True", "--cache-dir": "cache_dir",
+             "--workers": "workers",
              "--no-overwrite": "overwrite=False", "--quality web": "web=True",
              "-o": "path", "-o NAME.mp4": "a path NAME.mp4", "--frames A:B": "frames=(a, b)",
              "--frames N or --duration S": "frames=n", "(--frames, --duration)": "(frames=)",

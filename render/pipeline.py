@@ -164,9 +164,8 @@ def refuse(scene: Scene, target: Target, executor: Executor | None = None,
                           on_disk=target.on_disk(path) if path else 0, threads=threads)
              for path in target.paths or (None,)]
     if isinstance(executor, Cluster) and executor.address == "local" and target.paths:
-        workers = executor.workers or default_workers()
-        budget.check(scene, f"{target.paths[0]} on {workers} local workers",
-                     budget.on_local_workers(scene, costs[0], workers))
+        budget.check_local_workers(scene, str(target.paths[0]), costs[0],
+                                   executor.workers or default_workers())
     if len(costs) > 1:
         budget.check_together(scene, list(target.paths), costs)
     if target.frame_paths:

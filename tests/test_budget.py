@@ -134,6 +134,23 @@ def test_local_workers_each_hold_a_frame_and_an_encoder(cli, small_scene, tmp_pa
                "3840x2160").code == 0  # on this process's threads, it fits
 
 
+def test_too_many_local_workers_are_told_how_many_fit(cli, small_scene, tmp_path,
+                                                     monkeypatch):
+    """Five local workers at 4K where three fit: the advice is three workers, not a frame
+    or a flock the size of what fits (a larger frame than asked, once)."""
+    scene = load_scene(small_scene, [("output.size", '"3840x2160"', "--size")])
+    one = budget.estimate(scene, "a.mp4")
+    monkeypatch.setattr(budget, "available_memory",
+                        lambda: budget.on_local_workers(scene, one, 3).bytes + 1)
+    r = cli(small_scene, "--check", "-o", tmp_path / "a.mp4", "--size", "3840x2160",
+            "--scheduler", "local", "--workers", "5")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err_lines[0].endswith("(each worker draws and encodes in a process of its own); "
+                                   "it would fit with --workers 3"), r.err
+    assert cli(small_scene, "--check", "-o", tmp_path / "a.mp4", "--size", "3840x2160",
+               "--scheduler", "local", "--workers", "3").code == 0
+
+
 def test_every_drawing_threads_canvases_are_counted(small_scene, tmp_path):
     """2·threads + 1 canvases are in flight, each 4 bytes a pixel, and a 3D frame's float
     image (16) for OpenEXR, its straight colours (3) when transparent."""
