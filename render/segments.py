@@ -131,7 +131,7 @@ def _reporter(token: str, segment: int):
 
 
 class _EncodedFrames:
-    """A FrameWriter that keeps each frame as its file's bytes, by `encode(pixels)`
+    """A FrameWriter that keeps each frame as its file's bytes, by `encode(pixels, index)`
     (`linear`: of a 3D frame's float image, as a local sequence's, see `draw_range`)."""
 
     def __init__(self, encode, *, linear: bool = False):
@@ -149,4 +149,4 @@ class _EncodedFrames:
         return True
 
     def write(self, index: int, pixels) -> None:
-        self.files.append((index, self.encode(pixels)))
+        self.files.append((index, self.encode(pixels, index)))

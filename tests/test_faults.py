@@ -276,6 +276,22 @@ def test_resume_keeps_only_frames_of_the_same_picture(cli, small_scene, tmp_path
     assert len(drawn) == drawn_again
 
 
+def test_resume_draws_again_a_frame_copied_under_another_frames_name(cli, small_scene,
+                                                                      tmp_path, monkeypatch):
+    """Frame 0 copied over frame 2 (a mis-renamed or mis-split sequence) is a frame of the
+    same render, but not frame 2: drawn again, and the sequence equals an uninterrupted
+    one."""
+    seq = tmp_path / "seq"
+    assert cli(small_scene, "-o", f"{seq}/", "--frames", "3", "-q").code == 0
+    whole = (seq / "frame_00002.png").read_bytes()
+    (seq / "frame_00002.png").write_bytes((seq / "frame_00000.png").read_bytes())
+    drawn = count_draws(monkeypatch)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "3", "--resume", "-q")
+    assert r.code == 0, r.err
+    assert len(drawn) == 1
+    assert (seq / "frame_00002.png").read_bytes() == whole
+
+
 def test_without_resume_every_frame_is_drawn_again(cli, small_scene, tmp_path, monkeypatch,
                                                    uninterrupted):
     drawn = count_draws(monkeypatch)

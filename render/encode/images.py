@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import json
@@ -169,25 +168,28 @@ FRAME_FORMATS = {".png": _PNG,
                  ".jpg": _JPEG, ".jpeg": _JPEG}
 
 
-def frames_record(scene: Scene) -> dict[str, str]:
-    """What each frame of a sequence records of the render that drew it: a digest of its
-    scene, all but the clip's length (frame k is the same in a longer clip, a loop's
-    excepted) and the encoder's quality, so --resume keeps only frames of the same
-    picture."""
+def frames_record(scene: Scene) -> Callable[[int], dict[str, str]]:
+    """What frame k of a sequence records of the render that drew it, for each k: a digest
+    of its scene, all but the clip's length (frame k is the same in a longer clip, a
+    loop's excepted) and the encoder's quality, and the frame's number, so --resume keeps
+    only frames of the same picture, each under its own name (a frame copied to another's
+    name was kept as that one)."""
     body = scene.to_dict()
     if not scene.output.loop:
         body["output"].pop("frames", None)
         body["scene"].pop("duration", None)
     body["output"].pop("crf", None)
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    return {"boids-render:frames-of": digest}
+    return lambda k: {"boids-render:frames-of": digest, "boids-render:frame": str(k)}
 
 
-def frame_encoder(suffix: str, scene: Scene) -> Callable[[np.ndarray], bytes]:
-    """(h, w, 4) BGRA uint8 pixels → the file of a sequence's frame in the format of
-    `suffix`, recording what drew it (`frames_record`) and, in OpenEXR, the frame rate."""
+def frame_encoder(suffix: str, scene: Scene) -> Callable[[np.ndarray, int], bytes]:
+    """((h, w, 4) BGRA uint8 pixels, the frame's number) → the file of a sequence's frame
+    in the format of `suffix`, recording what drew it (`frames_record`) and, in
+    OpenEXR, the frame rate."""
     extra = {"fps": scene.output.fps} if suffix == ".exr" else {}
-    return functools.partial(FRAME_FORMATS[suffix].encode, text=frames_record(scene), **extra)
+    encode, record = FRAME_FORMATS[suffix].encode, frames_record(scene)
+    return lambda pixels, k: encode(pixels, text=record(k), **extra)
 
 
 def numbered(output: str, index: int) -> str:
@@ -271,31 +273,32 @@ class SequenceWriter:
         path = self.pattern % index
         if not self.overwrite and os.path.exists(path):
             self.kept += 1
-            self.foreign += self._foreign(path)
+            self.foreign += self._foreign(path, index)
             return False
         keep = self.resume and self.format.is_complete(path, self.size) \
-            and self._recorded(path) == self.record
+            and self._records(path, index)
         self.kept += keep
         return not keep
 
-    def _foreign(self, path: str) -> bool:
-        """Whether the file at `path` is not a frame of this render (another's, or not a
-        frame at all)."""
+    def _foreign(self, path: str, index: int) -> bool:
+        """Whether the file at `path` is not frame `index` of this render (another's, or
+        not a frame at all)."""
         try:
-            return self._recorded(path) != self.record
+            return not self._records(path, index)
         except (UsageError, OSError):
             return True
 
-    def _recorded(self, path: str) -> dict[str, str]:
-        """The entries of `self.record` the frame at `path` records (another render's
-        frame, or one written before frames recorded anything, differs)."""
+    def _records(self, path: str, index: int) -> bool:
+        """Whether the frame at `path` records what this render's frame `index` does
+        (another render's frame, another frame of this one, or one written before
+        frames recorded anything, does not)."""
         from .still import read_record
 
-        text = read_record(path)[1]
-        return {key: text.get(key) for key in self.record}
+        text, want = read_record(path)[1], self.record(index)
+        return {key: text.get(key) for key in want} == want
 
     def write(self, index: int, pixels: np.ndarray) -> None:
-        self.write_encoded(index, self.encode(pixels))
+        self.write_encoded(index, self.encode(pixels, index))
 
     def write_encoded(self, index: int, data: bytes) -> None:
         """Frame `index` as its file's bytes (drawn and encoded elsewhere, by
