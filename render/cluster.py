@@ -20,6 +20,7 @@ import logging
 import os
 import pickle
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -208,14 +209,20 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
     from distributed import Client, LocalCluster
 
     if scheduler == "local":
-        # Port 0: any free port for the scheduler's HTTP server; two renders at once would
-        # both want 8787. On the loopback only, as the scheduler itself: ":0" would open
-        # the dashboard to the whole network. The preload leaves a terminal's Ctrl-C to
-        # this process.
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address="127.0.0.1:0", silence_logs=_SILENT,
-                          preload=["render.local_worker"]) as cluster, \
-                Client(cluster) as client:
+        with contextlib.ExitStack() as stack:
+            # Port 0: any free port for the scheduler's HTTP server; two renders at once
+            # would both want 8787. On the loopback only, as the scheduler itself: ":0"
+            # would open the dashboard to the whole network. A terminal's Ctrl-C (and a
+            # hangup) signals its whole process group: the workers are started with both
+            # blocked, which they keep, so this process alone handles them (a worker
+            # interrupted while starting printed dozens of lines of tracebacks). Once
+            # they and the client are up, one sent meanwhile reaches this process.
+            with _blocked(signal.SIGINT, signal.SIGHUP):
+                cluster = stack.enter_context(LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True,
+                    dashboard_address="127.0.0.1:0", silence_logs=_SILENT,
+                    preload=["render.local_worker"]))
+                client = stack.enter_context(Client(cluster))
             yield client
         return
     _probe(scheduler)
@@ -236,6 +243,21 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
                 from None
         _check_versions(client, scheduler)
         yield client
+
+
+@contextlib.contextmanager
+def _blocked(*signals) -> Iterator[None]:
+    """Inside, `signals` are held back from this thread and from the threads and
+    processes it starts (they inherit the mask, through exec too); delivered on leaving.
+    Where threads' masks do not exist (Windows), nothing is held."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def reach(address: str) -> None:

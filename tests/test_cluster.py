@@ -379,6 +379,48 @@ def worker_encoders(pid: int) -> list[int]:
     return found
 
 
+def children(pid: int) -> list[int]:
+    """Pids of the processes whose parent is `pid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGHUP])
+def test_a_terminals_signal_while_the_local_workers_start_is_one_line(tmp_path, sent):
+    """Ctrl-C or a hangup as the local cluster's worker processes are spawned (the whole
+    process group receives it): each worker printed its own traceback, dozens of lines.
+    They start with both held back, and this process alone answers: one line, 130."""
+    out = tmp_path / "clip.mp4"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "render", str(PLATE), "-o", str(out), "--size", "320x180",
+         "--frames", "200", "--quiet", "--scheduler", "local", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 60
+        while not children(proc.pid):  # the first worker is being spawned
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no worker process started"
+            time.sleep(0.01)
+        os.killpg(proc.pid, sent)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["boids-render: interrupted"], err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
 def test_ctrl_c_in_a_terminal_stops_a_local_cluster_render_in_one_line(tmp_path):
     """A terminal's Ctrl-C signals the whole foreground process group, the cluster's
