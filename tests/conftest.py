@@ -133,6 +133,19 @@ def default_sigint() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
+def children(pid: int) -> list[int]:
+    """Pids of the processes whose parent is `pid` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def wait_until_writing(proc: subprocess.Popen, folder: Path, timeout_s: float = 60) -> None:
     """Return once the render `proc` has written bytes into a temporary in `folder`."""
     deadline = time.monotonic() + timeout_s

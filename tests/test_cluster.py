@@ -23,7 +23,7 @@ from render.encode import Target
 from render.executor import Cluster
 from render.scene import load_scene
 
-from conftest import SCENES, default_sigint, timecode
+from conftest import SCENES, children, default_sigint, timecode
 
 pytestmark = pytest.mark.slow
 
@@ -361,35 +361,39 @@ def test_an_interrupted_cluster_render_leaves_nothing(scheduler, tmp_path):
 def worker_encoders(pid: int) -> list[int]:
     """Pids of the ffmpeg processes that the children of `pid` (its local cluster's
     workers) started: segments being encoded."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(text[text.rindex(")") + 2:].split()[1])
-    found = []
-    for child, parent in parents.items():
-        if parents.get(parent) == pid:
-            try:
-                if b"ffmpeg" in (Path("/proc") / str(child) / "cmdline").read_bytes():
-                    found.append(child)
-            except OSError:
-                pass
-    return found
+    return [p for worker in children(pid) for p in children(worker)
+            if b"ffmpeg" in _cmdline(p)]
 
 
-def children(pid: int) -> list[int]:
-    """Pids of the processes whose parent is `pid`."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
+def _cmdline(pid: int) -> bytes:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _signalled(out: Path, frames: str, sent: int, ready) -> tuple[int, str]:
+    """Render the plate into `out` on a local cluster of two workers, in a session of its
+    own as a terminal's job; send `sent` to its whole process group (as a terminal does)
+    once `ready(its pid)`: (its exit status, its stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "render", str(PLATE), "-o", str(out), "--size", "320x180",
+         "--frames", frames, "--quiet", "--scheduler", "local", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready(proc.pid):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the render never got there"
+            time.sleep(0.01)
+        os.killpg(proc.pid, sent)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, err
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
@@ -398,25 +402,9 @@ def test_a_terminals_signal_while_the_local_workers_start_is_one_line(tmp_path, 
     """Ctrl-C or a hangup as the local cluster's worker processes are spawned (the whole
     process group receives it): each worker printed its own traceback, dozens of lines.
     They start with both held back, and this process alone answers: one line, 130."""
-    out = tmp_path / "clip.mp4"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "render", str(PLATE), "-o", str(out), "--size", "320x180",
-         "--frames", "200", "--quiet", "--scheduler", "local", "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=default_sigint)
-    try:
-        deadline = time.monotonic() + 60
-        while not children(proc.pid):  # the first worker is being spawned
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no worker process started"
-            time.sleep(0.01)
-        os.killpg(proc.pid, sent)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
+    code, err = _signalled(tmp_path / "clip.mp4", "200", sent, lambda pid: [
+        child for child in children(pid) if b"multiprocessing" in _cmdline(child)])
+    assert code == 130, err
     assert err.strip().splitlines() == ["boids-render: interrupted"], err
     assert list(tmp_path.iterdir()) == []
 
@@ -425,28 +413,11 @@ def test_a_terminals_signal_while_the_local_workers_start_is_one_line(tmp_path, 
 def test_ctrl_c_in_a_terminal_stops_a_local_cluster_render_in_one_line(tmp_path):
     """A terminal's Ctrl-C signals the whole foreground process group, the cluster's
     worker processes too: still one line, exit 130, nothing under the output's name."""
-    out = tmp_path / "clip.mp4"
     # Segments of a few seconds: an interrupted worker finishes its segment before the
     # cluster's close would kill it, and then exits on its own (where it used to print a
     # traceback). 1200 frames take longer to draw than to reach the first segment.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "render", str(PLATE), "-o", str(out), "--size", "320x180",
-         "--frames", "1200", "--quiet", "--scheduler", "local", "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=default_sigint)
-    try:
-        deadline = time.monotonic() + 60
-        while not worker_encoders(proc.pid):  # segments are being drawn and encoded
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no worker started encoding a segment"
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
+    code, err = _signalled(tmp_path / "clip.mp4", "1200", signal.SIGINT, worker_encoders)
+    assert code == 130, err
     assert "Traceback" not in err and len(err.splitlines()) <= 2, err
     assert err.strip().splitlines()[-1] == "boids-render: interrupted"
     assert list(tmp_path.iterdir()) == []  # no clip, no segments

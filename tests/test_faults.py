@@ -28,7 +28,7 @@ import render.states as states
 import render.stills as stills
 from render.cli import main
 
-from conftest import default_sigint, wait_until_writing
+from conftest import children, default_sigint, wait_until_writing
 
 PROC = Path("/proc")
 DRAW = states.draw_frame
@@ -46,19 +46,6 @@ def command_line(pid: int) -> str:
         return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
-
-
-def children(pid: int) -> list[int]:
-    """Pids of the processes whose parent is `pid` (read from /proc)."""
-    found = []
-    for stat in PROC.glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def count_draws(monkeypatch, fail_at: int | None = None,
