@@ -487,8 +487,25 @@ def tune_process() -> None:
     mallopt(m_trim_threshold, 256 << 20)
 
 
+def hold_standard_streams() -> None:
+    """Standard streams the shell closed (`>&-`, `2>&-`) opened on the null device: the
+    next file opened would take the number, and what a library writes to stdout would
+    land in it; and Python's sys.stdout or sys.stderr, None, failed the first write."""
+    for fd, name, mode in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY),
+                           (2, "stderr", os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, mode)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 def entry() -> None:
     """The console script: `main` on this process's argv, in a tuned process."""
+    hold_standard_streams()
     tune_process()
     code = main(sys.argv[1:])
     # The work is done and its files placed (or not): a Ctrl-C or SIGTERM while the

@@ -959,3 +959,23 @@ def test_a_vector_still_on_a_full_disk_says_the_disk_is_full(cli, small_scene, t
     assert r.code == 1 and r.err_lines == [
         f"boids-render: cannot write {tmp_path / 's.svg'}: error while writing to output "
         f"stream: the disk is full"], r.err
+
+
+@pytest.mark.parametrize("closed", [(1,), (2,), (0, 1, 2)])
+def test_a_render_with_its_standard_streams_closed_by_the_shell_works(small_scene, tmp_path,
+                                                                      closed):
+    """`>&-`, `2>&-`: Python's sys.stdout or sys.stderr is None, and a render placed its
+    clip and then failed in a traceback (or failed at its first line on stderr). The
+    closed streams go to the null device: exit 0, the clip whole."""
+    out = tmp_path / "clip.mp4"
+
+    def close():
+        for fd in closed:
+            os.close(fd)
+
+    proc = subprocess.run([sys.executable, "-m", "render", str(small_scene), "-o", str(out),
+                           "--frames", "3"], preexec_fn=close, capture_output=False,
+                          timeout=300)
+    assert proc.returncode == 0
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["clip.mp4", small_scene.name])
