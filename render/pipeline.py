@@ -198,10 +198,10 @@ def _read_back(scene: Scene, target: Target, seam: SeamMeter) -> None:
     import numpy as np
 
     from .encode.images import is_sequence, sequence_pattern
-    from .encode.video import ffmpeg_exe
+    from .encode.video import ffmpeg_exe, file_arg
 
     path = target.paths[0]
-    source = sequence_pattern(str(path)) if is_sequence(str(path)) else str(path)
+    source = file_arg(sequence_pattern(str(path)) if is_sequence(str(path)) else path)
     width, height = scene.output.size
     with subprocess.Popen([ffmpeg_exe(), "-v", "error", "-i", source, "-f", "rawvideo",
                            "-pix_fmt", "bgra", "-s", f"{width}x{height}", "-"],

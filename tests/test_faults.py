@@ -979,3 +979,14 @@ def test_a_render_with_its_standard_streams_closed_by_the_shell_works(small_scen
     assert proc.returncode == 0
     assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["clip.mp4", small_scene.name])
+
+
+@pytest.mark.parametrize("name", ["take:1.mp4", "a:b/c.webm", "x:y.webp"])
+def test_a_relative_name_with_a_colon_is_a_file_not_a_protocol(cli, small_scene, tmp_path,
+                                                               monkeypatch, name):
+    """ffmpeg reads `take:1.mp4` (a colon in the name's first part) as a URL of the
+    protocol `take` and refused it; the render failed after drawing every frame."""
+    monkeypatch.chdir(tmp_path)
+    r = cli(small_scene, "-o", name, "--frames", "3", "-q")
+    assert r.code == 0, r.err
+    assert imageio_ffmpeg.count_frames_and_secs(str(tmp_path / name))[0] == 3

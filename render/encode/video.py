@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 import re
 import signal
 import subprocess
@@ -128,6 +129,12 @@ def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
 _LOG_PREFIX = re.compile(r"^(\[[^]]*@ 0x[0-9a-f]+\] )+")
 
 
+def file_arg(path: str | Path) -> str:
+    """`path` as ffmpeg must be given a file: absolute. ffmpeg reads a name with a colon
+    in its first part (`take:1.mp4`, `a:b/c.mp4`) as a protocol's URL, and refused it."""
+    return os.path.abspath(path)
+
+
 def ffmpeg_exe() -> str:
     import imageio_ffmpeg
 
@@ -182,7 +189,7 @@ class VideoWriter:
         cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
                "-framerate", f"{self.rate.numerator}/{self.rate.denominator}", "-i", "pipe:0",
-               "-an", *args, "-f", muxer, str(self._tmp)]
+               "-an", *args, "-f", muxer, file_arg(self._tmp)]
         try:
             # Own session: Ctrl-C in a terminal signals the whole foreground process group,
             # and ffmpeg would then finish its file by itself, racing our kill. Signals
@@ -302,7 +309,7 @@ def count_frames(path: str | Path) -> int:
     output, without decoding: each of these codecs stores a frame a packet (VP9's hidden
     frames ride in superframes). imageio-ffmpeg's count_frames_and_secs decodes every
     frame, which took 3.6 s for ten seconds of 1080p, an eighth of the encode itself."""
-    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path),
+    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", file_arg(path),
                            "-map", "0:v:0", "-c", "copy", "-f", "null", "-"],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE)
@@ -362,8 +369,8 @@ def join_clips(parts: list[Path], counts: list[int], path: str | Path, *, fps: F
                                     f"({fps.numerator}*TB))"]
                 extra += timecode_args(muxer, first, fps)
             cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
-                   "-f", "concat", "-safe", "0", "-i", str(listing), "-c", "copy",
-                   *extra, "-f", muxer, str(tmp)]
+                   "-f", "concat", "-safe", "0", "-i", file_arg(listing), "-c", "copy",
+                   *extra, "-f", muxer, file_arg(tmp)]
             code = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=log).returncode
             if code != 0:
                 raise EncodeError(f"ffmpeg failed joining the segments of {path}: "
