@@ -990,3 +990,27 @@ def test_a_relative_name_with_a_colon_is_a_file_not_a_protocol(cli, small_scene,
     r = cli(small_scene, "-o", name, "--frames", "3", "-q")
     assert r.code == 0, r.err
     assert imageio_ffmpeg.count_frames_and_secs(str(tmp_path / name))[0] == 3
+
+
+def test_a_sequences_folder_removed_while_rendering_fails_the_render(cli, small_scene,
+                                                                     tmp_path, monkeypatch):
+    """The frames' folder removed mid-render (by another shell, a cleanup job): the next
+    frame made it again and the render ended 0 with the frames before it gone. It fails
+    instead (exit 1), naming the folder."""
+    import shutil
+
+    seq = tmp_path / "seq"
+    real = states.draw_frame
+    drawn: list[int] = []
+
+    def draw(*args, **kwargs):
+        drawn.append(len(drawn))
+        if len(drawn) == 4:  # mid-render: the folder made, frames under way
+            shutil.rmtree(seq)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(states, "draw_frame", draw)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "8", "-q")
+    assert r.code == 1, r.err
+    assert f"{seq}: the sequence's folder was removed while rendering" in r.err, r.err
+    assert not seq.exists()

@@ -84,11 +84,14 @@ def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:
 
 
 def write_atomically(path: Path, write: Callable[[Path], None], *,
-                     overwrite: bool = True) -> bool:
-    """`write(tmp)` into a temporary file beside `path`, then `place` it. The temporary is
-    removed whatever happens; a failed write (a full disk) is one EncodeError naming `path`.
-    Returns False when `overwrite` is off and `path` exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+                     overwrite: bool = True, make_folder: bool = True) -> bool:
+    """`write(tmp)` into a temporary file beside `path`, then `place` it; its folder is
+    made first when missing (unless not `make_folder`: a folder made before, to hold
+    more files, must still be there). The temporary is removed whatever happens; a failed
+    write (a full disk) is one EncodeError naming `path`. Returns False when `overwrite`
+    is off and `path` exists."""
+    if make_folder:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_beside(path, path.suffix)
     try:
         write(tmp)

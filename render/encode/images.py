@@ -16,7 +16,7 @@ from pathlib import Path
 import cairo
 import numpy as np
 
-from ..errors import UsageError, option
+from ..errors import EncodeError, UsageError, option
 from ..scene import Scene
 from .files import require_folder, resolved, write_atomically
 from .still import add_chunks, png16
@@ -303,11 +303,14 @@ class SequenceWriter:
     def write_encoded(self, index: int, data: bytes) -> None:
         """Frame `index` as its file's bytes (drawn and encoded elsewhere, by
         `frame_encoder`)."""
+        path = Path(self.pattern % index)
+        if not path.parent.is_dir():  # made on entering: the frames before went with it
+            raise EncodeError(f"{path.parent}: the sequence's folder was removed while "
+                              f"rendering, and the frames written into it with it")
         # Not written (False) when, without overwrite, another machine sharing the folder
         # finished this frame meanwhile: theirs is kept.
-        self.written += write_atomically(Path(self.pattern % index),
-                                         lambda tmp: tmp.write_bytes(data),
-                                         overwrite=self.overwrite)
+        self.written += write_atomically(path, lambda tmp: tmp.write_bytes(data),
+                                         overwrite=self.overwrite, make_folder=False)
 
     def kept_account(self) -> str | None:
         """What the render kept of the frames on disk, for the user; None if nothing."""
