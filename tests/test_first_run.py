@@ -74,6 +74,30 @@ def test_the_kernels_folder_follows_every_source_the_settled_states_the_simulato
     assert cache.kernels_digest(same) != cache.kernels_digest(ROOT / "render")
 
 
+def test_a_cache_folder_that_cannot_be_written_falls_back_to_the_temporary_folder(
+        tmp_path, monkeypatch):
+    """A read-only home (a container's): numba, pointed at a folder it cannot write,
+    refused every kernel ("no locator available") and every command failed. The kernels
+    go to a folder of this user's under the temporary folder instead; a cache that can
+    be written stays where it is."""
+    import tempfile
+
+    from render.sim import cache
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(cache, "portable_target", lambda: None)
+    monkeypatch.delitem(sys.modules, "numba")  # as a fresh process, before numba's import
+    name = f"numba-{cache.kernels_digest()}"
+    for home, where in ((tmp_path / "file" / "cache",
+                         Path(tempfile.gettempdir()) / f"boids-render-{os.getuid()}" / name),
+                        (tmp_path / "home", tmp_path / "home" / "boids-render" / name)):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+        monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+        cache.use_numba_cache()
+        assert Path(os.environ["NUMBA_CACHE_DIR"]) == where
+        assert cache.writable(where)
+
+
 def test_an_empty_or_missing_cache_folder_is_cold(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "missing"))
     assert not kernels_cached()
@@ -191,8 +215,9 @@ def test_kernels_of_other_sources_unused_for_a_month_go_at_a_new_version(tmp_pat
     assert sorted(p.name for p in root.iterdir()) == ["numba-mixed", "numba-old",
                                                       "numba-recent"]
     monkeypatch.delenv("NUMBA_CACHE_DIR")
-    cache.use_numba_cache()  # this version's first run
-    assert sorted(p.name for p in root.iterdir()) == ["numba-mixed", "numba-recent"]
+    cache.use_numba_cache()  # this version's first run: its folder made, ready to write
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        ["numba-mixed", "numba-recent", f"numba-{cache.kernels_digest()}"])
 
 
 def test_the_settled_states_used_last_are_kept_up_to_a_size(tmp_path):

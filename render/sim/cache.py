@@ -12,10 +12,12 @@ folder. The settled states (settled.py) are named after the simulator's sources 
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import os
 import platform
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -64,11 +66,32 @@ def use_numba_cache() -> None:
                       "differ in their last bits from the command line's; import render "
                       "before numba", RuntimeWarning, stacklevel=2)
         return
-    folder = user_cache_dir() / "boids-render" / f"numba-{kernels_digest()}"
-    if "NUMBA_CACHE_DIR" not in os.environ and not folder.exists():
-        drop_stale_kernels(folder.parent)  # a new version's first run: the old ones'
+    name = f"numba-{kernels_digest()}"
+    folder = user_cache_dir() / "boids-render" / name
+    if "NUMBA_CACHE_DIR" not in os.environ:
+        if not folder.exists():
+            drop_stale_kernels(folder.parent)  # a new version's first run: the old ones'
+        if not writable(folder):
+            # A read-only home (a container's, a locked-down account's): numba refused
+            # every kernel ("no locator available"), or compiled them all on every run.
+            folder = Path(tempfile.gettempdir()) / f"boids-render-{_user()}" / name
     os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
     portable_target()
+
+
+def writable(folder: Path) -> bool:
+    """Whether `folder` is, or can be made, a folder this process can write files in."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def _user() -> str:
+    """This user, as a folder's name tells users apart in a shared temporary folder."""
+    return str(os.getuid()) if hasattr(os, "getuid") else getpass.getuser()
 
 
 # Kernels of other sources (an older version, an edited checkout) unused this long go.
