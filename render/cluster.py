@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
 from .encode import Target
-from .encode.files import require_folder
+from .encode.files import fitting, require_folder
 from .encode.images import SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError, option
 from .executor import Cluster, default_workers
@@ -411,8 +411,9 @@ class _Destination:
         else:
             path = Path(self.output)
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.folder = Path(tempfile.mkdtemp(dir=path.parent,
-                                                prefix=f".{path.stem}.segments-"))
+            # mkdtemp adds 8 characters to the prefix.
+            stem = fitting(path.stem, ".segments-12345678.")
+            self.folder = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{stem}.segments-"))
         return self
 
     def wants(self, index: int) -> bool:

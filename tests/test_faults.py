@@ -1014,3 +1014,18 @@ def test_a_sequences_folder_removed_while_rendering_fails_the_render(cli, small_
     assert r.code == 1, r.err
     assert f"{seq}: the sequence's folder was removed while rendering" in r.err, r.err
     assert not seq.exists()
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".npz", "_%04d.png"])
+def test_an_output_named_as_long_as_a_name_can_be_is_written(cli, small_scene, tmp_path,
+                                                             suffix):
+    """A name of 255 bytes (in é, two bytes each) is legal, but its temporary's took 18
+    bytes more: every such output failed "File name too long" before any work."""
+    stem = "é" * ((255 - len(suffix.replace("%04d", "0000"))) // 2)
+    r = cli(small_scene, "-o", tmp_path / f"{stem}{suffix}", "--frames", "2", "-q")
+    assert r.code == 0, r.err
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("é"))
+    expected = [f"{stem}{suffix}"] if "%" not in suffix else \
+        [f"{stem}{suffix % k}" for k in range(2)]
+    assert written == expected
+    assert not leftovers(tmp_path)

@@ -42,12 +42,26 @@ def final_name(path: str | Path) -> str:
     return str(path.with_name(made["stem"] + made["suffix"]) if made else path)
 
 
+# The longest name of a file most file systems take, in bytes.
+NAME_MAX = 255
+
+
+def fitting(stem: str, rest: str) -> str:
+    """`stem` cut short (at a character) so that it and `rest` make a name of at most
+    NAME_MAX bytes: a temporary's name adds a few to the output's, which may be as long
+    as a name can be."""
+    room = NAME_MAX - len(rest.encode())
+    return stem.encode()[:max(room, 1)].decode(errors="ignore") or "x"
+
+
 def temp_beside(path: Path, suffix: str) -> Path:
     """An empty temporary file in `path`'s folder (so the final rename is atomic), with
     the permissions a new file gets there (0666 less the umask, as the finished output
     should have)."""
     while True:
-        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.partial{suffix}"
+        token = secrets.token_hex(4)
+        tmp = path.parent / f".{fitting(path.stem, f'..{token}.partial{suffix}')}.{token}" \
+                            f".partial{suffix}"
         _MADE.add(tmp)
         try:
             # Created like any new file, so the kernel applies the umask: reading the
