@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a file we read or write: permissions, a missing folder, …
         from .encode.files import final_name
 
+        if _in_kernel_cache(exc):
+            print(f"boids-render: cannot write the compiled kernels' cache in "
+                  f"{os.environ.get('NUMBA_CACHE_DIR')}: {exc.strerror or exc} "
+                  f"(XDG_CACHE_HOME moves it)", file=sys.stderr)
+            return 1
         # A rename names both files: the second is the output's own.
         named = exc.filename2 or exc.filename
         where = f"{final_name(named)}: " if named else ""
@@ -61,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("BOIDS_RENDER_DEBUG"):
             traceback.print_exc()
         first = str(exc).strip().splitlines()
+        if _in_kernel_cache(exc):
+            print(f"boids-render: the compiled kernels' cache in "
+                  f"{os.environ.get('NUMBA_CACHE_DIR')} is damaged ({type(exc).__name__}"
+                  f"{': ' + first[0] if first else ''}): delete that folder, and the kernels "
+                  f"are compiled again", file=sys.stderr)
+            return 1
         print(f"boids-render: internal error: {type(exc).__name__}"
               f"{': ' + first[0] if first else ''}", file=sys.stderr)
         print("boids-render: this is a bug; please report it with the scene and command "
@@ -485,6 +496,18 @@ def tune_process() -> None:
     m_trim_threshold, m_mmap_threshold = -1, -3
     mallopt(m_mmap_threshold, 32 << 20)
     mallopt(m_trim_threshold, 256 << 20)
+
+
+def _in_kernel_cache(exc: BaseException) -> bool:
+    """Whether `exc` was raised where numba reads or writes its cache of compiled kernels
+    (a file cut short, overwritten, or a disk that is full)."""
+    where = os.path.join("numba", "core", "caching.py")
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(where):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def hold_standard_streams() -> None:

@@ -231,3 +231,25 @@ def test_the_settled_states_used_last_are_kept_up_to_a_size(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz", "b.npz"]
     settled.prune(tmp_path, keep_bytes=10)  # the newest stays, whatever its size
     assert [p.name for p in tmp_path.iterdir()] == ["a.npz"]
+
+
+def test_a_damaged_kernel_cache_is_named_with_what_to_do(cli, small_scene, tmp_path):
+    """Kernel files cut short (a full disk, a copy interrupted): numba's unpickling error
+    read "internal error … this is a bug" on every run. The render names the folder and
+    says to delete it."""
+    assert cli(small_scene, "-o", tmp_path / "warm.mp4", "--frames", "1", "-q").code == 0
+    damaged = tmp_path / "cache"
+    shutil.copytree(os.environ["NUMBA_CACHE_DIR"], damaged)
+    cut = [p for p in damaged.rglob("*.nbc")]
+    assert cut  # the 2D kernels are there, compiled
+    for p in cut:
+        p.write_bytes(p.read_bytes()[:10])
+    proc = subprocess.run([sys.executable, "-m", "render", str(small_scene), "-o",
+                           str(tmp_path / "x.mp4"), "--frames", "1", "-q"],
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(damaged)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"boids-render: the compiled kernels' cache in {damaged} "
+                                  f"is damaged ("), proc.stderr
+    assert proc.stderr.rstrip().endswith("delete that folder, and the kernels are compiled "
+                                         "again") and len(proc.stderr.splitlines()) == 1
