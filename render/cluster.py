@@ -354,6 +354,10 @@ def refuse(target: Target, cache_dir: str | Path | None = None) -> None:
         raise UsageError(f"{option('--scheduler')} writes one output at a time: give one "
                          f"{option('-o')} (got {len(target.paths)})")
     output = target.paths[0]
+    if "\n" in str(output) and not is_sequence(output):
+        raise UsageError(f"{output!r}: its segments are joined by ffmpeg's concat "
+                         f"demuxer, whose list cannot hold a name with a line break: "
+                         f"rename it")
     why = _WHOLE.get(Path(output).suffix.lower())
     if why and not is_sequence(output):
         raise UsageError(f"{output}: {why}, so it is not split across a cluster; render it "

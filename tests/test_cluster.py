@@ -453,6 +453,7 @@ def test_cluster_options_misused_are_refused_clearly(cli, tmp_path, args, messag
     (("-o", "{tmp}/x.mov", "-o", "{tmp}/y.mov"), "--scheduler writes one output at a time"),
     (("-o", "{tmp}/x.mp4", "--cache-dir", "{tmp}/file/states"),
      "--cache-dir {tmp}/file/states: {tmp}/file is a file, not a folder"),
+    (("-o", "{tmp}/two\nlines.mp4"), "cannot hold a name with a line break"),
 ])
 def test_check_refuses_what_a_cluster_render_refuses_and_the_render_before_any_work(
         cli, tmp_path, monkeypatch, args, message):
