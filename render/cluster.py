@@ -40,7 +40,7 @@ from .errors import BoidsError, UsageError, option
 from .executor import Cluster, default_workers
 from .progress import note
 from .scene import Scene
-from .segments import (INSTALL, TOPIC, Shipment, render_clip_segment,
+from .segments import (INSTALL, TOPIC, OtherVersion, Shipment, render_clip_segment,
                        render_frames_segment, version)
 from .states import FrameState
 
@@ -106,8 +106,14 @@ class _Run:
         self.token = uuid.uuid4().hex[:12]
         self.drawn: dict[int, int] = {}  # segment → frames drawn, from the workers' events
         self.lock = threading.Lock()  # events arrive on the client's own thread
-        self.pending: dict = {}  # future → segment
+        self.pending: dict = {}  # future → (segment, shipment)
         self.kept = 0  # frames a resumed sequence keeps from disk
+        self.tries = 0  # segments sent again, away from a worker left out
+        # Workers running other code are left out (a stray worker on a shared cluster
+        # would otherwise end the render): those there now, and any that refuses a task.
+        self.left_out: set[str] = set()
+        for worker, theirs in _other_versions(client).items():
+            self._leave_out(worker, theirs)
 
     def progress(self, event) -> None:
         _, (sender, segment, done) = event
@@ -121,26 +127,57 @@ class _Run:
         self.kept += len(chunk) - len(wanted)
         if wanted:
             self.destination.frames[segment] = len(wanted)
-            kind = self.destination.kind
-            task = (render_frames_segment if self.destination.sequence
-                    else render_clip_segment, kind)
-            future = self.client.submit(
-                *task, self.scene, self.shipping.ship(segment, wanted), self.token, segment,
-                version(), key=f"boids-render-{self.token}-{segment:05d}", pure=False)
-            self.pending[future] = segment
+            self._send(segment, self.shipping.ship(segment, wanted))
         # Bounded look-ahead: the driver holds a few segments' states per worker (workers
         # that join later count too).
         while len(self.pending) >= 2 * _slots(self.client):
             self.collect(block=True)
         self.collect(block=False)
 
+    def _send(self, segment: int, shipment: Shipment) -> None:
+        """Submit task `segment`, to the workers not left out."""
+        task = (render_frames_segment if self.destination.sequence else render_clip_segment,
+                self.destination.kind)
+        where = {}
+        if self.left_out:
+            where = dict(workers=[w for w in self.client.scheduler_info()["workers"]
+                                  if w not in self.left_out], allow_other_workers=False)
+            if not where["workers"]:
+                raise UsageError(f"{option('--scheduler', self.scheduler)}: no worker runs "
+                                 f"boids-render {version()} (left out: "
+                                 f"{', '.join(sorted(self.left_out))}); install the same "
+                                 f"version, from the same sources, on every worker "
+                                 f"({INSTALL})")
+        self.tries += 1
+        future = self.client.submit(
+            *task, self.scene, shipment, self.token, segment, version(),
+            key=f"boids-render-{self.token}-{segment:05d}-{self.tries}", pure=False, **where)
+        self.pending[future] = (segment, shipment)
+
+    def _leave_out(self, worker: str, theirs: str) -> None:
+        """Send no more tasks to `worker`, which runs boids-render `theirs`."""
+        if worker not in self.left_out:
+            self.left_out.add(worker)
+            note(f"{option('--scheduler', self.scheduler)}: {worker} has boids-render "
+                 f"{theirs}, this machine {version()}: left out of this render")
+
     def collect(self, block: bool) -> None:
-        """Take in the finished segments (with `block`, wait for one) and move the bar."""
+        """Take in the finished segments (with `block`, wait for one) and move the bar; a
+        segment a worker on other code refused is sent again, to the others."""
         while self.pending:
             finished = [f for f in self.pending if f.done()]
             for future in finished:
-                segment = self.pending.pop(future)
-                self.destination.add(segment, _result(future, self.scheduler))
+                segment, shipment = self.pending.pop(future)
+                try:
+                    result = _result(future, self.scheduler)
+                except OtherVersion as exc:
+                    if exc.worker is None:
+                        raise
+                    self._leave_out(exc.worker, exc.theirs)
+                    future.release()
+                    self._send(segment, shipment)
+                    continue
+                self.destination.add(segment, result)
                 with self.lock:
                     self.drawn[segment] = self.destination.frames[segment]
                 self.shipping.done(segment)
@@ -320,14 +357,19 @@ def _answers(address: str) -> bool:
     return True
 
 
+def _other_versions(client) -> dict[str, str]:
+    """The workers that would not draw with the code a local render would: {address:
+    the boids-render they run, or why none}."""
+    found = client.run(version, on_error="return")
+    return {worker: (theirs if isinstance(theirs, str) else "none: not installed")
+            for worker, theirs in found.items() if theirs != version()}
+
+
 def _check_versions(client, scheduler: str) -> None:
-    """Every worker must draw with the same code as a local render would."""
-    try:
-        found = client.run(version)
-    except ModuleNotFoundError:
-        found = {"a worker": "not installed"}
-    other = {worker: v for worker, v in found.items() if v != version()}
-    if other:
+    """UsageError unless some worker draws with the same code as a local render would
+    (the others are left out of the render, see `_Run`)."""
+    other = _other_versions(client)
+    if other and len(other) == len(client.scheduler_info()["workers"]):
         worker, theirs = next(iter(other.items()))
         raise UsageError(f"{option('--scheduler', scheduler)}: {worker} has boids-render "
                          f"{theirs}, this machine {version()}; install the same version, "

@@ -78,12 +78,26 @@ def render_clip_segment(suffix: str, scene: Scene, shipment: Shipment, token: st
         return path.read_bytes()
 
 
+class OtherVersion(UsageError):
+    """A task refused by a worker that runs other code than the driver: `worker` its
+    address (None: not on a worker), so the driver can leave it out, and `theirs` the
+    boids-render it runs."""
+
+    def __init__(self, message: str, worker: str | None, theirs: str):
+        super().__init__(message)
+        self.worker, self.theirs = worker, theirs
+
+    def __reduce__(self):  # back to the driver with its worker
+        return OtherVersion, (str(self), self.worker, self.theirs)
+
+
 def _unpacked(shipment: Shipment, driver_version: str) -> list[FrameState]:
     if driver_version != version():
-        raise UsageError(f"{_named()} has boids-render {version()}, the driver "
-                         f"{driver_version}; "
-                         f"install the same version, from the same sources, on every "
-                         f"worker ({INSTALL})")
+        worker = _worker()
+        raise OtherVersion(f"{_named()} has boids-render {version()}, the driver "
+                           f"{driver_version}; install the same version, from the same "
+                           f"sources, on every worker ({INSTALL})",
+                           None if worker is None else worker.address, version())
     return shipment.load()
 
 

@@ -626,3 +626,37 @@ def test_an_encoder_failing_on_a_worker_names_the_frames_not_its_scratch_file(tm
         segments.render_clip_segment(".mp4", scene, shipped, "t", 0, segments.version())
     assert str(failed.value).startswith("a worker: ")
     assert "frames 4–6" in str(failed.value) and "segment.mp4" not in str(failed.value)
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_a_worker_on_other_code_is_left_out_and_the_render_completes(cli, local_frames,
+                                                                     tmp_path, monkeypatch,
+                                                                     known):
+    """One stray worker on a shared cluster (another checkout, an older install) ended
+    the whole render. It is left out, with a line naming it, and the others draw every
+    frame: found there when the render starts (`known`), or when it refuses a task
+    (the workers' versions not read at the start)."""
+    stray = tmp_path / "stray.py"
+    stray.write_text("import render.segments\n\n\ndef dask_setup(worker):\n"
+                     "    render.segments._sources = lambda: '0123456789abcdef'\n")
+    if not known:
+        monkeypatch.setattr(cluster, "_other_versions", lambda client: {})
+    scheduler, address = _scheduler_alone()
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                 address, "--nthreads", "1", "--nworkers", "1",
+                                 *extra], **quiet)
+               for extra in ((), ("--preload", str(stray)))]
+    try:
+        with Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        r = cli(PLATE, "-o", f"{tmp_path}/frames/", *SMALL, "--frames", "14",
+                "--motion-blur", "2", "--scheduler", address)
+    finally:
+        for proc in (*workers, scheduler):
+            proc.kill()
+            proc.wait()
+    assert r.code == 0, r.err
+    left = [line for line in r.err_lines if "left out of this render" in line]
+    assert len(left) == 1 and "(sources 0123456789abcdef)" in left[0], r.err
+    assert files(tmp_path / "frames") == files(local_frames / "frames")
