@@ -108,7 +108,7 @@ class _Run:
         self.lock = threading.Lock()  # events arrive on the client's own thread
         self.pending: dict = {}  # future → (segment, shipment)
         self.kept = 0  # frames a resumed sequence keeps from disk
-        self.tries = 0  # segments sent again, away from a worker left out
+        self.tries = 0  # tasks sent: each its own key (a segment sent again, a new one)
         # Workers running other code are left out (a stray worker on a shared cluster
         # would otherwise end the render): those there now, and any that refuses a task.
         self.left_out: set[str] = set()
