@@ -5,6 +5,7 @@ input, 130 interrupted (Ctrl-C, SIGTERM or SIGHUP), 1 anything else."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import math
 import os
@@ -537,6 +538,12 @@ def entry() -> None:
     with contextlib.suppress(OSError):  # what was printed is out before any such exit
         sys.stdout.flush()
         sys.stderr.flush()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP")
+                                               else [])
+    for signum in stops:
         signal.signal(signum, lambda *_: os._exit(code))
+    # Past the exit handlers the interpreter puts a handler it was given back to the
+    # default action, and its modules' teardown takes a while: a signal then ended a
+    # render whose file was placed with 143 or 129. Ignored, which it leaves as is.
+    atexit.register(lambda: [signal.signal(signum, signal.SIG_IGN) for signum in stops])
     sys.exit(code)

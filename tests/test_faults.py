@@ -1029,3 +1029,38 @@ def test_an_output_named_as_long_as_a_name_can_be_is_written(cli, small_scene, t
         [f"{stem}{suffix % k}" for k in range(2)]
     assert written == expected
     assert not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("sent, name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")])
+def test_a_signal_while_the_interpreter_tears_down_keeps_the_renders_status(small_scene,
+                                                                            tmp_path,
+                                                                            sent, name):
+    """The clip is placed and main() has returned; the interpreter then puts the handlers
+    it was given back to the default action and tears its modules down (numba's, dask's:
+    a while). A signal then ended the finished render with 143 or 129. A module of this
+    process that is slow to go stands for that teardown: the signal lands in it."""
+    wrapper = tmp_path / "slow_exit.py"
+    wrapper.write_text("import sys\nimport time\n\n\nclass Slow:\n    def __del__(self):\n"
+                       "        time.sleep(5)\n\n\nslow = Slow()\n"
+                       "sys.argv = ['boids-render', *sys.argv[1:]]\n"
+                       "from render.cli import entry\n\nentry()\n")
+    out = tmp_path / "clip.mp4"
+    proc = subprocess.Popen([sys.executable, str(wrapper), str(small_scene), "-o", str(out),
+                             "--frames", "3", "-q"], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(2.0)  # main() has returned: the teardown sleeps
+        assert proc.poll() is None, "gone before the signal: the test proves nothing"
+        proc.send_signal(sent)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, (name, proc.returncode, err)
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 3
