@@ -59,9 +59,8 @@ def temp_beside(path: Path, suffix: str) -> Path:
     the permissions a new file gets there (0666 less the umask, as the finished output
     should have)."""
     while True:
-        token = secrets.token_hex(4)
-        tmp = path.parent / f".{fitting(path.stem, f'..{token}.partial{suffix}')}.{token}" \
-                            f".partial{suffix}"
+        rest = f".{secrets.token_hex(4)}.partial{suffix}"
+        tmp = path.parent / f".{fitting(path.stem, '.' + rest)}{rest}"
         _MADE.add(tmp)
         try:
             # Created like any new file, so the kernel applies the umask: reading the

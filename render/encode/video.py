@@ -360,13 +360,13 @@ def join_clips(parts: list[Path], counts: list[int], path: str | Path, *, fps: F
                 "file '{}'\nduration {}us\n".format(str(Path(p).resolve())
                                                    .replace("'", "'\\''"), length)
                 for p, length in zip(parts, _lengths_us(counts, fps))))
+            # Packet N's time from its number, in the stream's time base.
+            nth = f"round(N*{fps.denominator}/({fps.numerator}*TB))"
             if muxer == "webm":
-                extra = ["-bsf:v", f"setts=ts=round(N*{fps.denominator}/"
-                                   f"({fps.numerator}*TB))", *_WEBM_SAME_BYTES]
+                extra = ["-bsf:v", f"setts=ts={nth}", *_WEBM_SAME_BYTES]
             else:
                 extra = ["-movflags", "+faststart"] if muxer in ("mp4", "mov") else []
-                extra += ["-bsf:v", f"setts=pts=PTS:dts=STARTDTS+round(N*{fps.denominator}/"
-                                    f"({fps.numerator}*TB))"]
+                extra += ["-bsf:v", f"setts=pts=PTS:dts=STARTDTS+{nth}"]
                 extra += timecode_args(muxer, first, fps)
             cmd = [ffmpeg_exe(), "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                    "-f", "concat", "-safe", "0", "-i", file_arg(listing), "-c", "copy",
