@@ -1006,7 +1006,10 @@ def test_a_sequences_folder_removed_while_rendering_fails_the_render(cli, small_
     def draw(*args, **kwargs):
         drawn.append(len(drawn))
         if len(drawn) == 4:  # mid-render: the folder made, frames under way
-            shutil.rmtree(seq)
+            # Moved away first: a frame written meanwhile would make rmtree's last rmdir
+            # fail (the folder not empty), as `rm -r` would.
+            gone = seq.rename(tmp_path / "gone")
+            shutil.rmtree(gone)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(states, "draw_frame", draw)
@@ -1014,6 +1017,30 @@ def test_a_sequences_folder_removed_while_rendering_fails_the_render(cli, small_
     assert r.code == 1, r.err
     assert f"{seq}: the sequence's folder was removed while rendering" in r.err, r.err
     assert not seq.exists()
+
+
+def test_a_sequences_folder_removed_while_a_frame_is_written_is_named(cli, small_scene,
+                                                                      tmp_path, monkeypatch):
+    """Removed after the frame's check that the folder is there, before its file was
+    placed: the render failed on a missing temporary's name, not on the folder."""
+    import shutil
+
+    import render.encode.images as images
+
+    seq = tmp_path / "seq"
+    real = images.write_atomically
+    calls: list[Path] = []
+
+    def write(path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 3:
+            shutil.rmtree(seq.rename(tmp_path / "gone"))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(images, "write_atomically", write)
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "8", "-q")
+    assert r.code == 1, r.err
+    assert f"{seq}: the sequence's folder was removed while rendering" in r.err, r.err
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".npz", "_%04d.png"])

@@ -304,13 +304,19 @@ class SequenceWriter:
         """Frame `index` as its file's bytes (drawn and encoded elsewhere, by
         `frame_encoder`)."""
         path = Path(self.pattern % index)
-        if not path.parent.is_dir():  # made on entering: the frames before went with it
-            raise EncodeError(f"{path.parent}: the sequence's folder was removed while "
+        removed = EncodeError(f"{path.parent}: the sequence's folder was removed while "
                               f"rendering, and the frames written into it with it")
-        # Not written (False) when, without overwrite, another machine sharing the folder
-        # finished this frame meanwhile: theirs is kept.
-        self.written += write_atomically(path, lambda tmp: tmp.write_bytes(data),
-                                         overwrite=self.overwrite, make_folder=False)
+        if not path.parent.is_dir():  # made on entering: the frames before went with it
+            raise removed
+        try:
+            # Not written (False) when, without overwrite, another machine sharing the
+            # folder finished this frame meanwhile: theirs is kept.
+            self.written += write_atomically(path, lambda tmp: tmp.write_bytes(data),
+                                             overwrite=self.overwrite, make_folder=False)
+        except (EncodeError, OSError):
+            if not path.parent.is_dir():  # removed while this frame was being written
+                raise removed from None
+            raise
 
     def kept_account(self) -> str | None:
         """What the render kept of the frames on disk, for the user; None if nothing."""
