@@ -1066,9 +1066,12 @@ def test_a_signal_while_the_interpreter_tears_down_keeps_the_renders_status(smal
     it was given back to the default action and tears its modules down (numba's, dask's:
     a while). A signal then ended the finished render with 143 or 129. A module of this
     process that is slow to go stands for that teardown: the signal lands in it."""
-    wrapper = tmp_path / "slow_exit.py"
-    wrapper.write_text("import sys\nimport time\n\n\nclass Slow:\n    def __del__(self):\n"
-                       "        time.sleep(5)\n\n\nslow = Slow()\n"
+    wrapper, torn = tmp_path / "slow_exit.py", tmp_path / "tearing-down"
+    # The module's names may be gone when __del__ runs: what it needs is bound as defaults.
+    wrapper.write_text("import pathlib\nimport sys\nimport time\n\n\nclass Slow:\n"
+                       f"    def __del__(self, torn=pathlib.Path({str(torn)!r}), "
+                       "sleep=time.sleep):\n"
+                       "        torn.touch()\n        sleep(5)\n\n\nslow = Slow()\n"
                        "sys.argv = ['boids-render', *sys.argv[1:]]\n"
                        "from render.cli import entry\n\nentry()\n")
     out = tmp_path / "clip.mp4"
@@ -1077,11 +1080,11 @@ def test_a_signal_while_the_interpreter_tears_down_keeps_the_renders_status(smal
                             preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
-        while not out.exists():
+        while not torn.exists():  # main() has returned: the teardown sleeps
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        time.sleep(2.0)  # main() has returned: the teardown sleeps
+        assert out.exists()
         assert proc.poll() is None, "gone before the signal: the test proves nothing"
         proc.send_signal(sent)
         _, err = proc.communicate(timeout=60)
