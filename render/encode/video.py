@@ -2,7 +2,8 @@
 
 ffmpeg is driven directly (not through `write_frames`) for three reasons: rational frame
 rates such as 24000/1001 pass through exactly, its stderr and exit status reach the user,
-and frames go in cairo's native BGRA layout so ffmpeg, not numpy, converts the pixels.
+and frames go in as they are best handed over: an 8-bit BT.709 4:2:0 clip's converted
+here (`ycbcr`), any other's in cairo's native BGRA layout, for ffmpeg to convert.
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ import numpy as np
 from ..errors import EncodeError, UsageError
 from .files import final_name, place_finished, refuse_existing, temp_beside
 from .pipe import grow_pipe, hand_over
+from .ycbcr import to_ycbcr420
 
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
 # stream, so players do not guess (and shift colours) on HD material.
+# ffmpeg's scaler taking RGB frames to BT.709 limited range, at the head of a filter chain.
+TO_BT709 = "scale=out_color_matrix=bt709:out_range=tv,"
 _H264 = [
     "-c:v", "libx264", "-preset", "medium",
-    "-vf", "scale=out_color_matrix=bt709:out_range=tv,"
+    "-vf", f"{TO_BT709}"
            "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv",
     "-pix_fmt", "yuv420p",
     "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709",
@@ -86,7 +90,7 @@ def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[s
     if suffix == ".webm":
         return ["-c:v", "libvpx-vp9", "-crf", str(min(63, crf + _VP9_CRF_OFFSET)), "-b:v", "0",
                 "-deadline", "good", "-cpu-used", "4", "-row-mt", "1",
-                "-vf", f"scale=out_color_matrix=bt709:out_range=tv,{_BT709_FRAMES}:range=tv",
+                "-vf", f"{TO_BT709}{_BT709_FRAMES}:range=tv",
                 "-pix_fmt", "yuva420p" if transparent else "yuv420p",
                 *_BT709_TAGS, *_WEBM_SAME_BYTES], "webm"
     if suffix == ".mov":
@@ -96,6 +100,19 @@ def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[s
                 "-pix_fmt", "yuva444p10le" if transparent else "yuv444p10le",
                 *_BT709_TAGS], "mov"
     raise ValueError(suffix)
+
+
+def converted_here(args: list[str]) -> list[str] | None:
+    """ffmpeg output options `args` without their conversion of RGB frames to 8-bit BT.709
+    limited-range 4:2:0, when that is what they ask for: the frames then go in converted
+    (`ycbcr.to_ycbcr420`, the same samples within a level of luma). None otherwise (10-bit,
+    4:4:4, alpha, a palette: ffmpeg converts)."""
+    if "-vf" not in args or "-pix_fmt" not in args:
+        return None
+    at = args.index("-vf") + 1
+    if args[args.index("-pix_fmt") + 1] != "yuv420p" or not args[at].startswith(TO_BT709):
+        return None
+    return [*args[:at], args[at][len(TO_BT709):], *args[at + 1:]]
 
 
 def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
@@ -186,10 +203,13 @@ class VideoWriter:
         self._log = tempfile.TemporaryFile()
         width, height = self.size
         args, muxer = self._output_args()
+        fed = converted_here(args)
+        self._ycbcr = None if fed is None else np.empty(width * height * 3 // 2, np.uint8)
         cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
-               "-f", "rawvideo", "-pix_fmt", "bgra", "-s", f"{width}x{height}",
+               "-f", "rawvideo", "-pix_fmt", "bgra" if fed is None else "yuv420p",
+               "-s", f"{width}x{height}",
                "-framerate", f"{self.rate.numerator}/{self.rate.denominator}", "-i", "pipe:0",
-               "-an", *args, "-f", muxer, file_arg(self._tmp)]
+               "-an", *(args if fed is None else fed), "-f", muxer, file_arg(self._tmp)]
         try:
             # Own session: Ctrl-C in a terminal signals the whole foreground process group,
             # and ffmpeg would then finish its file by itself, racing our kill. Signals
@@ -228,6 +248,8 @@ class VideoWriter:
         try:
             if self.transparent:
                 pixels = straight_alpha(pixels, fill=self.path.suffix.lower() == ".webm")
+            elif self._ycbcr is not None:
+                pixels = to_ycbcr420(pixels, self._ycbcr)
             hand_over(self._proc.stdin.fileno(), np.ascontiguousarray(pixels),
                       self._capacity)
         except (BrokenPipeError, OSError):

@@ -22,10 +22,10 @@ from ..scene import Scene
 from .files import refuse_existing, temp_beside
 from .images import encode_jpeg
 from .together import Together
-from .video import _BT709_TAGS, VideoWriter
+from .video import _BT709_TAGS, TO_BT709, VideoWriter
 
 # RGB → BT.709 limited-range YUV, tagged, as every clip here is (video._H264).
-BT709_SCALE = ("scale=out_color_matrix=bt709:out_range=tv,"
+BT709_SCALE = (f"{TO_BT709}"
                "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv")
 # Measured on 6 s of the plate at 1280x720, 30 fps (docs/loops.md has the search):
 # x264 at preset veryslow finds 12% to save at the same VMAF; crf 23.25 spends a little of
