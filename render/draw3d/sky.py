@@ -252,7 +252,10 @@ def _sky_kernel(ox, oy, grid, cx, cy, focal, right, up, forward, table, glow, su
         if j != filled:
             _band(codes[j], codes[j + 1], grid, top, step)
             filled = j
-        _encode_row(top[:, skip:skip + w], step[:, skip:skip + w],
+        # Each channel a row of its own: a slice of one row stays contiguous to the
+        # compiler (a slice across rows does not, and the pass did not vectorise).
+        _encode_row(top[0, skip:skip + w], top[1, skip:skip + w], top[2, skip:skip + w],
+                    step[0, skip:skip + w], step[1, skip:skip + w], step[2, skip:skip + w],
                     np.float32(Y % grid), noises[Y & mask_y], words[y])
         pattern = dither[Y & mask_y]
         i = 0
@@ -293,14 +296,14 @@ def _band(upper, lower, grid, top, step):
 
 
 @inline
-def _encode_row(top, step, rows, noise, words):
+def _encode_row(top_r, top_g, top_b, step_r, step_g, step_b, rows, noise, words):
     """words (w,) opaque ARGB32: each channel's value top + step·rows plus its dither,
-    floored (R from top[0], G from top[1], B from top[2])."""
+    floored."""
     for x in range(noise.shape[0]):
         d = noise[x]
-        red = np.uint32(np.int32(top[0, x] + step[0, x] * rows + d))
-        green = np.uint32(np.int32(top[1, x] + step[1, x] * rows + d))
-        blue = np.uint32(np.int32(top[2, x] + step[2, x] * rows + d))
+        red = np.uint32(np.int32(top_r[x] + step_r[x] * rows + d))
+        green = np.uint32(np.int32(top_g[x] + step_g[x] * rows + d))
+        blue = np.uint32(np.int32(top_b[x] + step_b[x] * rows + d))
         words[x] = np.uint32(0xFF000000) | (red << 16) | (green << 8) | blue
 
 
