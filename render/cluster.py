@@ -254,6 +254,7 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
             # blocked, which they keep, so this process alone handles them (a worker
             # interrupted while starting printed dozens of lines of tracebacks). Once
             # they and the client are up, one sent meanwhile reaches this process.
+            _start_resource_tracker()
             with _blocked(signal.SIGINT, signal.SIGHUP):
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True,
@@ -280,6 +281,16 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
                 from None
         _check_versions(client, scheduler)
         yield client
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, if it is not running, before any signal
+    is blocked: the thread that starts it (here the cluster's event loop, spawning the
+    first worker) unblocks SIGINT and SIGTERM behind it, and the workers it spawned after
+    took a Ctrl-C while they started. A semaphore of the spawn context needs the tracker."""
+    import multiprocessing
+
+    multiprocessing.get_context("spawn").Lock()
 
 
 @contextlib.contextmanager

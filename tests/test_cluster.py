@@ -4,8 +4,8 @@ run again, progress from every worker, and clear errors."""
 from __future__ import annotations
 
 import os
-import signal
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -407,6 +407,34 @@ def test_a_terminals_signal_while_the_local_workers_start_is_one_line(tmp_path, 
     assert code == 130, err
     assert err.strip().splitlines() == ["boids-render: interrupted"], err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
+def test_the_local_workers_start_with_both_signals_held_back(tmp_path):
+    """multiprocessing's resource tracker, started by the thread that spawns the first
+    worker, unblocked SIGINT there: the workers then started with it deliverable, and a
+    Ctrl-C as they started printed a fatal error from one of them (now and then)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "render", str(PLATE), "-o", str(tmp_path / "clip.mp4"),
+         "--size", "320x180", "--frames", "3000", "--quiet", "--scheduler", "local",
+         "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        deadline, workers = time.monotonic() + 60, []
+        while len(workers) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+            workers = [child for child in children(proc.pid)
+                       if b"spawn_main" in _cmdline(child)]
+        for worker in workers:
+            status = (Path("/proc") / str(worker) / "status").read_text()
+            blocked = int(re.search(r"^SigBlk:\s*([0-9a-f]+)", status, re.M)[1], 16)
+            for sent in (signal.SIGINT, signal.SIGHUP):
+                assert blocked >> (sent - 1) & 1, (worker, sent.name, hex(blocked))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
