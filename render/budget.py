@@ -20,6 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from .encode import VIDEO_SUFFIXES, encoder_max_side, is_state_output, keeps_straight
+from .encode.web import MIN_SIDE as WEB_MIN_SIDE
 from .executor import drawing_threads
 from .errors import UsageError, option
 from .scene import Scene
@@ -404,17 +405,20 @@ def fits(cost: Estimate) -> bool:
 
 
 def require_size(scene: Scene, where: str, limit: float, what: str, instead: str, *,
-                 even: bool = False, dpi: float | None = None) -> None:
+                 even: bool = False, least: int = 1, dpi: float | None = None) -> None:
     """UsageError unless both sides of the frame are at most `limit` px, for `what`; the
     message gives the largest frame at the same aspect (`even`: sides a clip's 4:2:0 video
-    takes), or, for a sheet sized by --paper at `dpi`, the largest --dpi, and what to do
-    `instead`."""
+    takes; `least`: the shortest side the output takes), or, for a sheet sized by --paper
+    at `dpi`, the largest --dpi, and what to do `instead`."""
     width, height = scene.output.size
     if max(width, height) <= limit:
         return
     scale = limit / max(width, height)
     step = 2 if even else 1
-    fit = "x".join(str(max(step, int(side * scale) // step * step)) for side in (width, height))
+    most = int(limit) // step * step
+    # The short side rounded, not floored: 16386x16 fits as 16384x16, not 16384x14.
+    fit = "x".join(str(min(most, max(least, step, round(side * scale / step) * step)))
+                   for side in (width, height))
     largest = f"at this aspect the largest is {fit}"
     if dpi is not None and dict(scene.sources).get("output.size") == "--paper":
         largest = f"on this sheet the most is {option('--dpi', math.floor(dpi * scale))}"
@@ -440,7 +444,8 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                 require_size(scene, output, encoder[0], encoder[1],
                              f"{larger}.webm, .mov, .gif, .apng and frame sequences take "
                              f"up to {IMAGE_MAX_SIDE} px a side",
-                             even=web or output.lower().endswith(".mp4"))
+                             even=web or output.lower().endswith(".mp4"),
+                             least=WEB_MIN_SIDE if web else 1)
         cost = estimate(scene, output, first, web=web, on_disk=on_disk, threads=threads)
     where = output or scene.path
     memory = available_memory()

@@ -113,6 +113,26 @@ def test_a_size_past_the_encoders_is_refused_before_drawing(cli, small_scene, tm
     assert [p for p in tmp_path.iterdir() if p != small_scene] == []
 
 
+@pytest.mark.parametrize("args, largest", [
+    (("-o", "x.mp4", "--size", "16386x16"), "16384x16"),
+    (("-o", "x.mp4", "--size", "64x16386"), "64x16384"),
+    (("-o", "x.webp", "--size", "16384x64"), "16383x64"),
+    (("--quality", "web", "-o", "x.mp4", "--size", "16384x16"), "8704x16"),
+    (("--quality", "web", "-o", "x.mp4", "--size", "20000x100"), "8704x44"),
+])
+def test_the_largest_size_suggested_is_taken(cli, small_scene, tmp_path, args, largest):
+    """16386x16 was told 16384x14 (its short side floored), a web clip of 16384x16 was
+    told 8704x8, which the web's 16 px least side then refused."""
+    args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
+    r = cli(small_scene, *args, "--frames", "2", "--check")
+    assert r.code == 2, r.err
+    suggested = re.search(r"the largest is (\d+x\d+)", r.err)[1]
+    assert suggested == largest
+    args[args.index("--size") + 1] = suggested
+    r = cli(small_scene, *args, "--frames", "2", "--check")
+    assert r.code == 0, (suggested, r.err)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("suffix, size", [(".webp", "16383x32"), (".mp4", "16384x32")])
 def test_the_encoders_take_their_largest_side(cli, small_scene, tmp_path, suffix, size):

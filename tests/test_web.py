@@ -145,7 +145,9 @@ def test_page_offers_av1_first_then_h264_with_the_files_codecs(page):
 @pytest.mark.parametrize("size, fps, level", [
     ((1280, 720), 30, "3.1"), ((1280, 720), 60, "4.0"), ((1920, 1080), 30, "4.0"),
     ((1920, 1080), 60, "4.2"), ((3840, 2160), 30, "5.1"), ((3840, 2160), 60, "5.2"),
-    ((7680, 4320), 30, None)])
+    ((7680, 4320), 30, None),
+    # Within 3.1's frame size (2700 of 3600 macroblocks) but 180 across, past its √28800.
+    ((2880, 240), 30, "4.0"), ((8704, 16), 30, None)])
 def test_h264_level_is_the_lowest_that_fits_size_and_rate(size, fps, level):
     from fractions import Fraction
 

@@ -41,9 +41,12 @@ H264_LEVELS = (("3.1", 3600, 108_000), ("4.0", 8192, 245_760), ("4.2", 8704, 522
 
 def h264_args(size: tuple[int, int], fps: Fraction) -> list[str]:
     """x264's options for a clip of `size` (w, h) px at `fps`."""
-    blocks = -(-size[0] // 16) * -(-size[1] // 16)
+    across, down = -(-size[0] // 16), -(-size[1] // 16)
+    # A level also bounds each side, to √(8 × its frame size) macroblocks (A.3.1): a
+    # 2880x240 banner fits 3.1's frame size but not its width.
     level = next((name for name, frame, rate in H264_LEVELS
-                  if blocks <= frame and blocks * fps <= rate), None)
+                  if across * down <= frame and across * down * fps <= rate
+                  and max(across, down) ** 2 <= 8 * frame), None)
     return H264_ARGS + (["-level", level] if level else [])
 # SVT-AV1 at preset 6 (a 6 s clip encodes in about 20 s on 2 cores). Each setting earned
 # its place: 10-bit (+0.6 VMAF for +1% size), quantisation matrices (qm-min 0: -6% size
