@@ -189,3 +189,22 @@ def test_a_webp_keeps_the_clip_s_timing_through_still_stretches(tmp_path, still)
         rgba = pictures[still[k]][..., [2, 1, 0, 3]]
         assert np.abs(frame.astype(int) - rgba).mean() < 3
     assert not list(tmp_path.glob(".*partial*"))
+
+
+@pytest.mark.parametrize("transparent", [False, True])
+def test_an_apng_is_tagged_srgb_as_a_png_still_is(cli, small_scene, tmp_path, transparent):
+    """ffmpeg wrote no colour chunk: a viewer that manages colour guessed."""
+    out = tmp_path / "a.apng"
+    r = cli(small_scene, "-o", out, "--frames", "3", "-q", "--fps", "25",
+            *(["--transparent"] if transparent else []))
+    assert r.code == 0, r.err
+    data = out.read_bytes()
+    chunks, at = [], 8
+    while at < len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        chunks.append(data[at + 4:at + 8])
+        at += 12 + length
+    first = chunks.index(b"IDAT") if b"IDAT" in chunks else chunks.index(b"fdAT")
+    assert {b"sRGB", b"cHRM", b"gAMA"} <= set(chunks[:first]), chunks[:first]
+    with Image.open(out) as im:
+        assert im.n_frames == 3

@@ -110,7 +110,10 @@ class AnimatedWriter(VideoWriter):
             # bgra in: libwebp converts to YUV itself, and keeps alpha only where used.
             return [*timing, "-enc_time_base", "1/1000", "-c:v", "libwebp_anim",
                     "-quality", str(WEBP_QUALITY), "-pix_fmt", "bgra", "-loop", "0"], "webp"
-        return [*timing, "-c:v", "apng", "-pix_fmt", "rgba" if self.transparent else "rgb24",
+        # Tagged sRGB (sRGB, cHRM and gAMA chunks), as a PNG still is: the frames carry the
+        # tags to the encoder, which writes the chunks from them.
+        return [*timing, "-vf", "setparams=color_primaries=bt709:color_trc=iec61966-2-1",
+                "-c:v", "apng", "-pix_fmt", "rgba" if self.transparent else "rgb24",
                 "-plays", "0"], "apng"
 
     def _seal(self, tmp: Path) -> None:
