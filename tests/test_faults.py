@@ -1094,3 +1094,25 @@ def test_a_signal_while_the_interpreter_tears_down_keeps_the_renders_status(smal
             proc.wait()
     assert proc.returncode == 0, (name, proc.returncode, err)
     assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 3
+
+
+@pytest.mark.parametrize("name, args", [
+    ("latest.mp4", ("--frames", "3")),
+    ("latest.png", ("--still", "0.5")),
+    ("latest.mp4", ("--frames", "3", "--quality", "web", "--size", "160x90")),
+], ids=["clip", "still", "web files placed together"])
+def test_an_output_at_a_symbolic_link_replaces_what_it_points_to(cli, small_scene, tmp_path,
+                                                                 name, args):
+    """The link was replaced by a regular file, and the file it pointed to (a render on
+    another disk, say) left as it was."""
+    real, out = tmp_path / "real", tmp_path / "out"
+    real.mkdir()
+    out.mkdir()
+    target = real / f"v12{Path(name).suffix}"
+    target.write_bytes(b"the render before")
+    (out / name).symlink_to(Path("..") / "real" / target.name)
+    r = cli(small_scene, "-o", out / name, "-q", *args)
+    assert r.code == 0, r.err
+    assert (out / name).is_symlink() and (out / name).resolve() == target
+    assert target.read_bytes() != b"the render before" and target.stat().st_size > 1000
+    assert not leftovers(real) and not leftovers(out)

@@ -54,10 +54,18 @@ def fitting(stem: str, rest: str) -> str:
     return stem.encode()[:max(room, 1)].decode(errors="ignore") or "x"
 
 
+def through_links(path: Path) -> Path:
+    """The file `path` names once a symbolic link at it is followed: an output written at
+    a link replaces the file it points to, not the link (`latest.mp4` pointing at a render
+    on another disk goes on pointing there, at the new render)."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
 def temp_beside(path: Path, suffix: str) -> Path:
-    """An empty temporary file in `path`'s folder (so the final rename is atomic), with
-    the permissions a new file gets there (0666 less the umask, as the finished output
-    should have)."""
+    """An empty temporary file in the folder of `path` (followed `through_links`, so the
+    final rename is atomic), with the permissions a new file gets there (0666 less the
+    umask, as the finished output should have)."""
+    path = through_links(path)
     while True:
         rest = f".{secrets.token_hex(4)}.partial{suffix}"
         tmp = path.parent / f".{fitting(path.stem, '.' + rest)}{rest}"
@@ -73,9 +81,10 @@ def temp_beside(path: Path, suffix: str) -> Path:
 
 
 def place(tmp: Path, path: Path, *, overwrite: bool = True) -> bool:
-    """Move the finished `tmp` to `path` in one atomic step; False (and `tmp` removed) when
-    `overwrite` is off and `path` exists, e.g. another machine sharing the folder finished
-    it first."""
+    """Move the finished `tmp` to `path` (followed `through_links`) in one atomic step;
+    False (and `tmp` removed) when `overwrite` is off and `path` exists, e.g. another
+    machine sharing the folder finished it first."""
+    path = through_links(path)
     if overwrite:
         os.replace(tmp, path)
         _MADE.discard(tmp)
@@ -219,13 +228,15 @@ def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -
     placed: list[tuple[Path, Path | None]] = []  # each final name, its old file kept
     kept: list[Path] = []
     try:
-        for tmp, path in staged:
+        for tmp, named in staged:
+            path = through_links(named)  # what is replaced, and put back on failure
             old = _kept_aside(path) if overwrite else None
             if old is not None:
                 kept.append(old)
             if not place(tmp, path, overwrite=overwrite):
-                raise UsageError(f"{path}: appeared while rendering and --no-overwrite keeps "
-                                 f"it; the new render ({len(staged)} files) was discarded")
+                raise UsageError(f"{named}: appeared while rendering and --no-overwrite "
+                                 f"keeps it; the new render ({len(staged)} files) was "
+                                 f"discarded")
             placed.append((path, old))
     except BaseException:
         for path, old in placed:
