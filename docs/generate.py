@@ -218,7 +218,8 @@ file or a pipe (a farm's log, CI) as a plain-text line of its own every 10 s and
 its end. `--quiet` drops them all.
 
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
-work), 130 interrupted (Ctrl-C, SIGTERM or SIGHUP), 1 anything else; see
+work), 130 interrupted (Ctrl-C, SIGTERM, SIGHUP, or a batch system's SIGXCPU, SIGUSR1 or
+SIGUSR2), 1 anything else; see
 [troubleshooting](troubleshooting.md).
 """
 

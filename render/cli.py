@@ -1,6 +1,7 @@
 """Command line: argv → options (options.py) → scene → a still, a contact sheet, a check or
 the pipeline. Errors become one line and an exit code here and nowhere else: 0 done, 2 bad
-input, 130 interrupted (Ctrl-C, SIGTERM or SIGHUP), 1 anything else."""
+input, 130 interrupted (Ctrl-C, SIGTERM and the other `progress.stop_signals`), 1 anything
+else."""
 
 from __future__ import annotations
 
@@ -423,24 +424,19 @@ def _caused_by_interrupt(exc: BaseException | None) -> bool:
 
 @contextlib.contextmanager
 def _interrupts():
-    """SIGTERM (`kill`, a render farm's scheduler) and SIGHUP (unless nohup ignores it)
-    stop a render the way Ctrl-C does: the KeyboardInterrupt unwinds through the writers,
+    """SIGTERM and the other `stop_signals` stop a render the way Ctrl-C does: the
+    KeyboardInterrupt unwinds through the writers,
     which kill ffmpeg and remove their temporaries, and the exit status is the same 130.
     Each is remembered, so one that lands where Python drops the exception still stops
     the render (`progress.interrupt`); the temporaries of files being written are removed
     whatever happened."""
     from .encode.files import remove_temporaries
-    from .progress import forget_interrupt, interrupt
+    from .progress import forget_interrupt, interrupt, stop_signals
 
     forget_interrupt()
     # Signal handlers can only be set from the main thread.
     main = threading.current_thread() is threading.main_thread()
-    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
-    # A hang-up (its terminal closed, its ssh session dropped) stops it too, unless it is
-    # ignored: nohup's way of saying carry on.
-    hangup = getattr(signal, "SIGHUP", None)
-    if main and hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
-        signals += (hangup,)
+    signals = stop_signals() if main else ()
     previous = [signal.signal(signum, interrupt) for signum in signals]
     unraisable = sys.unraisablehook
 
@@ -538,8 +534,9 @@ def entry() -> None:
     with contextlib.suppress(OSError):  # what was printed is out before any such exit
         sys.stdout.flush()
         sys.stderr.flush()
-    stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP")
-                                               else [])
+    from .progress import stop_signals
+
+    stops = stop_signals()
     for signum in stops:
         signal.signal(signum, lambda *_: os._exit(code))
     # Past the exit handlers the interpreter puts a handler it was given back to the

@@ -25,8 +25,8 @@ examples:
   boids-render scenes/murmuration.toml -o out/m.mp4 --scheduler local --workers 2
   boids-render scenes/murmuration.toml -o out/flock.npz   (trajectories; or flock.usd)
 
-exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C, SIGTERM, SIGHUP),
-1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
+exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C, SIGTERM, SIGHUP,
+or a batch system's SIGXCPU, SIGUSR1, SIGUSR2), 1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
 """
 
 

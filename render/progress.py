@@ -9,6 +9,22 @@ from tqdm import tqdm
 _interrupted = False
 
 
+def stop_signals() -> tuple[int, ...]:
+    """The signals that stop a render as Ctrl-C does (main thread only): SIGTERM (`kill`,
+    a scheduler's time limit), and where the system has them, unless the render was
+    started ignoring them (nohup's way of saying carry on), a hang-up (its terminal closed,
+    its ssh session dropped) and a batch system's warnings before it kills a job (SIGXCPU
+    at a CPU-time limit, SIGUSR1 or SIGUSR2): by default each of those ended the process
+    at once, its temporaries left behind."""
+    import signal
+
+    optional = (getattr(signal, name, None) for name in ("SIGHUP", "SIGXCPU", "SIGUSR1",
+                                                         "SIGUSR2"))
+    return (signal.SIGINT, signal.SIGTERM) + tuple(
+        signum for signum in optional
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN)
+
+
 def interrupt(signum=None, frame=None) -> None:
     """A signal handler: Ctrl-C or SIGTERM, raised as KeyboardInterrupt, and remembered.
     Raised inside a callback from C (numba loading its cached kernels calls back into

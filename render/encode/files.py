@@ -213,15 +213,16 @@ def place_together(staged: list[tuple[Path, Path]], *, overwrite: bool = True) -
     """`place` each finished (temporary, final) pair as one step: all of them, or (when one
     fails, or with `overwrite` off finds its final name taken) none, the ones already
     placed removed again (the files they replaced put back) and every temporary removed.
-    Ctrl-C and SIGTERM wait until the renames are done, so an interruption cannot split
-    them either: their handlers (run by the main thread, whichever thread the signal
-    reached) only note them meanwhile, and the first is delivered again once the files
-    are placed or put back."""
+    Ctrl-C, SIGTERM and the other `stop_signals` wait until the renames are done, so an
+    interruption cannot split them either: their handlers (run by the main thread,
+    whichever thread the signal reached) only note them meanwhile, and the first is
+    delivered again once the files are placed or put back."""
     import signal
     import threading
 
-    signals = (signal.SIGINT, signal.SIGTERM) \
-        if threading.current_thread() is threading.main_thread() else ()
+    from ..progress import stop_signals
+
+    signals = stop_signals() if threading.current_thread() is threading.main_thread() else ()
     arrived: list[int] = []
     previous = [signal.signal(signum, lambda signum, _: arrived.append(signum))
                 for signum in signals]
