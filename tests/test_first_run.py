@@ -98,6 +98,39 @@ def test_a_cache_folder_that_cannot_be_written_falls_back_to_the_temporary_folde
         assert cache.writable(where)
 
 
+@pytest.mark.parametrize("mode, owner, kept", [(0o700, None, True), (0o777, None, False),
+                                              (0o755, None, True), (0o700, 65534, False)])
+def test_the_temporary_kernel_folder_is_used_only_if_private(tmp_path, monkeypatch, mode,
+                                                             owner, kept):
+    """The fallback under a shared temporary folder: one another user could write in was
+    used as it was found, and numba's cache index is a pickle (a planted kernel runs)."""
+    import stat
+    import tempfile
+
+    from render.sim import cache
+
+    (tmp_path / "file").write_text("")
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    found = shared / f"boids-render-{os.getuid()}"
+    found.mkdir()
+    found.chmod(mode)
+    if owner is not None:  # another user's (nobody's)
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user needs root")
+        os.chown(found, owner, owner)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    monkeypatch.setattr(cache, "portable_target", lambda: None)
+    monkeypatch.delitem(sys.modules, "numba")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    cache.use_numba_cache()
+    where = Path(os.environ["NUMBA_CACHE_DIR"]).parent
+    assert (where == found) == kept, where
+    assert where.parent == shared and not stat.S_IMODE(where.stat().st_mode) & 0o022
+    assert cache.writable(Path(os.environ["NUMBA_CACHE_DIR"]))
+
+
 def test_an_empty_or_missing_cache_folder_is_cold(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "missing"))
     assert not kernels_cached()

@@ -16,6 +16,7 @@ import getpass
 import hashlib
 import os
 import platform
+import stat
 import sys
 import tempfile
 import warnings
@@ -74,7 +75,7 @@ def use_numba_cache() -> None:
         if not writable(folder):
             # A read-only home (a container's, a locked-down account's): numba refused
             # every kernel ("no locator available"), or compiled them all on every run.
-            folder = Path(tempfile.gettempdir()) / f"boids-render-{_user()}" / name
+            folder = _own_temporary_folder() / name
     os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))
     portable_target()
 
@@ -87,6 +88,23 @@ def writable(folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _own_temporary_folder() -> Path:
+    """This user's folder in the shared temporary folder, made private (0700) if new. One
+    found there that another user owns, or that others may write in, is not used (numba's
+    cache index is a pickle: a kernel planted there would run as this user): a new
+    private folder is made instead, whose kernels last one run."""
+    folder = Path(tempfile.gettempdir()) / f"boids-render-{_user()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        found = folder.lstat()
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="boids-render-"))
+    own = not hasattr(os, "getuid") or found.st_uid == os.getuid()
+    if not stat.S_ISDIR(found.st_mode) or not own or found.st_mode & 0o022:
+        return Path(tempfile.mkdtemp(prefix="boids-render-"))
+    return folder
 
 
 def _user() -> str:
