@@ -35,7 +35,7 @@ from .budget import FILE_BYTES_PER_PX
 from .drawing import draw_range
 from .encode import Target
 from .encode.files import fitting, require_folder
-from .encode.images import SequenceWriter, is_sequence
+from .encode.images import Kept, SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError, option
 from .executor import Cluster, default_workers
 from .progress import note
@@ -55,7 +55,7 @@ SEGMENTS_PER_WORKER = 3
 
 
 def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
-                    cluster: Cluster, bar, client=None) -> str | None:
+                    cluster: Cluster, bar, client=None) -> Kept | None:
     """Draw and encode `states` (`target`'s frames) on `cluster` into `target`'s one path,
     advancing the tqdm `bar` as frames are drawn across all workers (`refuse` has passed
     them); returns what a sequence kept of the frames on disk, if anything. `client`: a

@@ -173,7 +173,8 @@ def parser() -> argparse.ArgumentParser:
                    help="no progress bar, and no advice (that a first run compiles the "
                         "simulation kernels, that a clip without --loop jumps back when "
                         "played in a loop); what a render did to its output (a GIF's "
-                        "dropped frames, a loop's seam report) is still said")
+                        "dropped frames, a loop's seam report, frames of another render "
+                        "kept in a sequence) is still said")
     p.add_argument("--version", action="version", version=f"boids-render {__version__}")
     return p
 

@@ -21,7 +21,7 @@ from . import budget
 from .drawing import draw_range
 from .encode import ANIMATED_SUFFIXES, StateWriter, Target, open_state_writer, open_writer
 from .encode.files import place_or_refuse, refuse_existing
-from .encode.images import SequenceWriter
+from .encode.images import Kept, SequenceWriter
 from .errors import UsageError, option
 from .executor import Cluster, Executor, Threads, default_workers
 from .loop import SeamMeter, crossfade_frames
@@ -127,8 +127,8 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
                 seam = _meter(scene, target, crossfade, quiet)
                 kept_frames = _draw_here(scene, _paced(_metered(states, seam)), target,
                                          executor or Threads(), bar, seam)
-    if kept_frames and not quiet:
-        note(kept_frames)
+    if kept_frames and (kept_frames.mixed or not quiet):
+        note(kept_frames.text)
     if hunt and hunt.missed() and not quiet:
         note(hunt.missed())
     if seam and seam.report():
@@ -304,7 +304,7 @@ def _written(states: Iterable[FrameState], writer: StateWriter) -> Iterator[Fram
 
 
 def _draw_here(scene: Scene, states: Iterable[FrameState], target: Target,
-               threads: Threads, bar, seam: SeamMeter | None) -> str | None:
+               threads: Threads, bar, seam: SeamMeter | None) -> Kept | None:
     """Draw `states` on this machine's threads into `target`'s writer; returns what a
     sequence kept of the frames on disk (`SequenceWriter.kept_account`), if anything."""
     with open_writer(target, scene) as writer:

@@ -304,6 +304,20 @@ def test_no_overwrite_skips_existing_frames_whatever_they_hold(
     assert frame_names(seq) == ["frame_00000.png", "frame_00001.png", "frame_00002.png"]
 
 
+def test_frames_another_render_left_are_said_under_quiet(cli, small_scene, tmp_path):
+    """--quiet said nothing of them (exit 0, the folder mixing two renders unnoticed); of
+    frames this render drew before, it still says nothing."""
+    seq = tmp_path / "seq"
+    assert cli(small_scene, "-o", f"{seq}/", "--frames", "3", "-q").code == 0
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "4", "--no-overwrite", "-q")
+    assert r.code == 0 and r.err == "", r.err
+    (seq / "frame_00004.png").write_bytes(b"")
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "6", "--no-overwrite", "-q")
+    assert r.code == 0, r.err
+    assert "kept 5 frames already there (--no-overwrite), wrote 1; 1 of them was not " \
+        "drawn by this render" in r.err, r.err
+
+
 def test_no_overwrite_keeps_a_frame_another_machine_finished_meanwhile(
         cli, small_scene, tmp_path, monkeypatch):
     # Two machines render into one folder; both start frame 1, the other finishes first.

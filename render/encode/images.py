@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import NamedTuple
 
 import cairo
 import numpy as np
@@ -237,6 +238,15 @@ def usable(found: FrameFormat, output, transparent: bool, instead: str) -> Frame
     return found
 
 
+class Kept(NamedTuple):
+    """A sequence's account of the frames it kept (`SequenceWriter.kept_account`): `text`
+    for the user, and whether some of them are not this render's (`mixed`), which is
+    said even under --quiet: a folder mixing two renders must not pass unnoticed."""
+
+    text: str
+    mixed: bool
+
+
 class SequenceWriter:
     """Writes frame k to `pattern % k`, in the format of the pattern's suffix
     (`frame_format`). A context manager, like the video writer.
@@ -318,7 +328,7 @@ class SequenceWriter:
                 raise removed from None
             raise
 
-    def kept_account(self) -> str | None:
+    def kept_account(self) -> Kept | None:
         """What the render kept of the frames on disk, for the user; None if nothing."""
         if not self.kept:
             return None
@@ -326,8 +336,8 @@ class SequenceWriter:
         other = (f"; {self.foreign} of them {'was' if self.foreign == 1 else 'were'} not "
                  f"drawn by this render (another scene, seed, size or quality, or not a "
                  f"frame)" if self.foreign else "")
-        return (f"{self.pattern}: kept {self.kept} frame{'s' * (self.kept != 1)} already "
-                f"there ({how}), wrote {self.written}{other}")
+        return Kept(f"{self.pattern}: kept {self.kept} frame{'s' * (self.kept != 1)} "
+                    f"already there ({how}), wrote {self.written}{other}", self.foreign > 0)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         return None
