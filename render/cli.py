@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         if _caused_by_interrupt(exc):
             print("boids-render: interrupted", file=sys.stderr)
             return 130
-        if os.environ.get("BOIDS_RENDER_DEBUG"):
+        if os.environ.get("BOIDS_RENDER_DEBUG", "0").strip().lower() not in ("", "0", "false",
+                                                                           "no", "off"):
             traceback.print_exc()
         first = str(exc).strip().splitlines()
         if _in_kernel_cache(exc):

@@ -26,7 +26,8 @@ examples:
   boids-render scenes/murmuration.toml -o out/flock.npz   (trajectories; or flock.usd)
 
 exit status: 0 done, 2 bad input (scene or options), 130 interrupted (Ctrl-C, SIGTERM, SIGHUP,
-or a batch system's SIGXCPU, SIGUSR1, SIGUSR2), 1 anything else. BOIDS_RENDER_DEBUG=1 shows the traceback of an internal error.
+or a batch system's SIGXCPU, SIGUSR1, SIGUSR2), 1 anything else. BOIDS_RENDER_DEBUG=1 shows the
+traceback of an internal error.
 """
 
 
@@ -38,8 +39,12 @@ class _Parser(argparse.ArgumentParser):
         unknown = re.fullmatch(r"unrecognized arguments: (-\S+)( .*)?", message)
         if unknown:
             flags = [s for a in self._actions for s in a.option_strings]
-            close = difflib.get_close_matches(unknown[1].split("=")[0], flags, n=1)
-            message += f" (did you mean {close[0]}?)" if close else ""
+            given = unknown[1].split("=")[0]
+            if given in flags:  # after `--`, which makes every argument a file's name
+                message += f" ({given} after `--` is read as a name: put options before it)"
+            else:
+                close = difflib.get_close_matches(given, flags, n=1)
+                message += f" (did you mean {close[0]}?)" if close else ""
         self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
 
 

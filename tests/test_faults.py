@@ -461,10 +461,14 @@ def test_ffmpeg_killed_by_a_signal_is_named(cli, small_scene, tmp_path, monkeypa
 # Exit codes: 0 done, 2 bad input, 130 interrupted, 1 anything else
 
 
+@pytest.mark.parametrize("debug", [None, "0", "", "false"])  # "0" showed the traceback
 def test_unexpected_error_is_one_line_and_a_hint_without_traceback(
-        cli, small_scene, tmp_path, monkeypatch):
+        cli, small_scene, tmp_path, monkeypatch, debug):
     count_draws(monkeypatch, fail_at=1, exc=RuntimeError("drawing broke"))
-    monkeypatch.delenv("BOIDS_RENDER_DEBUG", raising=False)
+    if debug is None:
+        monkeypatch.delenv("BOIDS_RENDER_DEBUG", raising=False)
+    else:
+        monkeypatch.setenv("BOIDS_RENDER_DEBUG", debug)
     r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--frames", "3", "-q")
     assert r.code == 1
     assert "Traceback" not in r.err

@@ -740,6 +740,9 @@ def test_a_3d_plot_says_attacks_are_shaded_only_when_there_are_some(tmp_path, mo
 
 @pytest.mark.parametrize("args, line", [
     (["--frmes", "3"], "unrecognized arguments: --frmes 3 (did you mean --frames?)"),
+    # Told "did you mean --size?" of --size itself.
+    (["--", "--size", "320x180"], "unrecognized arguments: --size 320x180 (--size after "
+                                  "`--` is read as a name: put options before it)"),
     (["--workers", "0"], "argument --workers: expected a whole number ≥ 1, got '0'"),
     (["--paper", "A5"], "argument --paper: invalid choice: 'A5'"),
 ])
