@@ -215,7 +215,8 @@ drawn whole shows none. The frames' bar, once full, says `encoding the last fram
 the encoders catch up with the frames handed to them (at 4K `--quality web`'s AV1 takes
 tens of seconds). Each is redrawn in place ten times a second on a terminal, and into a
 file or a pipe (a farm's log, CI) as a plain-text line of its own every 10 s and once at
-its end. `--quiet` drops them all.
+its end. `--quiet` drops them all. A reader that goes mid-render (a pipe into `head`, a log
+collector restarted) does not stop it: the render goes on without its messages.
 
 **Exit status**: 0 done, 2 bad input (scene file, `--set`, options, a request too large to
 work), 130 interrupted (Ctrl-C, SIGTERM, SIGHUP, or a batch system's SIGXCPU, SIGUSR1 or

@@ -524,9 +524,41 @@ def hold_standard_streams() -> None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
 
 
+class _OutlivingItsReader:
+    """sys.stderr, whose reader may go mid-render (a pipe into `head`, a log collector
+    restarted): a write then failed the render (exit 1, nothing written) for want of a
+    progress line. A write or flush that finds the pipe closed points the stream at the
+    null device instead, and the render goes on without its messages."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._silence()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._silence()
+
+    def _silence(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())
+        os.close(null)
+
+
 def entry() -> None:
     """The console script: `main` on this process's argv, in a tuned process."""
     hold_standard_streams()
+    sys.stderr = _OutlivingItsReader(sys.stderr)
     tune_process()
     code = main(sys.argv[1:])
     # The work is done and its files placed (or not): a Ctrl-C or SIGTERM while the

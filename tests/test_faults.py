@@ -1137,3 +1137,21 @@ def test_an_output_at_a_symbolic_link_replaces_what_it_points_to(cli, small_scen
     assert (out / name).is_symlink() and (out / name).resolve() == target
     assert target.read_bytes() != b"the render before" and target.stat().st_size > 1000
     assert not leftovers(real) and not leftovers(out)
+
+
+@pytest.mark.parametrize("read", [0, 1], ids=["closed at once", "after its first line"])
+def test_a_render_outlives_the_reader_of_its_messages(small_scene, tmp_path, read):
+    """stderr piped into `head`, or a log collector restarted: the next progress line
+    failed the render (exit 1, nothing written). It goes on without its messages."""
+    out = tmp_path / "clip.mp4"
+    proc = render_subprocess([small_scene, "-o", out, "--frames", "30"])
+    try:
+        for _ in range(read):
+            assert proc.stderr.readline()
+        proc.stderr.close()
+        assert proc.wait(timeout=300) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 30
