@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -106,8 +107,8 @@ def converted_here(args: list[str]) -> list[str] | None:
     """ffmpeg output options `args` without their conversion of RGB frames to 8-bit BT.709
     limited-range 4:2:0, when that is what they ask for: the frames then go in converted
     (`ycbcr.to_ycbcr420`, the same samples within a level of luma). None otherwise (10-bit,
-    4:4:4, alpha, a palette: ffmpeg converts)."""
-    if "-vf" not in args or "-pix_fmt" not in args:
+    4:4:4, alpha, a palette, a big-endian machine's words: ffmpeg converts)."""
+    if "-vf" not in args or "-pix_fmt" not in args or sys.byteorder != "little":
         return None
     at = args.index("-vf") + 1
     if args[args.index("-pix_fmt") + 1] != "yuv420p" or not args[at].startswith(TO_BT709):
