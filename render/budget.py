@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
-from .encode import VIDEO_SUFFIXES, encoder_max_side, is_state_output, keeps_straight
-from .encode.web import MIN_SIDE as WEB_MIN_SIDE
+from .encode import (VIDEO_SUFFIXES, WEB_MIN_SIDE, encoder_max_side, is_state_output,
+                     keeps_straight)
 from .executor import drawing_threads
 from .errors import UsageError, option
 from .scene import Scene

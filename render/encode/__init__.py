@@ -34,6 +34,9 @@ CRF_SUFFIXES = (".mp4", ".webm")
 # drawn. A web page's clips are also SVT-AV1's, which takes frames at most 8704 px tall.
 ENCODER_MAX_SIDE = {".mp4": (16384, "H.264 (x264)"), ".webp": (16383, "WebP (libwebp)")}
 WEB_MAX_SIDE = (8704, "a web page's clips (SVT-AV1)")
+# SVT-AV1 fails on frames whose sides are both under 10 px (8x8 and 6x8 measured), after
+# the whole clip is drawn; a page's video one macroblock or more a side is no loss.
+WEB_MIN_SIDE = 16
 
 
 def encoder_max_side(path: str | Path, web: bool = False) -> tuple[int, str] | None:

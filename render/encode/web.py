@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import EncodeError, UsageError, option
 from ..scene import Scene
+from . import WEB_MIN_SIDE
 from .files import refuse_existing, temp_beside
 from .images import encode_jpeg
 from .together import Together
@@ -71,16 +72,11 @@ def web_paths(output: str | Path) -> tuple[Path, Path, Path, Path]:
             path.with_suffix(".html"))
 
 
-# SVT-AV1 fails on frames whose sides are both under 10 px (8x8 and 6x8 measured), after
-# the whole clip is drawn; a page's video one macroblock or more a side is no loss.
-MIN_SIDE = 16
-
-
 def check_web_size(size: tuple[int, int]) -> None:
     """UsageError for a web clip too small for its encoders."""
-    if min(size) < MIN_SIDE:
+    if min(size) < WEB_MIN_SIDE:
         raise UsageError(f"{option('--quality web')} needs a size of at least "
-                         f"{MIN_SIDE}x{MIN_SIDE} px, "
+                         f"{WEB_MIN_SIDE}x{WEB_MIN_SIDE} px, "
                          f"got {size[0]}x{size[1]}")
 
 
