@@ -153,6 +153,13 @@ class StateWriter(Protocol):
         """The next frame's `states.FrameState`."""
 
 
+def check_web_size(size: tuple[int, int]) -> None:
+    """UsageError for a web clip too small for its encoders."""
+    if min(size) < WEB_MIN_SIDE:
+        raise UsageError(f"{option('--quality web')} needs a size of at least "
+                         f"{WEB_MIN_SIDE}x{WEB_MIN_SIDE} px, got {size[0]}x{size[1]}")
+
+
 def open_writer(target: Target, scene: Scene) -> FrameWriter:
     """The writer for `target`'s frame paths: a sequence of frames (a %0Nd pattern, in the
     format its suffix names, or PNG in a folder ending in "/") or a clip chosen by suffix
@@ -161,6 +168,7 @@ def open_writer(target: Target, scene: Scene) -> FrameWriter:
     if target.web:
         from .web import WebWriter
 
+        check_web_size(scene.output.size)
         return WebWriter(target.paths[0], scene, frames=target.count, first=target.first,
                          overwrite=target.overwrite)
     writers = [_writer(path, target, scene) for path in target.frame_paths]

@@ -19,7 +19,6 @@ import numpy as np
 
 from ..errors import EncodeError, UsageError, option
 from ..scene import Scene
-from . import WEB_MIN_SIDE
 from .files import refuse_existing, temp_beside
 from .images import encode_jpeg
 from .together import Together
@@ -70,14 +69,6 @@ def web_paths(output: str | Path) -> tuple[Path, Path, Path, Path]:
     path = Path(output)
     return (path, path.with_suffix(".av1.mp4"), path.with_suffix(".jpg"),
             path.with_suffix(".html"))
-
-
-def check_web_size(size: tuple[int, int]) -> None:
-    """UsageError for a web clip too small for its encoders."""
-    if min(size) < WEB_MIN_SIDE:
-        raise UsageError(f"{option('--quality web')} needs a size of at least "
-                         f"{WEB_MIN_SIDE}x{WEB_MIN_SIDE} px, "
-                         f"got {size[0]}x{size[1]}")
 
 
 def check_web_output(paths: tuple[str, ...]) -> None:
@@ -153,7 +144,6 @@ class WebWriter(Together):
     def __init__(self, output: str | Path, scene: Scene, *, frames: int, first: int = 0,
                  overwrite: bool = True):
         check_web_output((str(output),))
-        check_web_size(scene.output.size)
         self.paths = web_paths(output)
         h264, av1, poster, page = self.paths
         for path in (poster, page):  # the clips refuse theirs themselves
