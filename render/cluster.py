@@ -254,8 +254,8 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
             # blocked, which they keep, so this process alone handles them (a worker
             # interrupted while starting printed dozens of lines of tracebacks). Once
             # they and the client are up, one sent meanwhile reaches this process.
-            _start_resource_tracker()
             with _blocked(signal.SIGINT, signal.SIGHUP):
+                _start_resource_tracker()
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True,
                     dashboard_address="127.0.0.1:0", silence_logs=_SILENT,
@@ -284,13 +284,19 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
 
 
 def _start_resource_tracker() -> None:
-    """Start multiprocessing's resource tracker, if it is not running, before any signal
-    is blocked: the thread that starts it (here the cluster's event loop, spawning the
-    first worker) unblocks SIGINT and SIGTERM behind it, and the workers it spawned after
-    took a Ctrl-C while they started. A semaphore of the spawn context needs the tracker."""
+    """Start multiprocessing's resource tracker, if it is not running, from this thread,
+    its signals held back as they are (the tracker keeps a hang-up held back too), and
+    hold them back again after: the thread that starts it unblocks SIGINT and SIGTERM
+    behind it. Left to the cluster's event loop, which spawns the workers, it did that
+    there, and the workers spawned after took a Ctrl-C while they started. A semaphore of
+    the spawn context needs the tracker."""
     import multiprocessing
 
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, []) \
+        if hasattr(signal, "pthread_sigmask") else None
     multiprocessing.get_context("spawn").Lock()
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 @contextlib.contextmanager
