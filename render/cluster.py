@@ -38,7 +38,7 @@ from .encode.files import fitting, require_folder
 from .encode.images import Kept, SequenceWriter, is_sequence
 from .errors import BoidsError, UsageError, option
 from .executor import Cluster, default_workers
-from .progress import note
+from .progress import note, stop_signals
 from .scene import Scene
 from .segments import (INSTALL, TOPIC, OtherVersion, Shipment, render_clip_segment,
                        render_frames_segment, version)
@@ -250,11 +250,12 @@ def _clients(scheduler: str, workers: int, quiet: bool) -> Iterator:
             # Port 0: any free port for the scheduler's HTTP server; two renders at once
             # would both want 8787. On the loopback only, as the scheduler itself: ":0"
             # would open the dashboard to the whole network. A terminal's Ctrl-C (and a
-            # hangup) signals its whole process group: the workers are started with both
-            # blocked, which they keep, so this process alone handles them (a worker
-            # interrupted while starting printed dozens of lines of tracebacks). Once
-            # they and the client are up, one sent meanwhile reaches this process.
-            with _blocked(signal.SIGINT, signal.SIGHUP):
+            # hangup, a batch system's SIGUSR1) signals its whole process group: the
+            # workers are started with every stop signal blocked but SIGTERM (how their
+            # nannies end them), which they keep, so this process alone handles them (a
+            # worker interrupted while starting printed dozens of lines of tracebacks).
+            # Once they and the client are up, one sent meanwhile reaches this process.
+            with _blocked(*(s for s in stop_signals() if s != signal.SIGTERM)):
                 _start_resource_tracker()
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True,

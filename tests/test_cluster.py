@@ -410,7 +410,7 @@ def test_a_terminals_signal_while_the_local_workers_start_is_one_line(tmp_path, 
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
-def test_the_local_workers_start_with_both_signals_held_back(tmp_path):
+def test_the_local_workers_start_with_the_stop_signals_held_back(tmp_path):
     """multiprocessing's resource tracker, started by the thread that spawns the first
     worker, unblocked SIGINT there: the workers then started with it deliverable, and a
     Ctrl-C as they started printed a fatal error from one of them (now and then)."""
@@ -431,7 +431,8 @@ def test_the_local_workers_start_with_both_signals_held_back(tmp_path):
         # started before the signals were held back ("process died unexpectedly").
         tracker = [child for child in children(proc.pid)
                    if b"resource_tracker" in _cmdline(child)]
-        for pid, held in [*((w, (signal.SIGINT, signal.SIGHUP)) for w in workers),
+        stops = (signal.SIGINT, signal.SIGHUP, signal.SIGXCPU, signal.SIGUSR1, signal.SIGUSR2)
+        for pid, held in [*((w, stops) for w in workers),
                           *((t, (signal.SIGHUP,)) for t in tracker)]:
             status = (Path("/proc") / str(pid) / "status").read_text()
             blocked = int(re.search(r"^SigBlk:\s*([0-9a-f]+)", status, re.M)[1], 16)
