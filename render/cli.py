@@ -427,9 +427,9 @@ def _caused_by_interrupt(exc: BaseException | None) -> bool:
 def _interrupts():
     """SIGTERM and the other `stop_signals` stop a render the way Ctrl-C does: the
     KeyboardInterrupt unwinds through the writers, which kill ffmpeg and remove their
-    temporaries, and the exit status is the same 130. Each is remembered, so one that lands where Python drops the exception still stops
-    the render (`progress.interrupt`); the temporaries of files being written are removed
-    whatever happened."""
+    temporaries, and the exit status is the same 130. Each is remembered, so one that
+    lands where Python drops the exception still stops the render (`progress.interrupt`);
+    the temporaries of files being written are removed whatever happened."""
     from .encode.files import remove_temporaries
     from .progress import forget_interrupt, interrupt, stop_signals
 

@@ -26,10 +26,10 @@ from .files import final_name, place_finished, refuse_existing, temp_beside
 from .pipe import grow_pipe, hand_over
 from .ycbcr import to_ycbcr420
 
-# BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
-# stream, so players do not guess (and shift colours) on HD material.
 # ffmpeg's scaler taking RGB frames to BT.709 limited range, at the head of a filter chain.
 TO_BT709 = "scale=out_color_matrix=bt709:out_range=tv,"
+# BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
+# stream, so players do not guess (and shift colours) on HD material.
 _H264 = [
     "-c:v", "libx264", "-preset", "medium",
     "-vf", f"{TO_BT709}"

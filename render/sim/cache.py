@@ -100,11 +100,11 @@ def _own_temporary_folder() -> Path:
         folder.mkdir(mode=0o700, exist_ok=True)
         found = folder.lstat()
     except OSError:
-        return Path(tempfile.mkdtemp(prefix="boids-render-"))
-    own = not hasattr(os, "getuid") or found.st_uid == os.getuid()
-    if not stat.S_ISDIR(found.st_mode) or not own or found.st_mode & 0o022:
-        return Path(tempfile.mkdtemp(prefix="boids-render-"))
-    return folder
+        found = None
+    if found is not None and stat.S_ISDIR(found.st_mode) and not found.st_mode & 0o022 \
+            and (not hasattr(os, "getuid") or found.st_uid == os.getuid()):
+        return folder
+    return Path(tempfile.mkdtemp(prefix="boids-render-"))
 
 
 def _user() -> str:
