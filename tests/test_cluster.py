@@ -418,7 +418,7 @@ def test_the_local_workers_start_with_the_stop_signals_held_back(tmp_path):
         [sys.executable, "-m", "render", str(PLATE), "-o", str(tmp_path / "clip.mp4"),
          "--size", "320x180", "--frames", "3000", "--quiet", "--scheduler", "local",
          "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
     try:
         deadline, workers = time.monotonic() + 60, []
         while len(workers) < 2:
