@@ -65,7 +65,8 @@ def parser() -> argparse.ArgumentParser:
                         "repeat it to write several from one simulation, e.g. -o "
                         "out/f.mp4 -o out/f.npz")
     p.add_argument("--size", metavar="WxH", help="frame size, e.g. --size 1280x720")
-    p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001")
+    p.add_argument("--fps", metavar="F", help="frame rate, e.g. --fps 30 or --fps 24000/1001; "
+                   "29.97, 23.976 and 59.94 mean the NTSC rates N·1000/1001")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--duration", metavar="S", help="clip length in seconds, e.g. 4.5")
     length.add_argument("--frames", metavar="N|A:B",

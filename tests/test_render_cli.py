@@ -212,6 +212,15 @@ def test_rational_fps_gives_exact_frame_count_and_23_98_fps(cli, small_scene, tm
     assert meta["fps"] == pytest.approx(float(Fraction(24000, 1001)), abs=0.01)
 
 
+def test_29_97_writes_the_ntsc_rate_not_the_decimal(cli, small_scene, tmp_path):
+    """An editor's 29.97 is 30000/1001: the clip's time base is 1/30000 ("30k tbn"), as
+    24000/1001's is 1/24000; 2997/100 would make it 1/11988."""
+    target = tmp_path / "ntsc.mp4"
+    r = cli(small_scene, "-o", target, "--fps", "29.97", "--frames", "6", "-q")
+    assert r.code == 0, r.err
+    assert "29.97 fps" in probe(target)["line"] and "30k tbn" in probe(target)["line"]
+
+
 def test_odd_size_for_mp4_is_bad_input(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", tmp_path / "out" / "odd.mp4", "--size", "321x180", "-q")
     assert "even" in r.err and "321x180" in r.err

@@ -346,6 +346,25 @@ def test_rational_fps_in_the_scene_file_is_exact(write_scene):
     assert isinstance(scene.output.fps, Fraction)
 
 
+@pytest.mark.parametrize("written, rate", [
+    ("29.97", Fraction(30000, 1001)), ("23.976", Fraction(24000, 1001)),
+    ("23.98", Fraction(24000, 1001)), ("59.94", Fraction(60000, 1001)),
+    ("119.88", Fraction(120000, 1001)), ("29.970", Fraction(30000, 1001)),
+    ("2997/100", Fraction(2997, 100)), ("29.5", Fraction(59, 2)), ("24.0", Fraction(24)),
+    ("12.5", Fraction(25, 2))])
+def test_an_ntsc_rate_written_as_a_decimal_is_that_rate(small_scene, write_scene, written,
+                                                          rate):
+    """29.97 in an editor's menu is 30000/1001; a ratio is taken as written, and a decimal
+    no NTSC rate rounds to stays itself."""
+    ways = [("--fps", written), ("--set", f"output.fps={written}"),
+            (write_scene(f'[output]\nfps = "{written}"\n'),)]
+    if "/" not in written:  # a TOML number
+        ways.append((write_scene(f"[output]\nfps = {written}\n"),))
+    for way in ways:
+        scene = resolve(*way) if len(way) == 1 else resolve(small_scene, *way)
+        assert scene.output.fps == rate, way
+
+
 def test_integer_fps_is_a_fraction(write_scene):
     assert resolve(write_scene("[output]\nfps = 30\n")).output.fps == Fraction(30)
 
@@ -357,6 +376,10 @@ def test_size_parses_to_width_and_height(write_scene, small_scene):
 
 def test_duration_and_fps_give_the_frame_count(small_scene):
     assert resolve(small_scene, "--fps", "24", "--duration", "2.5").frame_count == 60
+    # rounded to the nearest, a half to the even (docs/outputs.md, "Frame timing")
+    assert resolve(small_scene, "--fps", "25", "--duration", "0.5").frame_count == 12
+    assert resolve(small_scene, "--fps", "25", "--duration", "0.54").frame_count == 14
+    assert resolve(small_scene, "--fps", "24", "--duration", "1.03").frame_count == 25
     assert resolve(small_scene, "--frames", "7").frame_count == 7
 
 

@@ -355,7 +355,8 @@ class OutputSettings:
         (1920, 1080), "Frame size \"WxH\"; video needs even sizes; past 32767 px a side "
         "only a PNG still (in tiles).", kind="size", unit="px")
     fps: Fraction = setting(Fraction(60), "Frame rate: a number or a ratio such as "
-                            "\"24000/1001\".", kind="fps", unit="frames/s")
+                            "\"24000/1001\"; 29.97, 23.976, 59.94 (an NTSC rate as a "
+                            "decimal) mean N·1000/1001.", kind="fps", unit="frames/s")
     frames: int | None = setting(None, "Number of frames; overrides scene.duration.",
                                  kind="int", lo=1, optional=True)
     loop: bool = setting(False, "A seamless loop: the first frames morph from the flock "

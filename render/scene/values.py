@@ -95,6 +95,10 @@ def parse_size(value) -> tuple[int, int]:
 
 
 def parse_fps(value) -> Fraction:
+    """A frame rate: an integer, a ratio "N/D" (exact), or a decimal; a decimal that is
+    an NTSC rate N·1000/1001 rounded to its own digits (23.976, 23.98, 29.97, 59.94, …)
+    means that rate, as in every editor's menus, not the decimal itself (2997/100: a time
+    base no NTSC timeline shares)."""
     try:
         if isinstance(value, bool):
             raise ValueError
@@ -109,6 +113,23 @@ def parse_fps(value) -> Fraction:
                          f"got {show(value)}") from None
     if not (0 < fps <= 1000):
         raise ValueError(f"expected a frame rate in (0, 1000], got {show(value)}")
+    return ntsc_rate(value, fps)
+
+
+NTSC_BASES = (24, 30, 48, 60, 96, 120, 240)  # rates whose NTSC twin is N·1000/1001
+
+
+def ntsc_rate(value, fps: Fraction) -> Fraction:
+    """fps, or the NTSC rate N·1000/1001 that `value` (as written: an int, a float or a
+    string) spells as a decimal rounded to its own number of digits."""
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    if fps.denominator == 1 or "." not in text or "/" in text or "e" in text.lower():
+        return fps
+    digits = len(text.split(".")[1].rstrip("0"))
+    for base in NTSC_BASES:
+        twin = Fraction(base * 1000, 1001)
+        if round(twin, digits) == fps:
+            return twin
     return fps
 
 
