@@ -59,6 +59,18 @@ def test_a_folder_means_png(cli, small_scene, tmp_path):
     assert (tmp_path / "seq" / "frame_00000.png").read_bytes().startswith(MAGIC[".png"])
 
 
+def test_a_folder_named_with_a_percent_sign_is_a_folder_not_a_pattern(cli, small_scene,
+                                                                     tmp_path):
+    """`-o "grades/100%/"`: the folder's name is its own (a % in a pattern is written %%,
+    but this is no pattern); resumed, and the account names it as given."""
+    folder = tmp_path / "100%"
+    assert cli(small_scene, "-o", f"{folder}/", "--frames", "2", "--quiet").code == 0
+    r = cli(small_scene, "-o", f"{folder}/", "--frames", "3", "--resume")
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in folder.iterdir()) == [f"frame_0000{k}.png" for k in range(3)]
+    assert f"{folder}/: kept 2 frames already there (--resume), wrote 1" in r.err, r.err
+
+
 @pytest.mark.parametrize("pattern", ["f_%04d.tif", "f_%04d.gif", "f_%04d.mp4", "f_%04d",
                                      "f_%04d.PNG.bak"])
 def test_a_frame_pattern_of_another_suffix_is_refused_with_those_it_can_write(

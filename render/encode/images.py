@@ -33,7 +33,11 @@ def is_sequence(output: str) -> bool:
 
 
 def sequence_pattern(output: str) -> str:
-    return output if _PATTERN.search(output) else os.path.join(output, "frame_%05d.png")
+    """The frames' %0Nd pattern (% signs as printf and ffmpeg read them): `output` itself,
+    or a folder's frame_%05d.png, the folder's name taken as it is (a % in it, literal)."""
+    if _PATTERN.search(output):
+        return output
+    return os.path.join(output.replace("%", "%%"), "frame_%05d.png")
 
 
 def frames_there(output: str, first: int, end: int) -> int:
@@ -266,7 +270,7 @@ class SequenceWriter:
         self.suffix = Path(sequence_pattern(output)).suffix.lower()
         self.encode = frame_encoder(self.suffix, scene)
         self.linear = self.suffix == ".exr"  # a 3D frame's float image, for EXR's half floats
-        self.pattern = sequence_pattern(output)
+        self.output, self.pattern = output, sequence_pattern(output)
         require_folder(Path(self.pattern % 0), output)
         self.size = scene.output.size
         self.resume = resume
@@ -336,7 +340,7 @@ class SequenceWriter:
         other = (f"; {self.foreign} of them {'was' if self.foreign == 1 else 'were'} not "
                  f"drawn by this render (another scene, seed, size or quality, or not a "
                  f"frame)" if self.foreign else "")
-        return Kept(f"{self.pattern}: kept {self.kept} frame{'s' * (self.kept != 1)} "
+        return Kept(f"{self.output}: kept {self.kept} frame{'s' * (self.kept != 1)} "
                     f"already there ({how}), wrote {self.written}{other}", self.foreign > 0)
 
     def __exit__(self, exc_type, exc, tb) -> None:
