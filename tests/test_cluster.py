@@ -314,11 +314,14 @@ def test_a_killed_worker_has_its_segment_run_again(tmp_path, output):
         victim = None
         deadline = time.monotonic() + 60
         while victim is None and time.monotonic() < deadline and render.is_alive():
-            busy = [w for w, keys in client.processing().items()
-                    if any("boids-render" in str(k) for k in keys)]
             under_way = {msg[1] for _, msg in drawn}
-            if len(under_way) >= 2 and busy:  # both workers have drawn part of a segment
-                victim = busy[0]
+            # A worker whose segment (its task's key: boids-render-TOKEN-SEGMENT-TRY) has
+            # drawn a frame: killed as it began a new one, nothing would be drawn twice.
+            caught = [w for w, keys in client.processing().items()
+                      if any(str(k).startswith("boids-render-")
+                             and int(str(k).split("-")[-2]) in under_way for k in keys)]
+            if len(under_way) >= 2 and caught:  # both workers have drawn part of a segment
+                victim = caught[0]
                 os.kill(pids[victim], signal.SIGKILL)
             time.sleep(0.05)
         render.join(timeout=180)
