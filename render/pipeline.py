@@ -108,6 +108,9 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         hunt = _Hunt(scene) if not crossfade and target.first == 0 else None
         if hunt:
             states = hunt.watch(states)
+        framing = _Framing() if scene.dimensions == 3 and target.frame_paths else None
+        if framing:
+            states = framing.watch(states)
         with progress_bar(total=target.count, unit="frame", disable=quiet, desc=label) as bar, \
                 contextlib.ExitStack() as kept:
             if target.state_paths:
@@ -131,6 +134,8 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         note(kept_frames.text)
     if hunt and hunt.missed() and not quiet:
         note(hunt.missed())
+    if framing and framing.lost_often() and not quiet:
+        note(f"{target.frame_paths[0]}: {framing.lost_often()}")
     if seam and seam.report():
         note(seam.report())
         if rows is not None:
@@ -248,6 +253,46 @@ class _Hunt:
         return (f"no attack in these frames: the hunting hawk set out at hawk.start "
                 f"({self.start:g} s) behind the flock and had not dived by {end}: render "
                 f"further, or set hawk.start earlier")
+
+
+class _Framing:
+    """How often a 3D clip's camera lost the flock: the frames with under LOST of the birds
+    still flying in view. A fixed camera framed at 16:9 loses a circling flock off a
+    portrait frame's sides (its fov is vertical), with nothing to say why."""
+
+    SAMPLE = 16   # every 16th bird: the share in view, cheaply
+    LOST = 0.5
+    OFTEN = 0.25  # said once this share of the frames lost the flock
+
+    def __init__(self):
+        self.frames = self.lost = 0
+        self.pose = None
+
+    def watch(self, states: Iterable[FrameState]) -> Iterator[FrameState]:
+        from .draw3d.camera import in_frame
+
+        for state in states:
+            points = state.positions[::self.SAMPLE]
+            if state.landed is not None:
+                points = points[~state.landed[::self.SAMPLE]]
+            if len(points):
+                self.frames += 1
+                self.lost += float(in_frame(state.pose, points).mean()) < self.LOST
+                self.pose = state.pose
+            yield state
+
+    def lost_often(self) -> str | None:
+        """A note when the camera lost the flock in OFTEN of the frames or more."""
+        if not self.frames or self.lost < self.OFTEN * self.frames:
+            return None
+        from .draw3d.camera import across_deg
+
+        p = self.pose
+        return (f"the flock is mostly out of the frame in {self.lost} of its {self.frames} "
+                f"frames ({p.width}x{p.height} px see {across_deg(p):.0f}° across: the "
+                f"field of view is vertical); follow it "
+                f"({option('--set camera.follow=centroid')}) or widen camera.fov "
+                f"(docs/model.md, the 3D camera)")
 
 
 def _metered(states: Iterable[FrameState], seam: SeamMeter | None) -> Iterator[FrameState]:

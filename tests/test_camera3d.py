@@ -11,7 +11,7 @@ import pytest
 
 import naive_streaks3d
 from render import cli
-from render.draw3d.camera import key_at, pose, pose_at, resized
+from render.draw3d.camera import across_deg, in_frame, key_at, pose, pose_at, resized
 from render.draw3d.streaks import Look, far_to_near, streaks
 from render.errors import SceneError
 from render.scene.load import build_scene
@@ -51,6 +51,20 @@ def test_a_starling_at_100_m_is_8_px_wide_at_30_degrees_and_1080_rows(size):
     assert near_bird.x0[0] == near_bird.x1[0] == pytest.approx(size[0] / 2)
     # a thin bar, not a disc as wide as the wings
     assert near_bird.width[1] < 0.2 * abs(near_bird.x1[1] - near_bird.x0[1])
+
+
+def test_what_a_frame_sees_across_and_which_points_are_in_it():
+    """320x180 at 30° (vertical) sees 2·atan(160/f) = 50.9° across, f = 90/tan 15°; the
+    same camera's 180x320 frame 2·atan(0.5625·tan 15°) = 17.1°. A point 25° right of the
+    axis is inside, 26° not."""
+    wide, tall = north(320, 180), north(180, 320)
+    assert across_deg(wide) == pytest.approx(50.94, abs=0.01)
+    assert across_deg(tall) == pytest.approx(17.14, abs=0.01)
+    right = [(100 * math.tan(math.radians(a)), 100, 0) for a in (25, 26)]
+    points = np.array([(0, 100, 0), (0, -100, 0), (0, 0.05, 0), *right, (0, 100, 27)])
+    assert in_frame(wide, points).tolist() == [True, False, False, True, False, False]
+    # 27 m up at 100 m is 15.1°, just above the top edge; 26 m (14.6°) is inside
+    assert in_frame(wide, np.array([(0, 100, 26)])).tolist() == [True]
 
 
 def test_a_bird_behind_the_camera_draws_nothing():

@@ -66,6 +66,21 @@ def scene3d(write_scene):
     return write_scene(SMALL_3D, "small3d.toml")
 
 
+def test_a_clip_whose_camera_loses_the_flock_says_so(cli, scene3d, tmp_path):
+    """A fixed camera turned away from the flock: most frames show none of it, and the
+    render says so with the frame's view across and what to do; following it, nothing."""
+    away = ("--set", "camera.follow=none", "--set", "camera.look_at=[400.0, -10.0, 30.0]")
+    r = cli(scene3d, "-o", tmp_path / "away.mp4", *away, "--size", "108x192")
+    assert r.code == 0, r.err
+    line = [s for s in r.err_lines if "out of the frame" in s]
+    assert len(line) == 1 and "20 of its 20 frames" in line[0], r.err
+    assert "108x192 px see" in line[0] and "camera.follow=centroid" in line[0]
+    r = cli(scene3d, "-o", tmp_path / "seen.mp4", "--size", "108x192")
+    assert r.code == 0 and "out of the frame" not in r.err, r.err
+    assert "out of the frame" not in cli(scene3d, "-o", tmp_path / "q.mp4", *away,
+                                         "--quiet").err
+
+
 def rgba(path) -> np.ndarray:
     with Image.open(path) as im:
         return np.asarray(im.convert("RGBA"), np.float64)

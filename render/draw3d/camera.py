@@ -111,3 +111,20 @@ def resized(pose_: Pose, width: int, height: int) -> Pose:
         return pose_
     return pose_._replace(focal=pose_.focal * height / pose_.height, width=int(width),
                           height=int(height))
+
+
+def in_frame(pose_: Pose, points: np.ndarray) -> np.ndarray:
+    """(m,) bool: whether each of the (m, 3) points lies ahead of the near plane and
+    projects inside the frame."""
+    rel = np.asarray(points, np.float64) - pose_.position
+    depth = rel @ pose_.forward
+    ahead = depth > pose_.near
+    safe = np.where(ahead, depth, 1.0)
+    u = 0.5 * pose_.width + pose_.focal * (rel @ pose_.right) / safe
+    v = 0.5 * pose_.height - pose_.focal * (rel @ pose_.up) / safe
+    return ahead & (u >= 0) & (u < pose_.width) & (v >= 0) & (v < pose_.height)
+
+
+def across_deg(pose_: Pose) -> float:
+    """The frame's horizontal field of view, degrees."""
+    return math.degrees(2.0 * math.atan(0.5 * pose_.width / pose_.focal))
