@@ -481,21 +481,60 @@ def test_the_hawk_startles_birds_only_while_it_dives_and_climbs_away():
     assert {"pursue", "dive", "climb"} <= phases and near_in_pursuit > 0
 
 
-def test_an_edge_attack_aims_at_the_flocks_face_not_a_straggler():
+def test_an_edge_attack_aims_at_the_flank_facing_the_hawk():
+    """A sheet 4 times longer (x) than wide (y), the hawk behind it and off to +y: the
+    edge is the tenth of the middle third of its length (by |x|) farthest toward +y, and
+    the target the densest of those, not a denser bird at the tip nearest the hawk (where
+    the hawk, coming from behind, aimed before) or on the far flank."""
     from render.sim.forces.hunt import choose_target
 
     rng = np.random.default_rng(9)
-    pos = rng.normal(size=(100, 3)) * (10.0, 4.0, 2.0)
-    pos[7] = (40.0, 0.0, 0.0)                 # a straggler far out toward the hawk
-    kth = np.full(100, 4.0)
-    kth[7] = 100.0
-    face = np.argsort(pos[:, 0])[-10:]        # the tenth of the birds nearest the hawk
-    dense = face[face != 7][0]
-    kth[dense] = 1.0                          # the densest of them
-    kth[np.argsort(pos[:, 0])[0]] = 0.5       # denser still, but on the far side
-    hawk = np.array([200.0, 0.0, 0.0])
-    assert choose_target("edge", 1, pos, kth, hawk) == dense
-    assert choose_target("alternate", 0, pos, kth, hawk) == np.argsort(pos[:, 0])[0]
+    pos = rng.normal(size=(300, 3)) * (40.0, 10.0, 2.0) + (5.0, -3.0, 50.0)
+    rel = pos - pos.mean(axis=0)
+    middle = np.flatnonzero(np.abs(rel[:, 0]) <= np.sort(np.abs(rel[:, 0]))[100])
+    flank = middle[np.argsort(rel[middle, 1])[-10:]]
+    kth = np.full(300, 4.0)
+    kth[flank[3]] = 1.0                                 # the densest of the flank
+    kth[np.argmin(pos[:, 0])] = 0.5                     # the tip nearest the hawk
+    kth[middle[np.argmin(rel[middle, 1])]] = 0.5        # the far flank
+    hawk = np.array([-200.0, 40.0, 80.0])
+    assert choose_target("edge", 1, pos, kth, hawk) == flank[3]
+    assert choose_target("alternate", 1, pos, kth, hawk) == flank[3]
+    assert choose_target("alternate", 0, pos, kth, hawk) in (np.argmin(pos[:, 0]),
+                                                             middle[np.argmin(rel[middle, 1])])
+    assert choose_target("edge", 1, pos, kth, hawk * (1, -1, 1)) == \
+        middle[np.argmin(rel[middle, 1])]
+    assert choose_target("edge", 1, pos[:1], kth[:1], hawk) == 0
+
+
+def test_an_edge_target_is_chosen_again_during_the_pursuit():
+    """The flank chosen at the climb-out turns with the flock over a pursuit: every
+    RETARGET seconds the hawk takes the flank facing it as it is then (here the flock
+    slides across the hawk's path, from its left to its right). A dense target is kept."""
+    from types import SimpleNamespace
+
+    from render.sim.forces.hunt import RETARGET, HawkFlight, choose_target
+
+    rng = np.random.default_rng(3)
+    pos = rng.normal(size=(300, 3)) * (40.0, 10.0, 2.0) + (0.0, 0.0, 50.0)
+    moved = pos + (0.0, 100.0, 0.0)
+    vel = np.tile((10.0, 0.0, 0.0), (300, 1))
+    kth = rng.random(300)
+    for mode, again in (("edge", True), ("dense", False)):
+        s = SimpleNamespace(start=0.0, speed=20.0, dive_speed=30.0, turn_rate=90.0,
+                            dive_height=30.0, climb_time=4.0, period=100.0, target=mode,
+                            radius=15.0, strength=8.0)
+        hawk, dt, changed = HawkFlight(phase="pursue", pos=np.array([-150.0, 50.0, 80.0]),
+                                       vel=np.array([20.0, 0.0, 0.0])), 0.01, []
+        hawk.step(s, 0.0, dt, pos, vel, kth, math.inf)
+        first = hawk.target
+        for step in range(1, round(1.5 * RETARGET / dt)):
+            hawk.step(s, step * dt, dt, moved, vel, kth, math.inf)
+            assert hawk.phase == "pursue"
+            if hawk.target != first and not changed:
+                changed.append(step * dt)
+        assert bool(changed) == again, mode
+        assert not changed or RETARGET <= changed[0] < RETARGET + 2 * dt
 
 
 def _line_attack(first, direct, origin, start=1.0):

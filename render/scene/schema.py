@@ -223,7 +223,8 @@ class HawkSettings:
     climb_time: float = setting(4.0, "hunt: how long the hawk climbs away after a miss.",
                                 unit="s", lo=0, lo_open=True)
     target: str = setting("alternate", "hunt: what each attack aims at: the densest bird, "
-                          "a bird at the flock's edge, or each in turn.", kind="choice",
+                          "a bird on the flock's flank facing the hawk (chosen again each "
+                          "second of the pursuit), or each in turn.", kind="choice",
                           choices=("alternate", "dense", "edge"))
     zig: float = setting(12.0, "hunt: the lateral acceleration of a zig (a quick roll "
                          "sideways and back).", unit="m/s²", lo=0)

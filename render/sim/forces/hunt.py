@@ -3,7 +3,8 @@ step (`HawkFlight.step`), and the turn-away of the birds within its startle rang
 (`accel`, per bird).
 
 The hawk has its own speeds and turn-rate limit: it pursues a point `dive_height` above
-its target (the densest bird, or the flock's edge bird nearest it, or each in turn),
+its target (the densest bird, or a bird on the flock's flank facing it, or each in turn;
+an edge target is chosen again every RETARGET seconds of the pursuit),
 dives on it at `dive_speed` once it is over it and at least `period` has passed since the
 last dive, misses (it is past the target's altitude, or 4 s have gone), climbs away for
 `climb_time` (levelling off CEILING dive heights above its target), and pursues again.
@@ -29,6 +30,7 @@ DIVE_LIMIT = 4.0      # s: a dive that has not passed its target by then has mis
 STANDOFF = 150.0      # m behind the flock where the hawk appears
 CEILING = 2.0         # dive heights over its target that a climb stops at
 ROLL_TIME = 0.2       # s: the hawk's bank follows its turn about this fast
+RETARGET = 1.0        # s between choices of an edge target while the hawk pursues
 
 
 class Startle(NamedTuple):
@@ -76,10 +78,10 @@ def turned(u: np.ndarray, w: np.ndarray, most: float) -> np.ndarray:
 @dataclass
 class HawkFlight:
     """The hawk's state: phase ("wait", "pursue", "dive", "climb"), position and velocity
-    (3,) m and m/s, the phase's start (s), the last dive's start (s), the target bird, the
-    attacks begun so far and when the current one ends (inf while diving); its bank
-    (radians, positive rolled right, as flight.py's birds) and the gravity it banks
-    against (m/s²)."""
+    (3,) m and m/s, the phase's start (s), the last dive's start (s), the target bird and
+    when it was chosen (s), the attacks begun so far and when the current one ends (inf
+    while diving); its bank (radians, positive rolled right, as flight.py's birds) and the
+    gravity it banks against (m/s²)."""
 
     phase: str = "wait"
     pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -87,6 +89,7 @@ class HawkFlight:
     since: float = 0.0
     last_dive: float = -math.inf
     target: int = 0
+    chosen: float = -math.inf
     attacks: int = 0
     attack_from: float = math.inf
     attack_until: float = -math.inf
@@ -114,6 +117,11 @@ class HawkFlight:
             if t >= s.start and t < open_until:
                 self._appear(s, t, pos, vel, kth_d2)
             return
+        if self.phase == "pursue" and t - self.chosen >= RETARGET and \
+                aims_at_edge(s.target, self.attacks):
+            # The flank it chose turns and stretches over a pursuit of ten seconds or so:
+            # held, the bird was at the sheet's tip when the hawk dived (6.8% startled).
+            self._choose(s, t, pos, kth_d2)
         target = pos[self.target]
         off = target - self.pos
         flat = np.array([self.vel[0], self.vel[1], 0.0])
@@ -143,7 +151,7 @@ class HawkFlight:
             aim, speed = flat + (0.0, 0.0, up), s.speed
             if t - self.since >= s.climb_time:
                 self.phase, self.since = "pursue", t
-                self.target = choose_target(s.target, self.attacks, pos, kth_d2, self.pos)
+                self._choose(s, t, pos, kth_d2)
         self._fly(aim, speed, math.radians(s.turn_rate) * dt, dt)
 
     def _appear(self, s, t, pos, vel, kth_d2) -> None:
@@ -153,7 +161,11 @@ class HawkFlight:
         self.pos = centre - STANDOFF * flat + (0.0, 0.0, s.dive_height)
         self.vel = s.speed * flat
         self.phase, self.since = "pursue", t
+        self._choose(s, t, pos, kth_d2)
+
+    def _choose(self, s, t, pos, kth_d2) -> None:
         self.target = choose_target(s.target, self.attacks, pos, kth_d2, self.pos)
+        self.chosen = t
 
     def _fly(self, aim: np.ndarray, speed: float, most: float, dt: float) -> None:
         u = self.vel / max(float(np.linalg.norm(self.vel)), 1e-12)
@@ -171,22 +183,35 @@ class HawkFlight:
         self.pos[2] = max(self.pos[2], 0.0)
 
 
-EDGE_SHARE = 0.1  # the flock's edge facing the hawk: this share of its birds
+EDGE_SHARE = 0.1  # the flank facing the hawk: this share of the middle third's birds
+
+
+def aims_at_edge(mode: str, attacks: int) -> bool:
+    """Whether the next attack (after `attacks` begun) aims at the edge: "alternate"
+    starts dense."""
+    return mode == "edge" or (mode == "alternate" and attacks % 2 == 1)
 
 
 def choose_target(mode: str, attacks: int, pos: np.ndarray, kth_d2: np.ndarray,
                   hawk: np.ndarray) -> int:
     """The next target: the densest bird (least k-th neighbour distance), or a bird at
-    the edge: the densest of the EDGE_SHARE of birds farthest from the centroid toward
-    the hawk (the flock's face, not a straggler off its tip, which a dive would pass
-    alone); "alternate" starts dense. Ties go to the lowest index (argmin)."""
-    if mode == "dense" or (mode == "alternate" and attacks % 2 == 0):
+    the edge: the densest of the EDGE_SHARE of the middle third of the flock's length
+    (along its longest horizontal axis) farthest out on the flank facing the hawk. Not the
+    birds farthest toward the hawk: it comes from behind, and those were the sheet's tip,
+    which a 15 m startle range reaches a few percent of. Ties go to the lowest index
+    (argmin)."""
+    if not aims_at_edge(mode, attacks) or len(pos) < 2:
         return int(np.argmin(kth_d2))
     centre = pos.mean(axis=0)
-    toward = hawk - centre
-    toward /= max(float(np.linalg.norm(toward)), 1e-12)
-    along = (pos - centre) @ toward
-    edge = np.flatnonzero(along >= np.sort(along)[-max(1, round(EDGE_SHARE * len(pos)))])
+    rel = pos - centre
+    _, axes = np.linalg.eigh(np.cov(rel[:, :2].T))
+    length = np.array([axes[0, 1], axes[1, 1], 0.0])  # the larger eigenvalue's axis
+    across = np.array([-length[1], length[0], 0.0])
+    along = np.abs(rel @ length)
+    middle = np.flatnonzero(along <= np.sort(along)[len(along) // 3])
+    side = 1.0 if (hawk - centre) @ across >= 0 else -1.0
+    out = side * (rel[middle] @ across)
+    edge = middle[out >= np.sort(out)[-max(1, round(EDGE_SHARE * len(middle)))]]
     return int(edge[np.argmin(kth_d2[edge])])
 
 
