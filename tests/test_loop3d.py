@@ -126,7 +126,8 @@ def test_the_morph_keeps_the_alignment_and_fewer_birds_jump(meters):
 
 @pytest.mark.xfail(strict=True, reason="since the film's spring 0.10 and startle range 15 "
                    "m, a morph frame banks one bird 52.9° where the film's steepest is 52.5°: "
-                   "the guided tail's own bank, blended in, runs past the film's (open)")
+                   "the guided tail's bank overshoots its partner's (53.6° against 52.5°) "
+                   "as the pull turns it into the partner's turn (open)")
 def test_banks_end_on_the_partners_and_stay_in_flight_range(meters):
     # The morph turns each bird's bank toward its partner's, so the step into the clip's
     # own frame (index CROSSFADE) is no larger than the film's own bank steps, but for the
