@@ -113,16 +113,23 @@ def resized(pose_: Pose, width: int, height: int) -> Pose:
                           height=int(height))
 
 
+def on_screen(pose_: Pose, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(u, v, depth) of points `rel` (..., 3) m from the eye: pixels from the frame's
+    top-left corner (u right, v down), and the distance along the view; u and v mean
+    something only where depth > 0."""
+    depth = rel @ pose_.forward
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = 0.5 * pose_.width + pose_.focal * (rel @ pose_.right) / depth
+        v = 0.5 * pose_.height - pose_.focal * (rel @ pose_.up) / depth
+    return u, v, depth
+
+
 def in_frame(pose_: Pose, points: np.ndarray) -> np.ndarray:
     """(m,) bool: whether each of the (m, 3) points lies ahead of the near plane and
     projects inside the frame."""
-    rel = np.asarray(points, np.float64) - pose_.position
-    depth = rel @ pose_.forward
-    ahead = depth > pose_.near
-    safe = np.where(ahead, depth, 1.0)
-    u = 0.5 * pose_.width + pose_.focal * (rel @ pose_.right) / safe
-    v = 0.5 * pose_.height - pose_.focal * (rel @ pose_.up) / safe
-    return ahead & (u >= 0) & (u < pose_.width) & (v >= 0) & (v < pose_.height)
+    u, v, depth = on_screen(pose_, np.asarray(points, np.float64) - pose_.position)
+    return (depth > pose_.near) & (u >= 0) & (u < pose_.width) & (v >= 0) & \
+        (v < pose_.height)
 
 
 def across_deg(pose_: Pose) -> float:

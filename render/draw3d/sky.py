@@ -18,6 +18,7 @@ import numpy as np
 
 from ..sim.jit import inline, serial
 from ..draw.paths import append_polygons, polygon_records
+from .camera import on_screen
 from .colour import DITHER, ENCODE_STEPS, LEVELS, hex_linear, to_srgb
 from .types import Pose
 
@@ -527,11 +528,9 @@ def tree_polygons(sky: Sky, window) -> np.ndarray | None:
     across = p.focal * widths[near].max(initial=0.0) / sky.treeline_distance
     step = 4 if across < COARSE else (2 if across < 4 * COARSE else 1)
     rel = shapes[:, ::step][near] - (0.0, 0.0, p.position[2])
-    depth = rel @ p.forward
+    u, v, depth = on_screen(p, rel)
     ahead = (depth > 0.1 * sky.treeline_distance).all(axis=1)
-    rel, depth = rel[ahead], depth[ahead]
-    u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
-    v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
+    u, v = u[ahead] - window[0], v[ahead] - window[1]
     seen = (u.max(axis=1) >= 0) & (u.min(axis=1) <= window[2]) & \
         (v.max(axis=1) >= 0) & (v.min(axis=1) <= window[3])
     if not seen.any():
@@ -584,10 +583,8 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     keep = np.roll(np.arange(PROFILE_SAMPLES), -int(np.searchsorted(azimuth, back)))
     keep = keep[ahead[keep]]
     foot = np.column_stack([ring[keep], np.full(len(keep), -p.position[2])])
-    rel = np.concatenate([top[keep], foot[::-1]])
-    depth = rel @ p.forward
-    u = 0.5 * p.width + p.focal * (rel @ p.right) / depth - window[0]
-    v = 0.5 * p.height - p.focal * (rel @ p.up) / depth - window[1]
+    u, v, _ = on_screen(p, np.concatenate([top[keep], foot[::-1]]))
+    u, v = u - window[0], v - window[1]
     # Only what reaches the frame (and a frame's width beyond, to close it off-screen),
     # the same points for every window of it: cairo fills a polygon cut to a window's
     # own reach differently at the reeds' tips (up to 12 levels in a tiled still); a
