@@ -68,7 +68,8 @@ def render_clip_segment(suffix: str, scene: Scene, shipment: Shipment, token: st
         try:
             with VideoWriter(path, size=out.size, fps=out.fps, crf=out.crf,
                              frames=len(states), first=states[0].index,
-                             transparent=out.transparent) as writer:
+                             transparent=out.transparent,
+                             dither=scene.dimensions == 3) as writer:
                 for done, _ in enumerate(draw_range(scene, states, writer, workers=1), 1):
                     report(done)
         except EncodeError as exc:  # its scratch file's name means nothing to the driver

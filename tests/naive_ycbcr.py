@@ -1,8 +1,8 @@
 """The plainly correct RGB → BT.709 limited-range Y′CbCr 4:2:0 the encoders' conversion
 (render/encode/ycbcr.py) is held to, in float64 from the standard's formulas (ITU-R BT.709
 part 2, 8-bit quantisation: Y′ = 16 + 219·E′Y, Cb = 128 + 224·E′Cb, Cr = 128 + 224·E′Cr),
-each chroma sample from the mean of its 2x2 pixels, each floored after its threshold of the
-ordered pattern below. Nothing is imported from `render`."""
+each chroma sample from the mean of its 2x2 pixels, each rounded or floored after its
+threshold of the ordered pattern below. Nothing is imported from `render`."""
 
 from __future__ import annotations
 
@@ -22,14 +22,16 @@ def thresholds() -> np.ndarray:
     return np.vstack([t[4:], t[:4]])[:, [4, 5, 6, 7, 0, 1, 2, 3]]
 
 
-def naive_ycbcr420(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def naive_ycbcr420(rgb: np.ndarray, dither: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(h, w, 3) uint8 R′G′B′ (h, w even) → Y (h, w), Cb and Cr (h/2, w/2), uint8: each
-    sample floored after the threshold at its (row, column) modulo 8 in its own plane."""
+    sample rounded half up, or with `dither` floored after the threshold at its (row,
+    column) modulo 8 in its own plane."""
     t = thresholds()
 
     def code(x):
         rows, cols = np.indices(x.shape)
-        return np.floor(x + t[rows % 8, cols % 8]).astype(np.uint8)
+        return np.floor(x + (t[rows % 8, cols % 8] if dither else 0.5)).astype(np.uint8)
 
     return tuple(code(x) for x in exact_ycbcr420(rgb))
 

@@ -233,7 +233,8 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
 
         return Writer(output, size=scene.output.size, fps=scene.output.fps,
                       crf=scene.output.crf, frames=target.count, first=target.first,
-                      transparent=scene.output.transparent, overwrite=target.overwrite)
+                      transparent=scene.output.transparent, overwrite=target.overwrite,
+                      dither=scene.dimensions == 3)
     name = Path(output).name
     hashes = re.search(r"#+", name)
     if hashes and suffix in FRAME_SUFFIXES:  # a compositor's padding, not ours

@@ -175,15 +175,19 @@ class VideoWriter:
     `hold` (set before entering; see `encode.together`): a clean exit leaves the finished,
     checked file in its temporary, listed in `staged` as (temporary, final) pairs, for the
     caller to place together with others.
+
+    `dither`: an 8-bit 4:2:0 clip's frames are converted dithered rather than rounded
+    (ycbcr.py), for a 3D sky's gradient.
     """
 
     hold = False
 
     def __init__(self, path: str | Path, *, size: tuple[int, int], fps: Fraction, crf: int,
                  frames: int, overwrite: bool = True, first: int = 0,
-                 transparent: bool = False):
+                 transparent: bool = False, dither: bool = False):
         check_clip(path, size, fps, transparent)
         self.transparent = transparent
+        self.dither = dither
         self.path = Path(path)
         refuse_existing(self.path, overwrite)
         self.size = size
@@ -250,7 +254,7 @@ class VideoWriter:
             if self.transparent:
                 pixels = straight_alpha(pixels, fill=self.path.suffix.lower() == ".webm")
             elif self._ycbcr is not None:
-                pixels = to_ycbcr420(pixels, self._ycbcr)
+                pixels = to_ycbcr420(pixels, self._ycbcr, dither=self.dither)
             hand_over(self._proc.stdin.fileno(), np.ascontiguousarray(pixels),
                       self._capacity)
         except (BrokenPipeError, OSError):

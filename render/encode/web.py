@@ -150,7 +150,7 @@ class WebWriter(Together):
             refuse_existing(path, overwrite)
         clip = dict(size=scene.output.size, fps=scene.output.fps, crf=scene.output.crf,
                     frames=frames, first=first, overwrite=overwrite,
-                    transparent=scene.output.transparent)
+                    transparent=scene.output.transparent, dither=scene.dimensions == 3)
         size, fps = scene.output.size, scene.output.fps
         from .. import __version__
         from .still import provenance

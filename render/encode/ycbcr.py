@@ -9,9 +9,11 @@ the samples are the same on every machine.
 
 Limited range has 219 luma steps for the frame's 255 codes, so rounding merges one code
 pair in seven: a dusk sky, dithered in RGB, came out of a clip in contour bands, lossless
-H.264 included. Each sample is floored after an ordered threshold instead of a half
-(`THRESHOLDS`): a tile's mean is the exact value's within a 64th of a level, and x264 at
-crf 18 kept the pattern on the film's frames (docs/optics.md, "The sky in a clip").
+H.264 included. With `dither` each sample is floored after an ordered threshold instead
+of a half (`THRESHOLDS`): a tile's mean is the exact value's within a 64th of a level,
+and x264 at crf 18 kept the pattern on the film's frames (docs/optics.md, "The sky in a
+clip"). Only a 3D sky has the gradient to keep: on the 2D plate's flat colours the
+pattern is noise that x264 spent 18 ms of CPU a 1080p frame encoding.
 """
 
 from __future__ import annotations
@@ -49,17 +51,19 @@ _Y_T = np.round(THRESHOLDS * (1 << 16)).astype(np.int32)
 _C_T = np.round(THRESHOLDS * (1 << 18)).astype(np.int32)
 
 
-def to_ycbcr420(bgra: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def to_ycbcr420(bgra: np.ndarray, out: np.ndarray | None = None, *,
+                dither: bool = False) -> np.ndarray:
     """The opaque (h, w, 4) uint8 BGRA frame (h, w even) as one (h·w·3/2,) uint8 array:
     the Y plane, then Cb, then Cr, each row after row, as ffmpeg's rawvideo `yuv420p`
-    reads it; into `out` if given."""
+    reads it; into `out` if given. Each sample rounded, or with `dither` floored after
+    its threshold."""
     h, w = bgra.shape[:2]
     if h % 2 or w % 2:
         raise ValueError(f"4:2:0 needs even sizes, got {w}x{h}")
     out = np.empty(h * w * 3 // 2, np.uint8) if out is None else out
     quarter = (h // 2) * (w // 2)
     words = np.ascontiguousarray(bgra).view(np.uint32).reshape(h, w)
-    y_t, c_t = _rows_of_thresholds(w)
+    y_t, c_t = _rows_of_thresholds(w, dither)
     _convert(words, y_t, c_t, out[:h * w].reshape(h, w),
              out[h * w:h * w + quarter].reshape(h // 2, w // 2),
              out[h * w + quarter:].reshape(h // 2, w // 2))
@@ -67,10 +71,12 @@ def to_ycbcr420(bgra: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def _rows_of_thresholds(w: int) -> tuple[np.ndarray, np.ndarray]:
+def _rows_of_thresholds(w: int, dither: bool) -> tuple[np.ndarray, np.ndarray]:
     """The thresholds' 8 rows repeated across a frame w px wide (luma) and its chroma
-    planes: read in order, the luma loop stays vectorised (indexed modulo 8 it ran ten
-    times slower)."""
+    planes (read in order, the luma loop stays vectorised: indexed modulo 8 it ran ten
+    times slower); without `dither`, a half everywhere (rounding)."""
+    if not dither:
+        return np.full((8, w), 1 << 15, np.int32), np.full((8, w // 2), 1 << 17, np.int32)
     return (np.ascontiguousarray(np.tile(_Y_T, (1, -(-w // 8)))[:, :w]),
             np.ascontiguousarray(np.tile(_C_T, (1, -(-w // 16)))[:, :w // 2]))
 
