@@ -8,6 +8,10 @@ Three choices make that so (docs/loops.md has the measures):
   be too far apart to meet, compared half-way through the morph (`loop_start`);
 - each tail bird is paired with a head bird near it heading the same way (`pairing.pair`),
   the accent birds among themselves, so no bird crosses the frame;
+- under a tracking camera, the 3D flock's turn over the clip (it circles the roost) is
+  carried across the whole loop: every frame is drawn turned about its centroid by its
+  share of that turn, so the flock's heading comes round to where it began and the pairs
+  are found and pulled in one orientation (`flock_turn`, `turned`);
 - the tail flies on under the flocking rules with each bird pulled toward its partner's
   state in the head (`Guided`: the velocity toward the partner's velocity plus a capped
   drift along the gap, the position along that drift), the pull growing from nothing at
@@ -107,7 +111,8 @@ class Search(NamedTuple):
     them can meet (`gliding`) and a copy of the simulation from before its tail's first
     frame, which the morph flies on from (None where the frames come faster than two
     steps: the morph simulates the tail from the start) and one from before the start
-    itself, for the head beside it (None: not kept, the head flies from the start)."""
+    itself, for the head beside it (None: not kept, the head flies from the start);
+    `turn`, the flock's turn from the head to the tail (`flock_turn`, radians)."""
 
     scores: dict[int, float]
     start: int
@@ -115,6 +120,7 @@ class Search(NamedTuple):
     glide: np.ndarray
     tail: object | None
     head: object | None = None
+    turn: float = 0.0
 
 
 def search(scene, count: int, crossfade: int, *, progress: bool = False,
@@ -297,10 +303,10 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
                                            crossfade)
             k = f + 1 - window
             if k in candidates:  # its window has passed: decided
-                partner, glide = pairing.pop(k).result()
+                partner, glide, turn = pairing.pop(k).result()
                 scores[k] = float((~glide).mean())
                 mine = kept.pop(k, {})
-                mine.update(partner=partner, glide=glide)
+                mine.update(partner=partner, glide=glide, turn=turn)
                 better = best is None or scores[k] < scores[best[0]]
                 if better and calm(scene, k, window, attacks):
                     best = (k, mine)
@@ -313,7 +319,7 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
         held.need(start)
     assert start == min(calm_list, key=lambda k: (scores[k], k))
     return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine["glide"],
-                  mine.get("tail"), mine.get("head"))
+                  mine.get("tail"), mine.get("head"), mine["turn"])
 
 
 @contextlib.contextmanager
@@ -328,10 +334,37 @@ def _pairer() -> Iterator[ThreadPoolExecutor]:
 
 
 def _paired(scene, tail: tuple, head: tuple, accent: np.ndarray,
-            crossfade: int) -> tuple[np.ndarray, np.ndarray]:
-    """(`partners`, `gliding`) of the tail and head states at a morph's middle."""
+            crossfade: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(`partners`, `gliding`, `flock_turn`) of the tail and head states at a morph's
+    middle, the head turned to the tail's heading first."""
+    turn = flock_turn(scene, tail[1], head[1])
+    head = (turned(head[0], turn, about=head[0].mean(axis=0)), turned(head[1], turn))
     partner = partners(scene, tail, head, accent, crossfade)
-    return partner, gliding(scene, tail, head, partner, crossfade)
+    return partner, gliding(scene, tail, head, partner, crossfade), turn
+
+
+def flock_turn(scene, tail: np.ndarray, head: np.ndarray) -> float:
+    """How far a flock with velocities `head` (n, 3) has turned by the time it has `tail`,
+    radians in (−π, π], counterclockwise from above: the turn of its mean velocity's
+    heading. 0 unless a tracking camera films a 3D flock (`tracking`)."""
+    if not tracking(scene):
+        return 0.0
+    (tx, ty), (hx, hy) = tail[:, :2].sum(axis=0), head[:, :2].sum(axis=0)
+    return float(math.remainder(math.atan2(ty, tx) - math.atan2(hy, hx), 2 * math.pi))
+
+
+def turned(vectors: np.ndarray, angle: float, about=None) -> np.ndarray:
+    """(n, 3) `vectors` turned by `angle` (radians, counterclockwise from above) about the
+    vertical; points about the vertical through `about` (3 floats; None: vectors, such as
+    velocities, turned as they are). The same array when the angle is 0."""
+    if angle == 0.0:
+        return vectors
+    c, s = math.cos(angle), math.sin(angle)
+    x0, y0 = (0.0, 0.0) if about is None else (about[0], about[1])
+    x, y = vectors[:, 0] - x0, vectors[:, 1] - y0
+    out = vectors.copy()
+    out[:, 0], out[:, 1] = x0 + c * x - s * y, y0 + s * x + c * y
+    return out
 
 
 def calm(scene, start: int, window: int, attacks) -> bool:
@@ -424,6 +457,15 @@ def flock_motion(steps: np.ndarray) -> np.ndarray:
     return np.median(steps, axis=0)
 
 
+def tracking(scene) -> bool:
+    """Whether a tracking camera (`camera.follow = "track"`) films the 3D flock: it moves
+    with the flock's centroid and never turns, and the sky, ground and treeline look the
+    same from anywhere at its height, so the flock turned about its centroid shows only
+    as the turn, not as a flock flying sideways (under a camera that pans to look at the
+    flock, its path across the sky would no longer follow its birds' headings)."""
+    return centred(scene) and scene.camera.follow == "track"
+
+
 def centred(scene) -> bool:
     """Whether the loop closes in the flock's centroid frame: a 3D flock filmed by a
     camera that follows it, which carries the flock's place (elsewhere, the world's)."""
@@ -461,19 +503,36 @@ def looped(scene, head: Iterator[Frame], start: int, count: int, crossfade: int,
            accent: np.ndarray) -> Iterator[Frame]:
     """The loop's frames 0..count−1 from `head` (the simulation's frames start ..
     start+count−1), re-indexed from 0 (time index / fps); the first `crossfade` morph from
-    the guided tail (`guided_tail`)."""
+    the guided tail (`morph`). Frame k is drawn turned about its centroid by −k/count of
+    the flock's turn over the clip (`Search.turn`; a morph frame, in the tail's heading, by
+    the whole turn more), so the flock's heading comes round: a flock that turns 25° in a
+    4 s clip is drawn turning 25° less, steadily, rather than turned back in the morph."""
     fps = scene.output.fps
+    turn = search(scene, count, crossfade).turn
     buffered = []
     for frame in head:
         k = frame.index - start
         frame = dataclasses.replace(frame, index=k, time=Fraction(k) / fps)
         if k >= crossfade:
-            yield frame
+            yield drawn_turned(frame, -turn * k / count)
             continue
         buffered.append(frame)
         if len(buffered) < crossfade:
             continue
-        yield from morph(scene, buffered, start, count, accent)
+        for frame in morph(scene, buffered, start, count, accent):
+            yield drawn_turned(frame, -turn * (count + frame.index) / count)
+
+
+def drawn_turned(frame: Frame, angle: float) -> Frame:
+    """The frame turned by `angle` (radians) about the vertical through its centroid: its
+    birds' places and velocities, and its exposures' with the same centre."""
+    if angle == 0.0:
+        return frame
+    centre = frame.positions.mean(axis=0)
+    return dataclasses.replace(
+        frame, positions=turned(frame.positions, angle, centre),
+        velocities=turned(frame.velocities, angle),
+        exposure=tuple((turned(p, angle, centre), turned(v, angle)) for p, v in frame.exposure))
 
 
 def morph(scene, head: list[Frame], start: int, count: int,
@@ -490,8 +549,12 @@ def morph(scene, head: list[Frame], start: int, count: int,
         raise ValueError(f"a loop starts at frame {found.start} (loop_start), not {start}")
     partner = found.partner
     guided = list(frames(Guided(scene, partner, start, count, c, found.tail, found.glide,
-                                found.head),
+                                found.head, found.turn),
                          fps, c, first=start + count))
+    # The head in the tail's heading: the morph ends on it, and `looped` turns it back.
+    head = [dataclasses.replace(f, positions=turned(f.positions, found.turn,
+                                                    f.positions.mean(axis=0)),
+                                velocities=turned(f.velocities, found.turn)) for f in head]
     paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
              for i, (frame, t) in enumerate(zip(head, guided))]
     glides = flies(scene, guided, paths, head[-1].positions[partner])
@@ -580,13 +643,15 @@ class Guided:
     position, and the velocity turns (the `Pull`'s turn) toward the partner's velocity
     plus that drift, both weighted by a smoothstep from 0 at the morph's start to 1 at
     the `Pull`'s ramp (`PULL`, in 3D `PULL_3D`). The rules still act on every bird, so
-    neighbours turn together and the streaks keep their lanes. Exposes what `frames`
-    samples: scene, dt, world, step_index, advance()."""
+    neighbours turn together and the streaks keep their lanes. The head's states are
+    turned by `turn` (radians, `flock_turn`) about their centroid first: the tail is pulled
+    toward the head's layout in its own heading. Exposes what `frames` samples: scene, dt,
+    world, step_index, advance()."""
 
     def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int,
-                 tail=None, glide=None, head=None):
+                 tail=None, glide=None, head=None, turn: float = 0.0):
         fps = float(scene.output.fps)
-        self.scene, self.partner = scene, partner
+        self.scene, self.partner, self.turn = scene, partner, turn
         # The tail flies on from `tail` (a simulation not yet past the morph's first
         # frame, copied: a search's is kept for the next render), else from the start;
         # the head from `head` (not yet past the loop's start), else from the start.
@@ -625,7 +690,8 @@ class Guided:
         """The tail's state after one step's pull of weight `g` (0–1); a 3D tail's bank
         turns with its velocity, toward the partner's."""
         pos, vel, dt = self.tail.positions, self.tail.velocities, self.dt
-        gap = self.head.positions[self.partner] - pos
+        there = self.head.positions
+        gap = turned(there, self.turn, there.mean(axis=0))[self.partner] - pos
         if self.extent is not None:
             gap -= self.extent * np.round(gap / self.extent)
         if self.centred:
@@ -635,7 +701,7 @@ class Guided:
         cap = self.pull.drift * self.scene.flock.max_speed
         size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
         drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
-        want = self.head.velocities[self.partner] + drift
+        want = turned(self.head.velocities, self.turn)[self.partner] + drift
         turn = min(1.0, g * dt / (self.pull.turn * self.span)) * self.glide
         vel = vel + turn * (want - vel)
         if self.scene.dimensions == 3:
