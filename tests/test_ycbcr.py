@@ -16,7 +16,7 @@ from PIL import Image
 from conftest import SCENES, SMALLER
 from naive_ycbcr import exact_ycbcr420, naive_ycbcr420, thresholds
 from render.draw3d.colour import DITHER
-from render.encode.video import VideoWriter, codec_args, converted_here
+from render.encode.video import VideoWriter, codec_args, converted_here, keeps_dither
 from render.encode.web import BT709_SCALE, H264_ARGS
 from render.encode.ycbcr import to_ycbcr420
 
@@ -154,6 +154,12 @@ def test_only_8_bit_bt709_420_is_converted_here():
     assert converted_here(codec_args(".mov", 18)[0]) is None
     assert converted_here(["-vf", BT709_SCALE, *H264_ARGS]) is not None
     assert converted_here(["-vf", BT709_SCALE, "-pix_fmt", "yuv420p10le"]) is None
+
+
+def test_only_x264_is_handed_a_dithered_frame():
+    """x264 keeps the pattern; VP9 (a WebM) flattens it into its blocks, slower."""
+    assert keeps_dither(codec_args(".mp4", 18)[0])
+    assert not keeps_dither(codec_args(".webm", 18)[0])
 
 
 def test_a_slow_gradient_reaches_the_clip_without_bands(tmp_path):

@@ -116,6 +116,14 @@ def converted_here(args: list[str]) -> list[str] | None:
     return [*args[:at], args[at][len(TO_BT709):], *args[at + 1:]]
 
 
+def keeps_dither(args: list[str]) -> bool:
+    """Whether the encoder of ffmpeg output options `args` keeps an ordered dither at its
+    quality: x264 does (the sky's contour arcs fade). VP9 flattens it into its blocks: the
+    arcs read as plain either way, and the clip took 1.47 times as long and was 30% larger
+    (docs/optics.md, "The sky in a clip")."""
+    return "libx264" in args
+
+
 def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
     """A ProRes clip's timecode track: its first frame's number as non-drop timecode, so
     an edit places a range (`--frames 240:480`) where it belongs. Whole frames at the
@@ -177,7 +185,8 @@ class VideoWriter:
     caller to place together with others.
 
     `dither`: an 8-bit 4:2:0 clip's frames are converted dithered rather than rounded
-    (ycbcr.py), for a 3D sky's gradient.
+    (ycbcr.py), for a 3D sky's gradient, where the encoder keeps the pattern
+    (`keeps_dither`).
     """
 
     hold = False
@@ -210,6 +219,7 @@ class VideoWriter:
         args, muxer = self._output_args()
         fed = converted_here(args)
         self._ycbcr = None if fed is None else np.empty(width * height * 3 // 2, np.uint8)
+        self._dither = self.dither and keeps_dither(args)
         cmd = [exe, "-y", "-hide_banner", "-nostdin", "-loglevel", "error",
                "-f", "rawvideo", "-pix_fmt", "bgra" if fed is None else "yuv420p",
                "-s", f"{width}x{height}",
@@ -254,7 +264,7 @@ class VideoWriter:
             if self.transparent:
                 pixels = straight_alpha(pixels, fill=self.path.suffix.lower() == ".webm")
             elif self._ycbcr is not None:
-                pixels = to_ycbcr420(pixels, self._ycbcr, dither=self.dither)
+                pixels = to_ycbcr420(pixels, self._ycbcr, dither=self._dither)
             hand_over(self._proc.stdin.fileno(), np.ascontiguousarray(pixels),
                       self._capacity)
         except (BrokenPipeError, OSError):
