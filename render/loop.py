@@ -3,6 +3,8 @@ loop closes. The flock's side of the morph is sim/loop.py."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import UsageError
@@ -178,14 +180,15 @@ class SeamMeter:
     (3) the ink coverage in each morph frame against the median; (4) the fastest bird
     during the morph (from the states, consecutive positions) against the scene's maximum
     speed. `crossfade` frames from the first are the morph's. `start`: the loop's t₀ in the
-    simulation, s. `window`: the morph's first frame (0 in a loop, whose morph the loop's
+    simulation, s; `turn`: the flock's turn carried across the loop (radians,
+    `sim.loop.flock_turn`), said in the report. `window`: the morph's first frame (0 in a loop, whose morph the loop's
     wrap brackets with ordinary frames on both sides; a clip that is not a loop is measured
     with the frames the morph would take in its middle, so that there too the band comes
     from flight before and after them, not only from what follows)."""
 
     def __init__(self, scene: Scene | None, crossfade: int, start: float = 0.0,
-                 window: int = 0):
-        self.scene, self.crossfade, self.start = scene, crossfade, start
+                 window: int = 0, turn: float = 0.0):
+        self.scene, self.crossfade, self.start, self.turn = scene, crossfade, start, turn
         self.window = window
         self.first = self.last = None
         self.steps: list[float] = []
@@ -348,7 +351,9 @@ class SeamMeter:
                       f"{m['camera_move_median']:.3f} m); ")
         held = {4: "all four measures hold", 5: "all five measures hold"}[len(passes)]
         median = max(m["median_step"], 1e-9)
-        return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s): last→first "
+        turn = "" if not self.turn else \
+            f", the flock's turn of {math.degrees(self.turn):+.1f}° carried across the loop"
+        return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s{turn}): last→first "
                 f"{m['seam']:.3g} levels of 255 a pixel (×{m['seam'] / median:.2f} the "
                 f"median), consecutive frames median {m['median_step']:.3g}, max "
                 f"{m['max_step']:.3g} (×{m['max_step'] / median:.2f}); "

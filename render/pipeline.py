@@ -28,7 +28,7 @@ from .loop import SeamMeter, crossfade_frames
 from .progress import note, progress_bar
 from .scene import Scene
 from .sim import diagnostics as measures
-from .sim.loop import loop_start
+from .sim.loop import search
 from .states import FrameState, simulated
 
 
@@ -188,11 +188,12 @@ def _played_in_a_loop(target: Target) -> list[str]:
 
 
 def _meter(scene: Scene, target: Target, crossfade: int, quiet: bool) -> SeamMeter | None:
-    """The loop's measures (None: not a loop), its start t₀ the one the states take."""
+    """The loop's measures (None: not a loop), its start t₀ and the flock's turn carried
+    across it the ones the states take."""
     if not crossfade:
         return None
-    start = loop_start(scene, target.count, crossfade, progress=not quiet) / scene.output.fps
-    return SeamMeter(scene, crossfade, float(start))
+    found = search(scene, target.count, crossfade, progress=not quiet)
+    return SeamMeter(scene, crossfade, float(found.start / scene.output.fps), turn=found.turn)
 
 
 def _read_back(scene: Scene, target: Target, seam: SeamMeter) -> None:

@@ -235,6 +235,26 @@ def test_a_tracked_loop_is_the_film_turned_steadily(tracked):
                            rtol=0, atol=1e-9)
 
 
+def test_the_report_says_the_turn_it_carried(cli, tmp_path):
+    # A loop's frames are the film's turned: the seam report says by how much, and a loop
+    # under the camera that looks at the flock, which carries none, says nothing of it.
+    from render.sim.loop import search
+
+    said = {}
+    for follow in ("track", "centroid"):
+        r = cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/{follow}/", "--loop",
+                "--crossfade", "0.5", "--frames", str(FRAMES), "--fps", "30", "--size",
+                "320x180", *(a for v in SETTINGS[:2] + (f"camera.follow={follow}",)
+                             for a in ("--set", v)))
+        assert r.code == 0, r.err
+        said[follow] = r.err_lines[-1]
+    turn = search(film("camera.follow=track", *LOOP), FRAMES, CROSSFADE).turn
+    assert "(starts at t₀ = " in said["track"]
+    assert f", the flock's turn of {math.degrees(turn):+.1f}° carried across the loop)" in \
+        said["track"], said["track"]
+    assert "turn of" not in said["centroid"], said["centroid"]
+
+
 def test_the_turn_carried_leaves_fewer_birds_to_jump(monkeypatch):
     # A 4 s loop of 2,000 birds with a 1 s morph under the tracking camera: the flock
     # turns 27° in a clip. Turned back in the morph, 5.2% of the birds jump (over measure
