@@ -181,10 +181,11 @@ class SeamMeter:
     during the morph (from the states, consecutive positions) against the scene's maximum
     speed. `crossfade` frames from the first are the morph's. `start`: the loop's t₀ in the
     simulation, s; `turn`: the flock's turn carried across the loop (radians,
-    `sim.loop.flock_turn`), said in the report. `window`: the morph's first frame (0 in a loop, whose morph the loop's
-    wrap brackets with ordinary frames on both sides; a clip that is not a loop is measured
-    with the frames the morph would take in its middle, so that there too the band comes
-    from flight before and after them, not only from what follows)."""
+    `sim.loop.flock_turn`), said in the report. `window`: the morph's first frame (0 in a
+    loop, whose morph the loop's wrap brackets with ordinary frames on both sides; a clip
+    that is not a loop is measured with the frames the morph would take in its middle, so
+    that there too the band comes from flight before and after them, not only from what
+    follows)."""
 
     def __init__(self, scene: Scene | None, crossfade: int, start: float = 0.0,
                  window: int = 0, turn: float = 0.0):

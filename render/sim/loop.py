@@ -338,7 +338,7 @@ def _paired(scene, tail: tuple, head: tuple, accent: np.ndarray,
     """(`partners`, `gliding`, `flock_turn`) of the tail and head states at a morph's
     middle, the head turned to the tail's heading first."""
     turn = flock_turn(scene, tail[1], head[1])
-    head = (turned(head[0], turn, about=head[0].mean(axis=0)), turned(head[1], turn))
+    head = turned_flock(*head, turn)
     partner = partners(scene, tail, head, accent, crossfade)
     return partner, gliding(scene, tail, head, partner, crossfade), turn
 
@@ -365,6 +365,13 @@ def turned(vectors: np.ndarray, angle: float, about=None) -> np.ndarray:
     out = vectors.copy()
     out[:, 0], out[:, 1] = x0 + c * x - s * y, y0 + s * x + c * y
     return out
+
+
+def turned_flock(positions: np.ndarray, velocities: np.ndarray,
+                 angle: float) -> tuple[np.ndarray, np.ndarray]:
+    """A flock's (positions, velocities) turned by `angle` (radians) about the vertical
+    through its centroid (`turned`)."""
+    return turned(positions, angle, positions.mean(axis=0)), turned(velocities, angle)
 
 
 def calm(scene, start: int, window: int, attacks) -> bool:
@@ -552,9 +559,8 @@ def morph(scene, head: list[Frame], start: int, count: int,
                                 found.head, found.turn),
                          fps, c, first=start + count))
     # The head in the tail's heading: the morph ends on it, and `looped` turns it back.
-    head = [dataclasses.replace(f, positions=turned(f.positions, found.turn,
-                                                    f.positions.mean(axis=0)),
-                                velocities=turned(f.velocities, found.turn)) for f in head]
+    head = [dataclasses.replace(f, positions=p, velocities=v) for f, (p, v) in
+            zip(head, (turned_flock(f.positions, f.velocities, found.turn) for f in head))]
     paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
              for i, (frame, t) in enumerate(zip(head, guided))]
     glides = flies(scene, guided, paths, head[-1].positions[partner])
@@ -690,8 +696,8 @@ class Guided:
         """The tail's state after one step's pull of weight `g` (0–1); a 3D tail's bank
         turns with its velocity, toward the partner's."""
         pos, vel, dt = self.tail.positions, self.tail.velocities, self.dt
-        there = self.head.positions
-        gap = turned(there, self.turn, there.mean(axis=0))[self.partner] - pos
+        there, moving = turned_flock(self.head.positions, self.head.velocities, self.turn)
+        gap = there[self.partner] - pos
         if self.extent is not None:
             gap -= self.extent * np.round(gap / self.extent)
         if self.centred:
@@ -701,7 +707,7 @@ class Guided:
         cap = self.pull.drift * self.scene.flock.max_speed
         size = np.sqrt((drift * drift).sum(axis=1, keepdims=True))
         drift *= np.minimum(1.0, cap / np.maximum(size, 1e-12))
-        want = turned(self.head.velocities, self.turn)[self.partner] + drift
+        want = moving[self.partner] + drift
         turn = min(1.0, g * dt / (self.pull.turn * self.span)) * self.glide
         vel = vel + turn * (want - vel)
         if self.scene.dimensions == 3:
