@@ -53,7 +53,7 @@ import numpy as np
 from ..errors import UsageError
 from ..progress import note, progress_bar
 from .flight import flight
-from .pairing import pair
+from .pairing import pair, transport
 from .simulate import Frame, Simulation, between, frames, own_beats, step_fraction
 
 # The loop's start is searched within this share of the clip (simulated once more: cheap
@@ -107,7 +107,8 @@ def loop_start(scene, count: int, crossfade: int, *, progress: bool = False) -> 
 
 class Search(NamedTuple):
     """What the start's search found: each calm candidate start (frames) and the share of
-    its morph's pairs that would switch; the best start, its pairs (`partners`), which of
+    its morph's pairs that would switch (in 3D, the best start's once its pairs are
+    `transported`); the best start, its pairs (`partners`; in 3D `transported`), which of
     them can meet (`gliding`) and a copy of the simulation from before its tail's first
     frame, which the morph flies on from (None where the frames come faster than two
     steps: the morph simulates the tail from the start) and one from before the start
@@ -303,10 +304,10 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
                                            crossfade)
             k = f + 1 - window
             if k in candidates:  # its window has passed: decided
-                partner, glide, turn = pairing.pop(k).result()
+                partner, glide, turn, head = pairing.pop(k).result()
                 scores[k] = float((~glide).mean())
                 mine = kept.pop(k, {})
-                mine.update(partner=partner, glide=glide, turn=turn)
+                mine.update(partner=partner, glide=glide, turn=turn, states=(tail, head))
                 better = best is None or scores[k] < scores[best[0]]
                 if better and calm(scene, k, window, attacks):
                     best = (k, mine)
@@ -318,7 +319,12 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     if held is not None:
         held.need(start)
     assert start == min(calm_list, key=lambda k: (scores[k], k))
-    return Search({k: scores[k] for k in calm_list}, start, mine["partner"], mine["glide"],
+    partner, glide = mine["partner"], mine["glide"]
+    if scene.dimensions == 3:
+        partner = transported(scene, *mine["states"], accent, crossfade, partner)
+        glide = gliding(scene, *mine["states"], partner, crossfade)
+        scores[start] = float((~glide).mean())
+    return Search({k: scores[k] for k in calm_list}, start, partner, glide,
                   mine.get("tail"), mine.get("head"), mine["turn"])
 
 
@@ -334,13 +340,13 @@ def _pairer() -> Iterator[ThreadPoolExecutor]:
 
 
 def _paired(scene, tail: tuple, head: tuple, accent: np.ndarray,
-            crossfade: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """(`partners`, `gliding`, `flock_turn`) of the tail and head states at a morph's
-    middle, the head turned to the tail's heading first."""
+            crossfade: int) -> tuple[np.ndarray, np.ndarray, float, tuple]:
+    """(`partners`, `gliding`, `flock_turn`, the head turned) of the tail and head states
+    at a morph's middle, the head turned to the tail's heading first."""
     turn = flock_turn(scene, tail[1], head[1])
     head = turned_flock(*head, turn)
     partner = partners(scene, tail, head, accent, crossfade)
-    return partner, gliding(scene, tail, head, partner, crossfade), turn
+    return partner, gliding(scene, tail, head, partner, crossfade), turn, head
 
 
 def flock_turn(scene, tail: np.ndarray, head: np.ndarray) -> float:
@@ -429,6 +435,26 @@ def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int
                      horizon=span / 2, extent=wrapping(scene, tail[0]))
         partner[group] = group[found]
     return partner
+
+
+def transported(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int,
+                partner: np.ndarray) -> np.ndarray:
+    """`partners` moved to the least-cost pairing among each bird's nearest candidates
+    (pairing.transport, from `partner`, the greedy pairing): a 3D flock's birds shift a
+    metre or two along the sheet where the greedy pairing leaves some tens of metres
+    from their partners, which fade out and in."""
+    span = crossfade / float(scene.output.fps)
+    pt, ph = tail[0], head[0]
+    if centred(scene):
+        pt, ph = pt - pt.mean(axis=0), ph - ph.mean(axis=0)
+    out = np.empty_like(partner)
+    where = np.empty(len(partner), np.int64)
+    for group in (np.flatnonzero(accent), np.flatnonzero(~accent)):
+        where[group] = np.arange(group.size)
+        found = transport(pt[group], tail[1][group], ph[group], head[1][group],
+                          where[partner[group]], horizon=span / 2)
+        out[group] = group[found]
+    return out
 
 
 def gliding(scene, tail: tuple, head: tuple, partner: np.ndarray, crossfade: int):
