@@ -469,6 +469,18 @@ def test_transport_among_the_nearest_never_costs_more_than_greedy_and_scales():
     assert gap(found).max() < 10.0, np.sort(gap(found))[-5:]
 
 
+def test_transport_past_its_bids_keeps_the_greedy_pairing(monkeypatch):
+    from render.sim import pairing
+
+    rng = np.random.default_rng(9)
+    pa, pb = rng.normal(size=(200, 3)) * 8.0, rng.normal(size=(200, 3)) * 8.0
+    v = np.zeros((200, 3))
+    greedy = pairing.pair(pa, v, pb, v, horizon=0.5)
+    assert not np.array_equal(pairing.transport(pa, v, pb, v, greedy, horizon=0.5), greedy)
+    monkeypatch.setattr(pairing, "BIDS", 0)
+    assert np.array_equal(pairing.transport(pa, v, pb, v, greedy, horizon=0.5), greedy)
+
+
 def test_pairing_counts_distance_across_a_wrapping_edge():
     from render.sim.pairing import pair
 

@@ -197,6 +197,11 @@ def _take(order, ia, ib, na, nb):
 # whole pairing among the candidates) are offered, and an auction finds their least-cost
 # pairing within EPSILON of the greedy pairing's mean cost per bird.
 TRANSPORT, EPSILON = 64, 1e-4
+# Where the layouts differ across the whole flock (a few birds in a hundred gone from one
+# end to the other), the bids carry each move along a chain of birds, round after round:
+# past this many bids a bird (the film's pairs take under 60) the greedy pairing is kept
+# instead. Counted in bids, not seconds, so every machine keeps the same pairs.
+BIDS = 200
 
 
 def transport(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray,
@@ -218,16 +223,17 @@ def transport(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray,
     cost = _cost(pa, va, pb, vb, rows, cols, horizon, None)
     mean = float(_cost(pa, va, pb, vb, np.arange(n), partner, horizon, None).mean())
     out = np.empty(n, np.int64)
-    _auction(np.searchsorted(rows, np.arange(n + 1)), cols, cost,
-             max(EPSILON * mean, 1e-300), np.zeros(n), out)
-    return out
+    done = _auction(np.searchsorted(rows, np.arange(n + 1)), cols, cost,
+                    max(EPSILON * mean, 1e-300), np.zeros(n), out, BIDS * n)
+    return out if done else partner.copy()
 
 
 @serial
-def _auction(first, to, cost, eps_end, price, partner):
+def _auction(first, to, cost, eps_end, price, partner, budget):
     """The least-cost assignment of n persons to n objects, person i offered objects
     to[first[i]:first[i + 1]] at cost[…] (a whole assignment among them), within n ·
-    eps_end of the least, into partner (n,); price (n,) zeros. Bertsekas' forward
+    eps_end of the least, into partner (n,); price (n,) zeros. False (partner then not
+    whole) once it has taken `budget` bids without finishing. Bertsekas' forward
     auction, one bid at a time in a queue (so the same answer every run), with
     ε-scaling: ε from a quarter of the dearest offer down by 5 a round to eps_end."""
     n = first.shape[0] - 1
@@ -237,6 +243,7 @@ def _auction(first, to, cost, eps_end, price, partner):
     owner = np.empty(n, np.int64)
     queue = np.empty(n, np.int64)
     eps = max(dearest / 4.0, eps_end)
+    bids = 0
     while True:
         for i in range(n):
             partner[i], owner[i], queue[i] = -1, -1, i
@@ -256,6 +263,9 @@ def _auction(first, to, cost, eps_end, price, partner):
             if second == -math.inf:  # offered one object only: bid as if the next were dearest
                 second = best - dearest
             price[j] += best - second + eps
+            bids += 1
+            if bids > budget:
+                return False
             outbid = owner[j]
             owner[j], partner[i] = i, j
             if outbid >= 0:
@@ -264,5 +274,5 @@ def _auction(first, to, cost, eps_end, price, partner):
                 queue[at - n if at >= n else at] = outbid
                 waiting += 1
         if eps <= eps_end:
-            return
+            return True
         eps = max(eps / 5.0, eps_end)
