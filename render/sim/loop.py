@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import importlib
 import math
 import os
 import threading
@@ -281,6 +282,8 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     with progress_bar(total=flown, unit="frame", desc="searching the loop's start",
                       leave=False, disable=not progress) as bar, \
             _pairer() as pairer:
+        if scene.dimensions == 3:  # `transported`'s k-d tree, loaded while the flock flies
+            pairer.submit(importlib.import_module, "scipy.spatial")
         for frame in frames(sim, fps, flown):
             bar.update()
             if held is not None:
