@@ -209,7 +209,8 @@ def transport(pa: np.ndarray, va: np.ndarray, pb: np.ndarray, vb: np.ndarray,
     """The least-cost pairing of flock A with flock B (as `pair`, no wrapping) among each
     A bird's TRANSPORT nearest B birds in the cost's space and its `partner` (a
     permutation, such as `pair`'s): an (n,) int64 permutation, its total cost within
-    n · EPSILON · the partner pairing's mean cost of the least."""
+    n · EPSILON · the partner pairing's mean cost of the least; `partner` itself where
+    the auction would take more than BIDS bids a bird."""
     from scipy.spatial import cKDTree
 
     n = pa.shape[0]
