@@ -306,6 +306,21 @@ def test_the_least_cost_pairing_leaves_almost_no_bird_to_jump(tracked, monkeypat
         (loop.measures(), greedy.measures())
 
 
+def test_the_forecast_of_the_chosen_start_is_its_least_cost_pairs():
+    # The search scores every start by its greedy pairs; the chosen start's pairs are then
+    # moved, and its score (what "cannot close" speaks of) is theirs: the share that
+    # cannot glide, fewer than the greedy pairs left.
+    from render.sim import loop as sim_loop
+
+    sim_loop._SEARCHES.clear()
+    found = sim_loop.search(film("camera.follow=track", *LOOP), FRAMES, CROSSFADE)
+    sim_loop._SEARCHES.clear()
+    assert found.scores[found.start] == float((~found.glide).mean())
+    assert np.array_equal(np.sort(found.partner), np.arange(len(found.partner)))
+    assert found.scores[found.start] < 0.02 < min(v for k, v in found.scores.items()
+                                                  if k != found.start)
+
+
 def test_a_3d_morph_turns_its_birds_slowly_enough_to_keep_its_ink(tracked, monkeypatch):
     # A bird's ink in 3D is how much of its wings faces the camera: velocities turned as
     # fast as in 2D pitch the whole flock toward its partners at once and show more wing
