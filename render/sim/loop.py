@@ -307,10 +307,10 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
                                            crossfade)
             k = f + 1 - window
             if k in candidates:  # its window has passed: decided
-                partner, glide, turn, head = pairing.pop(k).result()
+                partner, glide, turn, states = pairing.pop(k).result()
                 scores[k] = float((~glide).mean())
                 mine = kept.pop(k, {})
-                mine.update(partner=partner, glide=glide, turn=turn, states=(tail, head))
+                mine.update(partner=partner, glide=glide, turn=turn, states=states)
                 better = best is None or scores[k] < scores[best[0]]
                 if better and calm(scene, k, window, attacks):
                     best = (k, mine)
@@ -344,12 +344,12 @@ def _pairer() -> Iterator[ThreadPoolExecutor]:
 
 def _paired(scene, tail: tuple, head: tuple, accent: np.ndarray,
             crossfade: int) -> tuple[np.ndarray, np.ndarray, float, tuple]:
-    """(`partners`, `gliding`, `flock_turn`, the head turned) of the tail and head states
-    at a morph's middle, the head turned to the tail's heading first."""
+    """(`partners`, `gliding`, `flock_turn`, (the tail, the head turned)) of the tail and
+    head states at a morph's middle, the head turned to the tail's heading first."""
     turn = flock_turn(scene, tail[1], head[1])
     head = turned_flock(*head, turn)
     partner = partners(scene, tail, head, accent, crossfade)
-    return partner, gliding(scene, tail, head, partner, crossfade), turn, head
+    return partner, gliding(scene, tail, head, partner, crossfade), turn, (tail, head)
 
 
 def flock_turn(scene, tail: np.ndarray, head: np.ndarray) -> float:
