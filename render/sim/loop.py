@@ -424,40 +424,36 @@ def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) 
     return calm_ones
 
 
-def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int):
+def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int,
+             greedy: np.ndarray | None = None):
     """Tail bird i becomes head bird partner[i] ((n,) int64; accent birds among
     themselves); `tail`, `head`: (positions, velocities) at the morph's middle, compared
-    in the centroid's frame where the camera follows the flock (`centred`)."""
+    in the centroid's frame where the camera follows the flock (`centred`). `greedy`:
+    such pairs (`pair`'s) to move to the least-cost pairing among each bird's nearest
+    candidates instead (`pairing.transport`; not across a wrapping edge)."""
     partner = np.empty(accent.size, np.int64)
     span = crossfade / float(scene.output.fps)
     pt, ph = tail[0], head[0]
     if centred(scene):
         pt, ph = pt - pt.mean(axis=0), ph - ph.mean(axis=0)
+    within = np.empty(accent.size, np.int64)  # each bird's index in its group
     for group in (np.flatnonzero(accent), np.flatnonzero(~accent)):
-        found = pair(pt[group], tail[1][group], ph[group], head[1][group],
-                     horizon=span / 2, extent=wrapping(scene, tail[0]))
+        flocks = (pt[group], tail[1][group], ph[group], head[1][group])
+        if greedy is None:
+            found = pair(*flocks, horizon=span / 2, extent=wrapping(scene, tail[0]))
+        else:
+            within[group] = np.arange(group.size)
+            found = transport(*flocks, within[greedy[group]], horizon=span / 2)
         partner[group] = group[found]
     return partner
 
 
 def transported(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int,
                 partner: np.ndarray) -> np.ndarray:
-    """`partners` moved to the least-cost pairing among each bird's nearest candidates
-    (pairing.transport, from `partner`, the greedy pairing): a 3D flock's birds shift a
-    metre or two along the sheet where the greedy pairing leaves some tens of metres
-    from their partners, which fade out and in."""
-    span = crossfade / float(scene.output.fps)
-    pt, ph = tail[0], head[0]
-    if centred(scene):
-        pt, ph = pt - pt.mean(axis=0), ph - ph.mean(axis=0)
-    out = np.empty_like(partner)
-    where = np.empty(len(partner), np.int64)
-    for group in (np.flatnonzero(accent), np.flatnonzero(~accent)):
-        where[group] = np.arange(group.size)
-        found = transport(pt[group], tail[1][group], ph[group], head[1][group],
-                          where[partner[group]], horizon=span / 2)
-        out[group] = group[found]
-    return out
+    """The greedy `partner` moved to the least-cost pairing (`partners` with `greedy`): a
+    3D flock's birds shift a metre or two along the sheet where the greedy pairing leaves
+    some tens of metres from their partners, which fade out and in."""
+    return partners(scene, tail, head, accent, crossfade, greedy=partner)
 
 
 def gliding(scene, tail: tuple, head: tuple, partner: np.ndarray, crossfade: int):
