@@ -181,15 +181,17 @@ class SeamMeter:
     during the morph (from the states, consecutive positions) against the scene's maximum
     speed. `crossfade` frames from the first are the morph's. `start`: the loop's t₀ in the
     simulation, s; `turn`: the flock's turn carried across the loop (radians,
-    `sim.loop.flock_turn`), said in the report. `window`: the morph's first frame (0 in a
+    `sim.loop.flock_turn`), and `shape`, its stretch (`sim.loop.flock_shape`; None: none),
+    said in the report. `window`: the morph's first frame (0 in a
     loop, whose morph the loop's wrap brackets with ordinary frames on both sides; a clip
     that is not a loop is measured with the frames the morph would take in its middle, so
     that there too the band comes from flight before and after them, not only from what
     follows)."""
 
     def __init__(self, scene: Scene | None, crossfade: int, start: float = 0.0,
-                 window: int = 0, turn: float = 0.0):
+                 window: int = 0, turn: float = 0.0, shape: np.ndarray | None = None):
         self.scene, self.crossfade, self.start, self.turn = scene, crossfade, start, turn
+        self.shape = shape
         self.window = window
         self.first = self.last = None
         self.steps: list[float] = []
@@ -352,8 +354,11 @@ class SeamMeter:
                       f"{m['camera_move_median']:.3f} m); ")
         held = {4: "all four measures hold", 5: "all five measures hold"}[len(passes)]
         median = max(m["median_step"], 1e-9)
-        turn = "" if not self.turn else \
-            f", the flock's turn of {math.degrees(self.turn):+.1f}° carried across the loop"
+        carried = ([f"turn of {math.degrees(self.turn):+.1f}°"] if self.turn else []) + \
+            ([f"stretch ({', '.join(f'×{v:.2f}' for v in np.linalg.eigvalsh(self.shape))} "
+              f"along its axes)"] if self.shape is not None else [])
+        turn = f", the flock's {' and '.join(carried)} carried across the loop" \
+            if carried else ""
         return (f"loop seam (starts at t₀ = {m['start_s']:.3f} s{turn}): last→first "
                 f"{m['seam']:.3g} levels of 255 a pixel (×{m['seam'] / median:.2f} the "
                 f"median), consecutive frames median {m['median_step']:.3g}, max "

@@ -193,7 +193,8 @@ def _meter(scene: Scene, target: Target, crossfade: int, quiet: bool) -> SeamMet
     if not crossfade:
         return None
     found = search(scene, target.count, crossfade, progress=not quiet)
-    return SeamMeter(scene, crossfade, float(found.start / scene.output.fps), turn=found.turn)
+    return SeamMeter(scene, crossfade, float(found.start / scene.output.fps), turn=found.turn,
+                     shape=found.shape)
 
 
 def _read_back(scene: Scene, target: Target, seam: SeamMeter) -> None:

@@ -8,10 +8,11 @@ Three choices make that so (docs/loops.md has the measures):
   be too far apart to meet, compared half-way through the morph (`loop_start`);
 - each tail bird is paired with a head bird near it heading the same way (`pairing.pair`),
   the accent birds among themselves, so no bird crosses the frame;
-- under a tracking camera, the 3D flock's turn over the clip (it circles the roost) is
-  carried across the whole loop: every frame is drawn turned about its centroid by its
-  share of that turn, so the flock's heading comes round to where it began and the pairs
-  are found and pulled in one orientation (`flock_turn`, `turned`);
+- under a tracking camera, the 3D flock's turn over the clip (it circles the roost) and
+  the change of its shape (the sheet thins, lengthens, tilts) are carried across the whole
+  loop: every frame is drawn turned and stretched about its centroid by its share of them,
+  so the flock's heading and shape come round to where they began and the pairs are found
+  and pulled in one orientation and one layout (`flock_turn`, `flock_shape`, `carried`);
 - the tail flies on under the flocking rules with each bird pulled toward its partner's
   state in the head (`Guided`: the velocity toward the partner's velocity plus a capped
   drift along the gap, the position along that drift), the pull growing from nothing at
@@ -114,7 +115,9 @@ class Search(NamedTuple):
     frame, which the morph flies on from (None where the frames come faster than two
     steps: the morph simulates the tail from the start) and one from before the start
     itself, for the head beside it (None: not kept, the head flies from the start);
-    `turn`, the flock's turn from the head to the tail (`flock_turn`, radians)."""
+    `turn`, the flock's turn from the head to the tail (`flock_turn`, radians), and
+    `shape`, the stretch from the head's layout, so turned, to the tail's (`flock_shape`;
+    None: none)."""
 
     scores: dict[int, float]
     start: int
@@ -123,6 +126,7 @@ class Search(NamedTuple):
     tail: object | None
     head: object | None = None
     turn: float = 0.0
+    shape: np.ndarray | None = None
 
 
 def search(scene, count: int, crossfade: int, *, progress: bool = False,
@@ -307,10 +311,11 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
                                            crossfade)
             k = f + 1 - window
             if k in candidates:  # its window has passed: decided
-                partner, glide, turn, states = pairing.pop(k).result()
+                partner, glide, turn, shape, states = pairing.pop(k).result()
                 scores[k] = float((~glide).mean())
                 mine = kept.pop(k, {})
-                mine.update(partner=partner, glide=glide, turn=turn, states=states)
+                mine.update(partner=partner, glide=glide, turn=turn, shape=shape,
+                            states=states)
                 better = best is None or scores[k] < scores[best[0]]
                 if better and calm(scene, k, window, attacks):
                     best = (k, mine)
@@ -328,7 +333,7 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
         glide = gliding(scene, *mine["states"], partner, crossfade)
         scores[start] = float((~glide).mean())
     return Search({k: scores[k] for k in calm_list}, start, partner, glide,
-                  mine.get("tail"), mine.get("head"), mine["turn"])
+                  mine.get("tail"), mine.get("head"), mine["turn"], mine["shape"])
 
 
 @contextlib.contextmanager
@@ -343,13 +348,16 @@ def _pairer() -> Iterator[ThreadPoolExecutor]:
 
 
 def _paired(scene, tail: tuple, head: tuple, accent: np.ndarray,
-            crossfade: int) -> tuple[np.ndarray, np.ndarray, float, tuple]:
-    """(`partners`, `gliding`, `flock_turn`, (the tail, the head turned)) of the tail and
-    head states at a morph's middle, the head turned to the tail's heading first."""
+            crossfade: int) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None, tuple]:
+    """(`partners`, `gliding`, `flock_turn`, `flock_shape`, (the tail, the head carried))
+    of the tail and head states at a morph's middle, the head turned to the tail's heading
+    and stretched to its layout first."""
     turn = flock_turn(scene, tail[1], head[1])
     head = turned_flock(*head, turn)
+    shape = flock_shape(scene, tail[0], head[0])
+    head = mapped(head[0], shape, head[0].mean(axis=0)), head[1]
     partner = partners(scene, tail, head, accent, crossfade)
-    return partner, gliding(scene, tail, head, partner, crossfade), turn, (tail, head)
+    return partner, gliding(scene, tail, head, partner, crossfade), turn, shape, (tail, head)
 
 
 def flock_turn(scene, tail: np.ndarray, head: np.ndarray) -> float:
@@ -360,6 +368,49 @@ def flock_turn(scene, tail: np.ndarray, head: np.ndarray) -> float:
         return 0.0
     (tx, ty), (hx, hy) = tail[:, :2].sum(axis=0), head[:, :2].sum(axis=0)
     return float(math.remainder(math.atan2(ty, tx) - math.atan2(hy, hx), 2 * math.pi))
+
+
+def flock_shape(scene, tail: np.ndarray, head: np.ndarray) -> np.ndarray | None:
+    """The stretch (3 × 3, about the centroid) from a flock laid out as `head` (positions
+    (n, 3), turned to the tail's heading) to its layout as `tail`: the symmetric map
+    nearest the identity that carries the head's second moments onto the tail's (the
+    optimal-transport map between two normal distributions with those moments). In six
+    seconds a 20,000-bird sheet thins and lengthens by a fifth; the tail's birds were
+    paired across that change, a tenth of them 20 m or more from their partners. None (no
+    stretch) unless a tracking camera films a 3D flock (`tracking`), or where either flock
+    has no extent along some axis."""
+    if not tracking(scene) or len(tail) < 4:
+        return None
+    spread_t, spread_h = np.cov(tail.T), np.cov(head.T)
+    least = min(np.linalg.eigvalsh(spread_t)[0], np.linalg.eigvalsh(spread_h)[0])
+    if not least > 1e-9 * max(np.trace(spread_t), np.trace(spread_h)):
+        return None
+    root, inverse = power(spread_h, 0.5), power(spread_h, -0.5)
+    return inverse @ power(root @ spread_t @ root, 0.5) @ inverse
+
+
+def power(matrix: np.ndarray, t: float) -> np.ndarray:
+    """A symmetric positive-definite matrix to the (real) power t."""
+    values, vectors = np.linalg.eigh(matrix)
+    return (vectors * values ** t) @ vectors.T
+
+
+def carried(turn: float, shape: np.ndarray | None, t: float) -> np.ndarray | None:
+    """The map (3 × 3, about the centroid) a frame `t` of the way through the clip is drawn
+    with: that share of the flock's turn and stretch taken back, R(−t·turn)·S⁻ᵗ; a morph
+    frame, in the tail's heading and layout, is drawn with carried(t) @ carried(1). None
+    where there is no stretch (the turn alone: `turned`). Only places are stretched: the
+    birds' velocities are turned alone, since a sheet that thins does not pitch its birds
+    (velocities stretched with it showed a fifth more wing from below)."""
+    if shape is None:
+        return None
+    c, s = math.cos(-t * turn), math.sin(-t * turn)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ power(shape, -t)
+
+
+def mapped(points: np.ndarray, matrix: np.ndarray | None, about: np.ndarray) -> np.ndarray:
+    """(n, 3) points mapped by `matrix` (None: as they are) about the point `about`."""
+    return points if matrix is None else about + (points - about) @ matrix.T
 
 
 def turned(vectors: np.ndarray, angle: float, about=None) -> np.ndarray:
@@ -374,6 +425,14 @@ def turned(vectors: np.ndarray, angle: float, about=None) -> np.ndarray:
     out = vectors.copy()
     out[:, 0], out[:, 1] = x0 + c * x - s * y, y0 + s * x + c * y
     return out
+
+
+def into_tail(positions: np.ndarray, velocities: np.ndarray, turn: float,
+              shape: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """A head flock's (positions, velocities) in the tail's heading and layout: turned by
+    `turn` (`turned_flock`), then its places stretched by `shape` (`carried`)."""
+    positions, velocities = turned_flock(positions, velocities, turn)
+    return mapped(positions, shape, positions.mean(axis=0)), velocities
 
 
 def turned_flock(positions: np.ndarray, velocities: np.ndarray,
@@ -538,33 +597,85 @@ def looped(scene, head: Iterator[Frame], start: int, count: int, crossfade: int,
     the guided tail (`morph`). Frame k is drawn turned about its centroid by −k/count of
     the flock's turn over the clip (`Search.turn`; a morph frame, in the tail's heading, by
     the whole turn more), so the flock's heading comes round: a flock that turns 25° in a
-    4 s clip is drawn turning 25° less, steadily, rather than turned back in the morph."""
+    4 s clip is drawn turning 25° less, steadily, rather than turned back in the morph.
+    Its stretch (`Search.shape`) is taken back the same way (`carried`), and so are a
+    tracking camera's trail behind the flock and the flock's altitude (`trailed`)."""
     fps = scene.output.fps
-    turn = search(scene, count, crossfade).turn
-    buffered = []
+    found = search(scene, count, crossfade)
+    turn, whole = found.turn, carried(found.turn, found.shape, 1.0)
+    buffered, slide = [], None
     for frame in head:
         k = frame.index - start
         frame = dataclasses.replace(frame, index=k, time=Fraction(k) / fps)
         if k >= crossfade:
-            yield drawn_turned(frame, -turn * k / count)
+            frame = drawn_turned(frame, -turn * k / count, carried(turn, found.shape, k / count))
+            yield trailed(frame, slide, (k - crossfade) / (count - crossfade))
             continue
         buffered.append(frame)
         if len(buffered) < crossfade:
             continue
         for frame in morph(scene, buffered, start, count, accent):
-            yield drawn_turned(frame, -turn * (count + frame.index) / count)
+            t = frame.index / count
+            frame = drawn_turned(frame, -turn * (1 + t),
+                                 None if whole is None else carried(turn, found.shape, t) @ whole)
+            if slide is None and tracking(scene):
+                slide = trail(frame) - trail(buffered[0])
+            yield trailed(frame, slide, 1.0 - smooth(frame.index / crossfade))
 
 
-def drawn_turned(frame: Frame, angle: float) -> Frame:
+def trail(frame: Frame) -> np.ndarray:
+    """(3,): how far a tracking camera's followed point lies from the flock's centroid,
+    level (x, y), and the centroid's altitude (z)."""
+    centre = frame.positions.mean(axis=0)
+    gap = np.asarray(frame.followed, float) - centre
+    return np.array([gap[0], gap[1], centre[2]])
+
+
+def trailed(frame: Frame, slide: np.ndarray | None, share: float) -> Frame:
+    """The frame with `share` of the `slide` (`trail` just past the clip's end against
+    its start's; None: none) taken back: the followed point moved level by its x and y,
+    the birds up or down by its z. A tracking camera trails its flock by some 30 m, a few
+    metres more or less as the flock speeds up and turns, and the flock rises and sinks a
+    few metres on the roost's spring: both are taken back over the whole clip, at a few
+    centimetres a frame, rather than in the morph, where they slid the flock across the
+    frame twice as fast as in flight. The morph blends the tail, so moved, into the
+    head."""
+    if slide is None or share == 0.0:
+        return frame
+    lift = np.array([0.0, 0.0, share * slide[2]])
+    followed = np.asarray(frame.followed, float)
+    followed[:2] -= share * slide[:2]
+    return dataclasses.replace(
+        frame, positions=frame.positions - lift, followed=tuple(float(x) for x in followed),
+        exposure=tuple((p - lift, v) for p, v in frame.exposure))
+
+
+def drawn_turned(frame: Frame, angle: float, matrix: np.ndarray | None = None) -> Frame:
     """The frame turned by `angle` (radians) about the vertical through its centroid: its
-    birds' places and velocities, and its exposures' with the same centre."""
-    if angle == 0.0:
+    birds' places and velocities, its exposures' with the same centre, and the point a
+    tracking camera follows, which trails the flock along its heading and turns with it
+    (left where it was, the flock slid across the frame as its heading came round: at the
+    wrap, a 30 m trail swung back through 40° in the morph's second); where `matrix`
+    (3 × 3, `carried`) is given, the places are mapped by it instead."""
+    if angle == 0.0 and matrix is None:
         return frame
     centre = frame.positions.mean(axis=0)
+
+    def placed(points):
+        return turned(points, angle, centre) if matrix is None else \
+            mapped(points, matrix, centre)
     return dataclasses.replace(
-        frame, positions=turned(frame.positions, angle, centre),
-        velocities=turned(frame.velocities, angle),
-        exposure=tuple((turned(p, angle, centre), turned(v, angle)) for p, v in frame.exposure))
+        frame, positions=placed(frame.positions), velocities=turned(frame.velocities, angle),
+        exposure=tuple((placed(p), turned(v, angle)) for p, v in frame.exposure),
+        followed=turned_point(frame.followed, angle, centre))
+
+
+def turned_point(point: tuple | None, angle: float, about: np.ndarray) -> tuple | None:
+    """A point (3 floats; None: none) turned by `angle` about the vertical through
+    `about` (`turned`)."""
+    if point is None:
+        return None
+    return tuple(float(x) for x in turned(np.array([point], float), angle, about)[0])
 
 
 def morph(scene, head: list[Frame], start: int, count: int,
@@ -581,11 +692,15 @@ def morph(scene, head: list[Frame], start: int, count: int,
         raise ValueError(f"a loop starts at frame {found.start} (loop_start), not {start}")
     partner = found.partner
     guided = list(frames(Guided(scene, partner, start, count, c, found.tail, found.glide,
-                                found.head, found.turn),
+                                found.head, found.turn, found.shape),
                          fps, c, first=start + count))
-    # The head in the tail's heading: the morph ends on it, and `looped` turns it back.
-    head = [dataclasses.replace(f, positions=p, velocities=v) for f, (p, v) in
-            zip(head, (turned_flock(f.positions, f.velocities, found.turn) for f in head))]
+    # The head in the tail's heading and layout: the morph ends on it, and `looped` turns
+    # it back.
+    head = [dataclasses.replace(f, positions=p, velocities=v,
+                                followed=turned_point(f.followed, found.turn,
+                                                      f.positions.mean(axis=0)))
+            for f, (p, v) in zip(head, (into_tail(f.positions, f.velocities, found.turn,
+                                                  found.shape) for f in head))]
     paths = [path(scene, i / c, frame.positions[partner], t.positions, extent)
              for i, (frame, t) in enumerate(zip(head, guided))]
     glides = flies(scene, guided, paths, head[-1].positions[partner])
@@ -675,14 +790,16 @@ class Guided:
     plus that drift, both weighted by a smoothstep from 0 at the morph's start to 1 at
     the `Pull`'s ramp (`PULL`, in 3D `PULL_3D`). The rules still act on every bird, so
     neighbours turn together and the streaks keep their lanes. The head's states are
-    turned by `turn` (radians, `flock_turn`) about their centroid first: the tail is pulled
-    toward the head's layout in its own heading. Exposes what `frames` samples: scene, dt,
+    turned by `turn` (radians, `flock_turn`) and stretched by `shape` (`flock_shape`)
+    about their centroid first (`into_tail`): the tail is pulled toward the head's layout
+    in its own heading and shape. Exposes what `frames` samples: scene, dt,
     world, step_index, advance()."""
 
     def __init__(self, scene, partner: np.ndarray, start: int, count: int, crossfade: int,
-                 tail=None, glide=None, head=None, turn: float = 0.0):
+                 tail=None, glide=None, head=None, turn: float = 0.0,
+                 shape: np.ndarray | None = None):
         fps = float(scene.output.fps)
-        self.scene, self.partner, self.turn = scene, partner, turn
+        self.scene, self.partner, self.turn, self.shape = scene, partner, turn, shape
         # The tail flies on from `tail` (a simulation not yet past the morph's first
         # frame, copied: a search's is kept for the next render), else from the start;
         # the head from `head` (not yet past the loop's start), else from the start.
@@ -721,7 +838,8 @@ class Guided:
         """The tail's state after one step's pull of weight `g` (0–1); a 3D tail's bank
         turns with its velocity, toward the partner's."""
         pos, vel, dt = self.tail.positions, self.tail.velocities, self.dt
-        there, moving = turned_flock(self.head.positions, self.head.velocities, self.turn)
+        there, moving = into_tail(self.head.positions, self.head.velocities, self.turn,
+                                  self.shape)
         gap = there[self.partner] - pos
         if self.extent is not None:
             gap -= self.extent * np.round(gap / self.extent)
