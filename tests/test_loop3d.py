@@ -698,3 +698,19 @@ def test_a_film_loop_at_full_size_holds_all_five_measures():
     sim_loop._SEARCHES.clear()
     assert all(meter.passes().values()), meter.report()
     assert meter.measures()["fading"] < 0.01, meter.report()
+
+
+def test_a_tracked_loop_s_still_is_its_frame(cli, tmp_path):
+    # The trail and height taken back over the clip are known once the morph's first frame
+    # is: a still in the morph or after it is still the loop's own frame.
+    from test_still import pixels
+
+    args = ("--loop", "--crossfade", "0.5", "--frames", str(FRAMES), "--size", "320x180",
+            "-q", *(a for v in SETTINGS[:2] + ("camera.follow=track",) for a in ("--set", v)))
+    assert cli(SCENES / "murmuration.toml", "-o", f"{tmp_path}/seq/", *args).code == 0
+    frames = sorted((tmp_path / "seq").glob("*.png"))
+    for k in (4, 50):
+        still = tmp_path / f"still{k}.png"
+        assert cli(SCENES / "murmuration.toml", "--still", f"frame:{k}", "-o", still,
+                   *args).code == 0
+        assert np.array_equal(pixels(still), pixels(frames[k]))
