@@ -603,3 +603,12 @@ def test_loops_searched_at_once_on_threads_search_each_loop_once(monkeypatch):
     assert found["a"] is found["b"]
     assert found["other"].scores == alone.scores and found["other"].start == alone.start
     assert np.array_equal(found["other"].partner, alone.partner)
+
+
+def test_a_loop_without_accent_birds_pairs_them_all(cli, small_scene, tmp_path):
+    # render.accent_every = 0 (a hero shot's) leaves the accent birds' group empty: the
+    # loop pairs the others alone (it stopped on an internal error).
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--loop", "--crossfade", "0.3", "--frames",
+            "30", "--size", "160x90", "--set", "render.accent_every=0")
+    assert r.code == 0, r.err
+    assert "loop seam (starts at t₀ = " in r.err

@@ -714,3 +714,14 @@ def test_a_tracked_loop_s_still_is_its_frame(cli, tmp_path):
         assert cli(SCENES / "murmuration.toml", "--still", f"frame:{k}", "-o", still,
                    *args).code == 0
         assert np.array_equal(pixels(still), pixels(frames[k]))
+
+
+def test_a_3d_loop_without_accent_birds_pairs_them_all():
+    # The hero shot's render.accent_every = 0: every bird is paired, in one group.
+    from render.sim import loop as sim_loop
+
+    sim_loop._SEARCHES.clear()
+    found = sim_loop.search(film("camera.follow=track", "render.accent_every=0", *LOOP),
+                            FRAMES, CROSSFADE)
+    sim_loop._SEARCHES.clear()
+    assert np.array_equal(np.sort(found.partner), np.arange(len(found.partner)))

@@ -497,6 +497,8 @@ def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int
         pt, ph = pt - pt.mean(axis=0), ph - ph.mean(axis=0)
     within = np.empty(accent.size, np.int64)  # each bird's index in its group
     for group in (np.flatnonzero(accent), np.flatnonzero(~accent)):
+        if not group.size:  # no accent birds (render.accent_every = 0), or all of them
+            continue
         flocks = (pt[group], tail[1][group], ph[group], head[1][group])
         if greedy is None:
             found = pair(*flocks, horizon=span / 2, extent=wrapping(scene, tail[0]))
