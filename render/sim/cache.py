@@ -141,24 +141,21 @@ def drop_stale_kernels(root: Path, days: float = STALE_DAYS) -> None:
 # What numba compiles for on an x86-64 machine that has it: Haswell's instruction set
 # (x86-64-v3). Compiled for the host, the same 2D scene gave other bits with AVX-512 than
 # without (likely the kernels that may add a bird's candidates in vector lanes,
-# render.sim.jit.vectorised: eight at a time instead of four). The CPU's name alone is not
-# enough: numba then adds the host's features to it (AVX-512 where the processor has it),
-# so its features are set too, empty: the named CPU's own.
+# render.sim.jit.vectorised: eight at a time instead of four). numba adds the host's
+# features to the name (AVX-512 where present), so the bits agree among AVX-512 machines
+# and among AVX2 ones, not between the two (docs/model.md).
 PORTABLE_CPU = "haswell"
 _PORTABLE_FLAGS = {"avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "popcnt"}
 
 
 def portable_target(cpuinfo: Path = Path("/proc/cpuinfo")) -> None:
-    """Set NUMBA_CPU_NAME to PORTABLE_CPU and NUMBA_CPU_FEATURES to its own (unless the
-    name is set already) on an x86-64 Linux machine whose processor has every instruction
-    that needs, so a scene gives the same bits on any such machine, with AVX-512 or
-    without; elsewhere numba compiles for the host."""
+    """Set NUMBA_CPU_NAME to PORTABLE_CPU (unless it is set already) on an x86-64 Linux
+    machine whose processor has every instruction that needs, so a scene gives the same
+    bits on any such machine; elsewhere numba compiles for the host."""
     if platform.machine() not in ("x86_64", "AMD64") or not cpuinfo.is_file():
         return
     for line in cpuinfo.read_text(errors="replace").splitlines():
         if line.startswith("flags"):
-            if _PORTABLE_FLAGS <= set(line.partition(":")[2].split()) \
-                    and "NUMBA_CPU_NAME" not in os.environ:
-                os.environ["NUMBA_CPU_NAME"] = PORTABLE_CPU
-                os.environ.setdefault("NUMBA_CPU_FEATURES", "")
+            if _PORTABLE_FLAGS <= set(line.partition(":")[2].split()):
+                os.environ.setdefault("NUMBA_CPU_NAME", PORTABLE_CPU)
             return
