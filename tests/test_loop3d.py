@@ -421,25 +421,32 @@ def test_the_turn_carried_leaves_fewer_birds_to_jump(monkeypatch):
     assert carried["fading"] < 0.6 * back["fading"], (carried, back)
 
 
+def without_stretch(monkeypatch, name: str, value) -> tuple:
+    """The tracked film's loop measured (its SeamMeter) with the stretch carried across
+    the loop left out, as shipped and with render.sim.loop's `name` set to `value`: a
+    test of one mechanism alone."""
+    from render.sim import loop as sim_loop
+    from render.states import simulated
+
+    monkeypatch.setattr(sim_loop, "flock_shape", lambda *args: None)
+    scene = film("camera.follow=track", *LOOP)
+    meters = []
+    for changed in (False, True):
+        if changed:
+            monkeypatch.setattr(sim_loop, name, value)
+        sim_loop._SEARCHES.clear()
+        meters.append(metered(scene, simulated(scene, 0, FRAMES))[0])
+    sim_loop._SEARCHES.clear()
+    return tuple(meters)
+
+
 def test_the_least_cost_pairing_leaves_almost_no_bird_to_jump(monkeypatch):
     # The tracked film's end is laid out unlike its start: the greedy pairing alone left
     # 15% of its birds tens of metres from their partners (they fade out and in); the
     # least-cost pairing moves them a metre or two along the sheet, and the alignment
     # and the ink stay in their bands. (The pairing alone: the stretch carried across the
     # loop, which brings the pairs together too, is left out on both sides.)
-    from render.sim import loop as sim_loop
-    from render.states import simulated
-
-    monkeypatch.setattr(sim_loop, "flock_shape", lambda *args: None)
-    scene = film("camera.follow=track", *LOOP)
-    measured = {}
-    for name in ("least cost", "greedy"):
-        if name == "greedy":
-            monkeypatch.setattr(sim_loop, "transported", lambda *args: args[-1])
-        sim_loop._SEARCHES.clear()
-        measured[name] = metered(scene, simulated(scene, 0, FRAMES))[0]
-    sim_loop._SEARCHES.clear()
-    loop, greedy = measured["least cost"], measured["greedy"]
+    loop, greedy = without_stretch(monkeypatch, "transported", lambda *args: args[-1])
     held = loop.passes()
     assert held["speed"] and held["alignment"] and held["ink"], loop.report()
     assert not greedy.passes()["speed"], greedy.report()
@@ -469,19 +476,10 @@ def test_a_3d_morph_turns_its_birds_slowly_enough_to_keep_its_ink(monkeypatch):
     # band, and no more birds switch. (The pull alone: the stretch carried across the
     # loop is left out on both sides.)
     from render.sim import loop as sim_loop
-    from render.states import simulated
 
-    monkeypatch.setattr(sim_loop, "flock_shape", lambda *args: None)
-    scene = film("camera.follow=track", *LOOP)
-    measured = {}
-    for name in ("slow", "fast"):
-        if name == "fast":
-            monkeypatch.setattr(sim_loop, "PULL_3D", sim_loop.PULL)
-        sim_loop._SEARCHES.clear()
-        measured[name] = metered(scene, simulated(scene, 0, FRAMES))[0]
-    sim_loop._SEARCHES.clear()
-    assert measured["slow"].passes()["ink"], measured["slow"].report()
-    slow, fast = measured["slow"].measures(), measured["fast"].measures()
+    slow_meter, fast_meter = without_stretch(monkeypatch, "PULL_3D", sim_loop.PULL)
+    assert slow_meter.passes()["ink"], slow_meter.report()
+    slow, fast = slow_meter.measures(), fast_meter.measures()
     assert slow["coverage_high"] < 0.7 * fast["coverage_high"], (slow, fast)
     assert slow["band_low"] <= slow["coherence_low"] <= slow["coherence_high"] <= \
         slow["band_high"], slow
