@@ -121,8 +121,9 @@ def naive_roost(state: State3, fwd, m, members=None):
     return acc, homing, side, pull
 
 
-def naive_fly(vel, bank, acc, m):
-    """New (vel, bank) under steering acc: banked flight, or v + a·dt without it."""
+def naive_fly(vel, bank, acc, m, roll=None):
+    """New (vel, bank) under steering acc: banked flight, or v + a·dt without it. roll:
+    (n,) rates (1/s) that replace both of a bird's where above 0 (a zig's)."""
     fwd, speed = unit_rows(vel)
     dt = m["dt"]
     if m["flight"]:
@@ -135,6 +136,8 @@ def naive_fly(vel, bank, acc, m):
         target = np.arctan((acc * right).sum(1) / m["g"])
         into = (target * bank < 0) | (np.abs(target) > np.abs(bank))
         rate = np.where(into, m["roll_in"], m["roll_out"])
+        if roll is not None:
+            rate = np.where(roll > 0, roll, rate)
         bank = bank + (target - bank) * np.minimum(1.0, rate * dt)
         lift = np.cos(bank)[:, None] * up + np.sin(bank)[:, None] * right
         # lift across the path: g times the up vector's vertical part (the pitch's cosine)
@@ -148,12 +151,15 @@ def naive_fly(vel, bank, acc, m):
     return vel * k[:, None], bank
 
 
-def naive_step3(state: State3, m) -> State3:
+def naive_step3(state: State3, m, extra=None, roll=None) -> State3:
+    """One step; extra: (n, 3) steering added to every bird's, roll: as naive_fly's."""
     fwd, _ = unit_rows(state.vel)
     acc = naive_rules3(state.pos, fwd, m)
     push, homing, side, pull = naive_roost(state, fwd, m)
     acc = acc + push + m["noise"] * naive_noise(m["seed"], len(state.pos), state.step)
-    vel, bank = naive_fly(state.vel, state.bank, acc, m)
+    if extra is not None:
+        acc = acc + extra
+    vel, bank = naive_fly(state.vel, state.bank, acc, m, roll)
     pos = state.pos + vel * m["dt"]
     below = pos[:, 2] < 0
     pos[below, 2] = 0.0

@@ -63,9 +63,12 @@ def test_zig_and_landing_steering_match_the_reference():
     side = RNG.choice([-1.0, 1.0], n)
     state = RNG.integers(0, 3, n).astype(np.int8)
     land = landing.Landing(True, 3.0, -2.0, 15.0, 0.6, 6.0)
-    wv = _wv()
+    wv = _wv(roll=40.0)
+    roll = np.full(n, np.nan)
     out = extra_accel(0, pos, fwd, Startle(False, 0, 0, 0, 1, 0), wv, start, side,
-                      land, state)
+                      land, state, roll)
+    zigging = (start <= 0) & (start > -50) & (state != 2)  # within its 50 steps, flying
+    np.testing.assert_array_equal(roll, np.where(zigging, 40.0, 0.0))
     ref = naive_zig_accel(0, start, side, fwd, 12.0, 50)
     _, funnel = naive_landing(0, pos, fwd, np.zeros(n, np.int64), state, (3.0, -2.0), 15.0,
                               0.6, 6.0)
@@ -479,6 +482,31 @@ def test_the_hawk_startles_birds_only_while_it_dives_and_climbs_away():
         if hawk.phase == "pursue":
             near_in_pursuit += np.any(((now - hawk.pos) ** 2).sum(axis=1) < s.radius ** 2)
     assert {"pursue", "dive", "climb"} <= phases and near_in_pursuit > 0
+
+
+def test_the_hawk_begins_zigs_only_within_its_window_after_its_first():
+    """hawk.zig_window: the hawk's own zigs in an attack (the waves' sources) all begin
+    within the window after its first, and the waves spread from that one pulse; unset,
+    the hawk begins them all along its dive and climb."""
+    from conftest import SCENES
+    from render.scene import load_scene, parse_override
+    from render.sim.simulate3d import Simulation3D
+
+    spans, copied = {}, {}
+    for window in (None, 0.1):
+        values = ["flock.count=1500", "scene.settle_steps=0", "hawk.start=0.5",
+                  *([f"hawk.zig_window={window}"] if window else [])]
+        scene = load_scene(SCENES / "murmuration.toml",
+                           [(*parse_override(v), v) for v in values])
+        sim = Simulation3D(scene, cache=False)
+        while not sim.finale.done and sim.time_s < 30.0:
+            sim.advance()
+        attack = sim.finale.done[0]
+        began = np.concatenate(attack.source_t)
+        spans[window] = began.max() - began.min()
+        copied[window] = np.isfinite(attack.first).sum() - len(began)
+    assert spans[0.1] <= 0.1 + 1e-9 < 0.5 < spans[None]
+    assert copied[0.1] > 100  # the waves still spread from the pulse
 
 
 def test_an_edge_attack_aims_at_the_flank_facing_the_hawk():

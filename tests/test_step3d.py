@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from naive3d import State3, model_of, naive_landing_step3, naive_noise, naive_step3
+from naive3d import (State3, model_of, naive_landing_step3, naive_noise, naive_step3,
+                     unit_rows)
 from naive_neighbours import k_nearest_visible
 from render.scene.load import build_scene
 from render.sim import flight, noise
@@ -138,6 +139,56 @@ def test_bank_rolls_in_fast_and_out_slowly_and_a_sign_change_is_in():
     assert flight.bank_step(p, 0.0, 0.2) == pytest.approx(0.02)  # into: 10 /s
     assert flight.bank_step(p, 0.2, 0.0) == pytest.approx(0.198)  # out: 1 /s
     assert flight.bank_step(p, 0.2, -0.1) == pytest.approx(0.17)  # sign change: into
+
+
+def test_a_zigging_bird_rolls_at_the_hunts_rate_both_ways():
+    p = flight.Flight(0.01, 1.0, 20.0, True, 10.0, 0.5, 10.0, 1.0, 9.81)
+    assert flight.bank_step(p, 0.0, 0.2, 40.0) == pytest.approx(0.08)  # into: 40 /s
+    assert flight.bank_step(p, 0.2, 0.0, 40.0) == pytest.approx(0.12)  # out: 40 /s, not 1
+    assert flight.bank_step(p, 0.2, -0.1, 200.0) == pytest.approx(-0.1)  # the whole way, no more
+    assert flight.bank_step(p, 0.2, 0.0, 0.0) == flight.bank_step(p, 0.2, 0.0)  # 0: own
+
+
+@pytest.mark.parametrize("neighbours", ["metric", "topological"])
+def test_zigging_birds_roll_at_their_own_rate_as_the_reference(neighbours):
+    """Half the birds steered by a zig-like sideways push and given a roll rate of 40 /s
+    (`Finale3.roll`, as waves.rolling gives a zigging bird), the others none: step for
+    step as the reference, and their banks follow the push faster than the flight's own
+    rates would (the same flock without the rates, beside it)."""
+    from render.sim import step3d
+
+    scene = scene3(neighbours, roost_on=False)
+    sim = Simulation(scene, cache=False)
+    n, k, model = len(sim.positions), 7, model_of(scene)
+    rng = np.random.default_rng(3)
+    side = rng.choice([-1.0, 1.0], n)
+    roll = np.where(rng.random(n) < 0.5, 40.0, 0.0)
+    state = {r: (sim.positions.copy(), sim.velocities.copy(), sim.bank.copy())
+             for r in ("rolled", "own")}
+    ref = State3(*(a.copy() for a in state["rolled"]), 0)
+    works = {r: step3d.workspace3(n, sim.how.topological, 2.0) for r in state}
+    steepest = {"rolled": 0.0, "own": 0.0}
+    worst = 0.0
+    for step in range(40):
+        fwd, _ = unit_rows(state["rolled"][1])
+        left = np.column_stack([-fwd[:, 1], fwd[:, 0], np.zeros(n)])
+        left /= np.linalg.norm(left, axis=1, keepdims=True)
+        push = (12.0 * side * math.sin(2 * math.pi * step / 40))[:, None] * left
+        for r, rates in (("rolled", roll), ("own", np.zeros(n))):
+            pos, vel, bank = state[r]
+            step3d.forward(pos, vel, works[r].fwd)
+            fin = step3d.Finale3(push, np.zeros(n, np.int8), np.empty((n, k), np.int64),
+                                 np.empty(n), rates)
+            new = step3d.step3(pos, vel, bank, sim.how, sim.rules, sim.roost, sim.flight,
+                               model["noise"], model["seed"], step, works[r], fin)
+            state[r] = (new.pos, new.vel, new.bank)
+            steepest[r] = max(steepest[r], np.abs(new.bank[roll > 0]).max())
+        ref = naive_step3(ref, model, push, roll)
+        pos, vel, bank = state["rolled"]
+        worst = max(worst, np.abs(pos - ref.pos).max(), np.abs(vel - ref.vel).max(),
+                    np.abs(bank - ref.bank).max())
+    assert worst < 1e-9
+    assert steepest["rolled"] > 1.3 * steepest["own"]
 
 
 def test_level_flight_at_cruise_holds_its_altitude():

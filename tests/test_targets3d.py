@@ -47,10 +47,7 @@ OPEN = {} if FULL else {
     "border ratio": "under 1.1: the settings tried that reach it tilt the sheet off level",
     "sky covered": "the flock covers under a tenth of its outline, not 25–60%; at 20,000 "
                    "birds no arrangement within the other targets reaches 25% "
-                   "(benchmarks/sky_cover_bound.py)",
-    "longest / thinnest": "8.11 on this seed at this size; seeds 1–4 at 5,000 birds read "
-                          "5.9–7.4 and seeds 0–4 at the shipped 20,000 7.0–7.8, where a "
-                          "spring that holds this seed (0.12) reads 7.9–9.2"}
+                   "(benchmarks/sky_cover_bound.py)"}
 
 
 @pytest.mark.parametrize("measure", [

@@ -230,6 +230,16 @@ class HawkSettings:
                          "sideways and back).", unit="m/s²", lo=0)
     zig_time: float = setting(0.5, "hunt: how long a zig lasts.", unit="s", lo=0,
                               lo_open=True)
+    zig_roll: float = setting(40.0, "hunt: the rate at which a zigging bird's bank follows "
+                              "the zig, rolling in and out alike (a quick roll: the "
+                              "flight's roll_in is 10); 0: the flight's own rates.",
+                              unit="1/s", lo=0)
+    zig_window: float | None = setting(None, "hunt: how long after its first zig in an "
+                                       "attack the hawk begins zigs in the birds within its "
+                                       "range (they still turn away after it): the waves "
+                                       "leave that first contact as one pulse; unset = "
+                                       "throughout its dive and climb.", unit="s", lo=0,
+                                       optional=True)
     reaction_time: float = setting(0.076, "hunt: the delay before a bird copies a zig "
                                    "among its k nearest (Hemelrijk et al. 2015).", unit="s",
                                    lo=0, lo_open=True)

@@ -5,7 +5,8 @@ forward f, right r = f × z (horizontal), level up u = r × f. Along f it change
 which also relaxes toward the cruise speed v₀ with time constant τ. Along u it pitches the
 bird directly. Along r it is not applied: it sets the bank angle's target
 β* = atan(a·r / g), and β relaxes toward it at `roll_in` /s into a turn (|β*| > |β|, or β*
-of the other sign) and `roll_out` /s out of it. Lift, along the banked up vector
+of the other sign) and `roll_out` /s out of it (a bird zigging rolls both ways at the
+hunt's own, quicker rate: waves.py). Lift, along the banked up vector
 cos β·u + sin β·r, has the magnitude g·(u·z): what balances gravity's part across the
 flight path at the equilibrium speed (g in level flight, nothing straight up), not
 g·(v/v₀)², so a bird that brakes does not lose lift and dive (the prototype's 35 m); a
@@ -70,21 +71,26 @@ def frame(v0, v1, v2):
 
 
 @serial
-def bank_step(p, bank, target):
-    """The bank angle after one step of relaxing from `bank` toward `target` (radians)."""
-    into = (target * bank < 0.0) or (abs(target) > abs(bank))
-    rate = p.roll_in if into else p.roll_out
+def bank_step(p, bank, target, roll=0.0):
+    """The bank angle after one step of relaxing from `bank` toward `target` (radians);
+    `roll` (1/s), when above 0, in place of both rates: a zig's quick roll (waves.py)."""
+    if roll > 0.0:
+        rate = roll
+    else:
+        into = (target * bank < 0.0) or (abs(target) > abs(bank))
+        rate = p.roll_in if into else p.roll_out
     return bank + (target - bank) * min(1.0, rate * p.dt)
 
 
 @serial
-def fly(p, x, y, z, v0, v1, v2, bank, a0, a1, a2):
-    """One bird's step under steering a (m/s²): new (x, y, z, vx, vy, vz, bank)."""
+def fly(p, x, y, z, v0, v1, v2, bank, a0, a1, a2, roll=0.0):
+    """One bird's step under steering a (m/s²): new (x, y, z, vx, vy, vz, bank); `roll`:
+    see `bank_step`."""
     s, f0, f1, f2, r0, r1, u0, u1, u2 = frame(v0, v1, v2)
     if p.active:
         along = a0 * f0 + a1 * f1 + a2 * f2 + (p.cruise - s) / p.tau
         up = a0 * u0 + a1 * u1 + a2 * u2
-        bank = bank_step(p, bank, math.atan((a0 * r0 + a1 * r1) / p.g))
+        bank = bank_step(p, bank, math.atan((a0 * r0 + a1 * r1) / p.g), roll)
         # Lift balances gravity's part across the flight path, g·(u·z): g level, 0 straight
         # up. A lift of g whatever the pitch pulled a climbing bird back to the vertical
         # from either side (its level up vector flips as its tilt crosses it), so a bird

@@ -19,14 +19,17 @@ from .jit import prange, sized
 
 
 @sized("pos")
-def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state):
+def extra_accel(step, pos, fwd, startle, wv, zig_start, zig_side, land, state, roll):
     """(n, 3) m/s²: each bird's turn away from the hawk, its zig and, while landing, the
-    funnel (which then replaces the roost's steering, see step3d._fly)."""
+    funnel (which then replaces the roost's steering, see step3d._fly); and each bird's
+    roll rate into roll (n,) (waves.rolling)."""
     n = pos.shape[0]
     out = np.zeros((n, 3))
     for i in prange(n):
+        roll[i] = 0.0
         if state[i] == landing.LANDED:
             continue
+        roll[i] = waves.rolling(wv, step, zig_start[i])
         a0, a1, a2 = hunt.accel(startle, pos[i, 0], pos[i, 1], pos[i, 2])
         z0, z1, z2 = waves.accel(wv, step, zig_start[i], zig_side[i], fwd[i, 0], fwd[i, 1])
         a0, a1, a2 = a0 + z0, a1 + z1, a2 + z2
@@ -73,21 +76,23 @@ class Attack:
         """Record a step at t (s): the birds at pos (n, 3) the hawk's `startle` reaches
         (none while it is not out: in the attack's last seconds it pursues again), and
         those of `began` (n,) bool that begin a zig, the hawk's own where it reaches
-        them; origin (n,): each zig's origin (s)."""
+        them and begins it (its origin is now: past hawk.zig_window a bird within its
+        reach may copy a neighbour's); origin (n,): each zig's origin (s)."""
         hawk = np.array([startle.x, startle.y, startle.z])
         near = startle.out & (((pos - hawk) ** 2).sum(axis=1) < startle.radius ** 2)
         self.reached |= near
         if not began.any():
             return
         centre = pos.mean(axis=0)
-        own = np.flatnonzero(began & near)
+        hawks = near & (origin == t)
+        own = np.flatnonzero(began & hawks)
         if len(own):
             self.source_t.append(np.full(len(own), t))
             self.source_at.append(pos[own] - centre)
         first = np.flatnonzero(began & np.isnan(self.first))
         self.first[first] = t
         self.where[first] = pos[first] - centre
-        self.direct[first] = near[first]
+        self.direct[first] = hawks[first]
         self.origin[first] = origin[first]
 
     def wave_speed(self) -> float:
@@ -172,21 +177,30 @@ class Finale:
             else math.inf
         self.current: Attack | None = None
         self.done: list[Attack] = []
+        # The steps after the current attack's first zig in which the hawk still begins
+        # zigs (hawk.zig_window), and that first zig's step (None: none yet).
+        window = None if self.settings is None else self.settings.zig_window
+        self.window = None if window is None else round(window / self.dt)
+        self.first_zig: int | None = None
 
     @property
     def active(self) -> bool:
         return self.settings is not None or self.land.active
 
-    def step(self, step: int, pos, vel, fwd, idx, count, kth_d2) -> np.ndarray:
+    def step(self, step: int, pos, vel, fwd, idx, count,
+             kth_d2) -> tuple[np.ndarray, np.ndarray]:
         """Advance the hawk, the zigs and the landing states for `step` (the state pos,
         vel, fwd (n, 3), its k nearest idx, count and their k-th squared distances);
-        returns the extra steering (n, 3) for step3d.step3 (with `self.state`)."""
+        returns the extra steering (n, 3) and the birds' roll rates (n,) for
+        step3d.step3 (with `self.state`)."""
         t = step * self.dt
         startle = hunt.Startle(False, 0.0, 0.0, 0.0, 1.0, 0.0)
         if self.settings is not None:
             self.hawk.step(self.settings, t, self.dt, pos, vel, kth_d2, self.open_until)
             startle = self.hawk.startle(self.settings)
-            wv = self.waves._replace(out=startle.out, x=startle.x, y=startle.y,
+            pulsing = self.window is None or self.first_zig is None or \
+                step - self.first_zig <= self.window
+            wv = self.waves._replace(out=startle.out and pulsing, x=startle.x, y=startle.y,
                                      z=startle.z)
             start, side = np.empty_like(self.zig_start), np.empty_like(self.zig_side)
             origin = np.empty_like(self.zig_origin)
@@ -200,8 +214,10 @@ class Finale:
             state = np.empty_like(self.state)
             landing.advance_state(self.land, step, pos, self.peel, self.state, state)
             self.state = state
-        return extra_accel(step, pos, fwd, startle, self.waves, self.zig_start,
-                           self.zig_side, self.land, self.state)
+        roll = np.empty(len(pos))
+        extra = extra_accel(step, pos, fwd, startle, self.waves, self.zig_start,
+                            self.zig_side, self.land, self.state, roll)
+        return extra, roll
 
     def _record(self, t: float, step: int, pos: np.ndarray, startle: hunt.Startle,
                 start: np.ndarray, origin: np.ndarray) -> None:
@@ -213,10 +229,12 @@ class Finale:
         if a is None:
             return
         a.note(t, pos, startle, start == step, origin * self.dt)
+        if self.first_zig is None and (origin == step).any():
+            self.first_zig = step
         if not h.attacking(t) and t >= h.attack_until:
             a.end = h.attack_until
             self.done.append(a)
-            self.current = None
+            self.current, self.first_zig = None, None
 
     def told(self, t: float) -> Told:
         h = self.hawk

@@ -166,8 +166,8 @@ class Simulation3D:
             # The waves and the hawk read the neighbours the previous step found (one
             # step earlier than the flight they steer: the fused step finds them in flight).
             idx, kth, count = self._lists
-            extra = finale.step(self.step_index, pos, vel, work.fwd, idx, count, kth)
-            fin = step3d.Finale3(extra, finale.state, idx, kth)
+            extra, roll = finale.step(self.step_index, pos, vel, work.fwd, idx, count, kth)
+            fin = step3d.Finale3(extra, finale.state, idx, kth, roll)
         new = step3d.step3(pos, vel, self.bank, self.how, self.rules, home, self.flight,
                            self.noise, self.scene.scene.seed, self.step_index, work, fin)
         if fin is not None:

@@ -94,18 +94,19 @@ class Finale3(NamedTuple):
     LANDED one stays at rest and, topological, is nobody's neighbour); out: written by a
     topological step, idx (n, k) int64 each bird's neighbours (bird indices, nearest
     first, −1 past its count) and kth (n,) the k-th squared distance, m² (inf: short
-    of k)."""
+    of k); roll (n,) each bird's roll rate, 1/s (0: the flight's own; waves.rolling)."""
 
     extra: np.ndarray
     state: np.ndarray
     idx: np.ndarray
     kth: np.ndarray
+    roll: np.ndarray = np.empty(0)
 
 
 def no_finale(k: int) -> Finale3:
     """The Finale3 of a flock without a hunt or a landing."""
     return Finale3(np.empty((0, 3)), np.empty(0, np.int8), np.empty((0, k), np.int64),
-                   np.empty(0))
+                   np.empty(0), np.empty(0))
 
 
 @serial
@@ -129,11 +130,11 @@ def forward(pos, vel, out):
 
 @inline
 def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, seed, step,
-         extra, states, new_pos, new_vel, new_bank):
+         extra, states, roll, new_pos, new_vel, new_bank):
     """Bird i (its noise) at (x, y, z), forward f, with its sums `row`: rules + roost +
     the finale's extra steering + noise, then flight, from row q of vel, bank, extra,
-    states (the last two a Finale3's, maybe empty) into row q of new_pos, new_vel,
-    new_bank."""
+    states, roll (the last three a Finale3's, maybe empty) into row q of new_pos,
+    new_vel, new_bank."""
     state = states[q] if states.shape[0] > 0 else 0
     if state == LANDED:
         new_pos[q, 0], new_pos[q, 1], new_pos[q, 2] = x, y, z
@@ -151,14 +152,15 @@ def _fly(i, q, x, y, z, f0, f1, f2, row, vel, bank, rules, home, fl, noise_sd, s
         a0, a1, a2 = a0 + noise_sd * n0, a1 + noise_sd * n1, a2 + noise_sd * n2
     (new_pos[q, 0], new_pos[q, 1], new_pos[q, 2], new_vel[q, 0], new_vel[q, 1],
      new_vel[q, 2], new_bank[q]) = _flight.fly(fl, x, y, z, vel[q, 0], vel[q, 1], vel[q, 2],
-                                               bank[q], a0, a1, a2)
+                                               bank[q], a0, a1, a2,
+                                               roll[q] if roll.shape[0] > 0 else 0.0)
 
 
 @sized("order")
-def to_slots(order, pos, fwd, vel, bank, radius, moved, extra, states, s_pos, s_fwd, s_vel,
-             s_bank, s_radius, s_moved, s_extra, s_states):
-    """Rows order[q] of pos, fwd, vel, bank, radius, moved (and extra, states when not
-    empty) into row q of the s_ arrays: the birds' state in grid order, gathered in one
+def to_slots(order, pos, fwd, vel, bank, radius, moved, extra, states, roll, s_pos, s_fwd,
+             s_vel, s_bank, s_radius, s_moved, s_extra, s_states, s_roll):
+    """Rows order[q] of pos, fwd, vel, bank, radius, moved (and extra, states, roll when
+    not empty) into row q of the s_ arrays: the birds' state in grid order, gathered in one
     pass so the step reads memory in order (read at random inside the step, the rows cost
     more than the search at 100,000 birds). Parallel, each slot its own row: at 100,000
     birds on two threads 0.8 against 1.5 ms serial."""
@@ -175,6 +177,8 @@ def to_slots(order, pos, fwd, vel, bank, radius, moved, extra, states, s_pos, s_
             s_extra[q, 0], s_extra[q, 1], s_extra[q, 2] = extra[i, 0], extra[i, 1], extra[i, 2]
         if states.shape[0] > 0:
             s_states[q] = states[i]
+        if roll.shape[0] > 0:
+            s_roll[q] = roll[i]
 
 
 @sized("slot")
@@ -208,8 +212,9 @@ def by_bird(slot, states, s_pos, s_vel, s_bank, s_count, s_tested, s_nearest, s_
 @parallel
 def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, max_d2, k,
                      cand, reach, anchor, boxes, moved, most, motion, keep, relisting, vel,
-                     bank, rules, home, fl, noise_sd, seed, step, extra, states, idx, kth2,
-                     new_pos, new_vel, new_bank, count, tested_out, nearest, radius, lapsed):
+                     bank, rules, home, fl, noise_sd, seed, step, extra, states, roll, idx,
+                     kth2, new_pos, new_vel, new_bank, count, tested_out, nearest, radius,
+                     lapsed):
     """Every bird of the grid's step from its k nearest visible birds of the grid, taken
     from its candidate list (nearest.read_list) where the list can tell, else searched
     (nearest.search). The grid (start, folds, side, g_order its bird indices) and the
@@ -220,7 +225,7 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
     each bird has drifted `moved` (the largest: most) besides, from where it was then
     (anchor, by bird): where that bound refuses a list, the drifts around the bird (boxes,
     nearest.drift_boxes; empty: not measured) may still let it answer. In: s_radius (its
-    first search radius), vel, bank and a Finale3's extra, states (maybe empty). Out, all
+    first search radius), vel, bank and a Finale3's extra, states, roll (maybe empty). Out, all
     by slot (`by_bird` puts them in bird order): lapsed, whether the bird's list could
     not answer; the arrays of a Step3 (new_pos … nearest), its next first radius into
     radius (a little beyond its k-th distance; short of k, a growing guess no larger than
@@ -276,21 +281,21 @@ def topological_step(s_radius, start, fx, fy, fz, side, g_order, g_pos, g_fwd, m
                 for j in range(k):
                     idx[q, j] = g_order[best_s[j]] if j < found else -1
             _fly(i, q, x, y, z, g_fwd[q, 0], g_fwd[q, 1], g_fwd[q, 2], row, vel,
-                 bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
+                 bank, rules, home, fl, noise_sd, seed, step, extra, states, roll, new_pos,
                  new_vel, new_bank)
 
 
 @parallel
 def metric_step(pos, vel, bank, fwd, sums, rules, home, fl, noise_sd, seed, step, extra,
-                states, new_pos, new_vel, new_bank, count, nearest):
+                states, roll, new_pos, new_vel, new_bank, count, nearest):
     """Every bird's step from its sums (n, N_SUMS3; flocking3d.metric_sums) into its rows
-    of the arrays of a Step3 (new_pos … nearest, not tested); extra, states: a
+    of the arrays of a Step3 (new_pos … nearest, not tested); extra, states, roll: a
     Finale3's."""
     for i in prange(pos.shape[0]):
         count[i] = np.int64(sums[i, flocking3d.COUNT])
         nearest[i] = sums[i, flocking3d.NEAREST]
         _fly(i, i, pos[i, 0], pos[i, 1], pos[i, 2], fwd[i, 0], fwd[i, 1], fwd[i, 2], sums[i],
-             vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, new_pos,
+             vel, bank, rules, home, fl, noise_sd, seed, step, extra, states, roll, new_pos,
              new_vel, new_bank)
 
 
@@ -312,8 +317,8 @@ def step3(pos, vel, bank, how: Neighbours3, rules: flocking3d.Flocking3, home, f
         flocking3d.metric_sums(pos, work.fwd, grid.start, grid.order, grid.cell,
                                *grid.folds, grid.side, rules, work.sums, out.tested)
         metric_step(pos, vel, bank, work.fwd, work.sums, rules, home, fl, noise_sd, seed,
-                    step, fin.extra, fin.state, out.pos, out.vel, out.bank, out.count,
-                    out.nearest)
+                    step, fin.extra, fin.state, fin.roll, out.pos, out.vel, out.bank,
+                    out.count, out.nearest)
     return out
 
 
@@ -354,10 +359,11 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     m, k = len(order), how.k
     s_in = (np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 3)), np.empty(m), np.empty(m),
             np.empty(m), np.empty((m if fin.extra.shape[0] else 0, 3)),
-            np.empty(m if fin.state.shape[0] else 0, np.int8))
+            np.empty(m if fin.state.shape[0] else 0, np.int8),
+            np.empty(m if fin.roll.shape[0] else 0))
     to_slots(order, pos, work.fwd, vel, bank, work.radius, moved, fin.extra, fin.state,
-             *s_in)
-    s_pos, s_fwd, s_vel, s_bank, s_radius, s_moved, s_extra, s_states = s_in
+             fin.roll, *s_in)
+    s_pos, s_fwd, s_vel, s_bank, s_radius, s_moved, s_extra, s_states, s_roll = s_in
     if landed is not None and not relisting:
         s_pos[s_states == LANDED] = math.inf
     fx, fy, fz = grid.folds
@@ -380,8 +386,8 @@ def _flying(pos, vel, bank, how, rules, home, fl, noise_sd, seed, step, work, fi
     topological_step(s_radius, grid.start, fx, fy, fz, grid.side, order, s_pos, s_fwd,
                      max_d2, k, work.cand, work.reach, work.anchor, boxes, s_moved, most,
                      motion, shrink(motion), relisting, s_vel, s_bank, rules, home, fl,
-                     noise_sd, seed, step, s_extra, s_states, s_out[7], s_out[8], *s_out[:7],
-                     lapsed)
+                     noise_sd, seed, step, s_extra, s_states, s_roll, s_out[7], s_out[8],
+                     *s_out[:7], lapsed)
     by_bird(work.slot[0], s_states, *s_out, *out, work.radius, fin.idx, fin.kth)
     lapses = int(np.count_nonzero(lapsed))
     work.lapses[:] = [lapses if relisting else work.lapses[0], lapses]

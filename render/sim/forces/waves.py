@@ -2,7 +2,8 @@
 
 A zig is a quick roll sideways and back: for `zig_steps` steps a bird is steered along
 its horizontal left (side +1) or right (−1) by zig·sin(2π e / zig_steps), e the steps
-since it began; banked flight turns that into a bank one way and then the other. A bird
+since it began; banked flight turns that into a bank one way and then the other, at the
+hunt's `zig_roll` rate where it sets one (`rolling`). A bird
 begins a zig when the hawk is within the startle range (turning away from it), or when a
 bird among its k nearest began one exactly `reaction` steps ago (copying that bird's
 side). For `refractory` steps after it began one it does not begin another, so a wave
@@ -28,7 +29,8 @@ NEVER = -(1 << 62)  # the zig start of a bird that has never zigged
 
 class Waves(NamedTuple):
     """Steps: reaction, zig length, refractory (≥ the zig); the zig's acceleration
-    (m/s²); the startle range² (m²) and the hawk (out, x, y, z, m) this step."""
+    (m/s²); the startle range² (m²) and the hawk (out, x, y, z, m) this step; the
+    zigging birds' roll rate (1/s, 0: the flight's own)."""
 
     active: bool
     reaction: int
@@ -40,6 +42,7 @@ class Waves(NamedTuple):
     x: float = 0.0
     y: float = 0.0
     z: float = 0.0
+    roll: float = 0.0
 
 
 def waves(scene: Scene) -> Waves:
@@ -48,7 +51,8 @@ def waves(scene: Scene) -> Waves:
         return Waves(False, 1, 1, 1, 0.0, 0.0)
     zig_steps = max(1, round(h.zig_time / dt))
     return Waves(True, max(1, math.ceil(h.reaction_time / dt - 1e-9)), zig_steps,
-                 max(zig_steps, round(h.refractory / dt)), h.zig, h.radius ** 2)
+                 max(zig_steps, round(h.refractory / dt)), h.zig, h.radius ** 2,
+                 roll=h.zig_roll)
 
 
 @sized("pos")
@@ -74,6 +78,14 @@ def begin(p, step, pos, fwd, idx, count, start, side, origin, new_start, new_sid
             if step - start[j] == p.reaction:
                 new_start[i], new_side[i], new_origin[i] = step, side[j], origin[j]
                 break
+
+
+@inline
+def rolling(p, step, start):
+    """The roll rate (1/s) of a bird whose zig began at `start`: the hunt's while it
+    zigs, else 0 (the flight's own rates)."""
+    e = step - start
+    return p.roll if 0 <= e < p.zig_steps else 0.0
 
 
 @inline
