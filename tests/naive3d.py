@@ -254,13 +254,14 @@ def naive_zig_begin(step, pos, fwd, knn, start, side, origin, hawk, range2, reac
     return new_start, new_side, new_origin
 
 
-def naive_zig_accel(step, start, side, fwd, zig, zig_steps):
-    """(n, 3): zig·side·sin(2π e/zig_steps) along the horizontal left for 0 ≤ e < zig_steps."""
+def naive_zig_accel(step, start, side, fwd, zig, zig_steps, turn=0.0):
+    """(n, 3): zig·side·((1 − turn)·sin(2π e/zig_steps) + turn·sin(π e/zig_steps)) along
+    the horizontal left for 0 ≤ e < zig_steps."""
     e = step - start
     on = (e >= 0) & (e < zig_steps)
     h = np.hypot(fwd[:, 0], fwd[:, 1])
-    a = np.where(on & (h > 0), zig * side * np.sin(2 * np.pi * e / zig_steps)
-                 / np.where(h > 0, h, 1.0), 0.0)
+    shape = (1 - turn) * np.sin(2 * np.pi * e / zig_steps) + turn * np.sin(np.pi * e / zig_steps)
+    a = np.where(on & (h > 0), zig * side * shape / np.where(h > 0, h, 1.0), 0.0)
     return np.column_stack([-fwd[:, 1] * a, fwd[:, 0] * a, np.zeros(len(e))])
 
 

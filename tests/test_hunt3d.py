@@ -56,25 +56,41 @@ def test_zig_begin_matches_the_reference_over_many_steps():
     assert len(np.unique(origin[origin > waves.NEVER])) >= 2  # from more than one startle
 
 
-def test_zig_and_landing_steering_match_the_reference():
+@pytest.mark.parametrize("turn", [0.0, 0.4, 1.0])
+def test_zig_and_landing_steering_match_the_reference(turn):
     pos, vel, fwd, idx, count = _flock()
     n = len(pos)
     start = RNG.integers(-60, 10, n)
     side = RNG.choice([-1.0, 1.0], n)
     state = RNG.integers(0, 3, n).astype(np.int8)
     land = landing.Landing(True, 3.0, -2.0, 15.0, 0.6, 6.0)
-    wv = _wv(roll=40.0)
+    wv = _wv(roll=40.0, turn=turn)
     roll = np.full(n, np.nan)
     out = extra_accel(0, pos, fwd, Startle(False, 0, 0, 0, 1, 0), wv, start, side,
                       land, state, roll)
     zigging = (start <= 0) & (start > -50) & (state != 2)  # within its 50 steps, flying
     np.testing.assert_array_equal(roll, np.where(zigging, 40.0, 0.0))
-    ref = naive_zig_accel(0, start, side, fwd, 12.0, 50)
+    ref = naive_zig_accel(0, start, side, fwd, 12.0, 50, turn)
     _, funnel = naive_landing(0, pos, fwd, np.zeros(n, np.int64), state, (3.0, -2.0), 15.0,
                               0.6, 6.0)
     ref = ref + np.where((state == 1)[:, None], funnel, 0.0)
     ref[state == 2] = 0.0
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("turn, left", [(0.0, 0.0), (1.0, 12.0 * 0.01 / math.tan(math.pi / 100)),
+                                         (0.5, 6.0 * 0.01 / math.tan(math.pi / 100))])
+def test_a_zig_leaves_the_bird_turned_by_its_turning_share_by_hand(turn, left):
+    """A bird flying along +x zigs left (zig 12 m/s², 50 steps of 10 ms): its sideways
+    speed gained over the zig is 12 · 0.01 · Σ sin(π e/50) · turn = 0.12 · cot(π/100) ·
+    turn (3.82 m/s at turn 1, about zig · zig_time · 2/π), the full period's part adding
+    up to nothing."""
+    wv = _wv(turn=turn)
+    gained = 0.0
+    for step in range(60):  # past the zig's end: nothing more
+        _, ay, _ = waves.accel(wv, step, 0, 1.0, 1.0, 0.0)
+        gained += ay * 0.01
+    assert gained == pytest.approx(left, abs=1e-12)
 
 
 def test_a_landing_bird_under_the_funnel_flies_in_level_by_hand():

@@ -1,9 +1,12 @@
 """Agitation waves (docs/model.md, the hunt): zigs, and the copying that spreads them.
 
 A zig is a quick roll sideways and back: for `zig_steps` steps a bird is steered along
-its horizontal left (side +1) or right (−1) by zig·sin(2π e / zig_steps), e the steps
-since it began; banked flight turns that into a bank one way and then the other, at the
-hunt's `zig_roll` rate where it sets one (`rolling`). A bird
+its horizontal left (side +1) or right (−1) by zig·((1 − turn)·sin(2π e / zig_steps) +
+turn·sin(π e / zig_steps)), e the steps since it began; banked flight turns the first
+part into a bank one way and then the other, which leaves the heading as it was, and
+the second into a bank one way and back, which leaves the bird turned (by about
+zig·zig_time·2/π of sideways speed), at the hunt's `zig_roll` rate where it sets one
+(`rolling`). A bird
 begins a zig when the hawk is within the startle range (turning away from it), or when a
 bird among its k nearest began one exactly `reaction` steps ago (copying that bird's
 side). For `refractory` steps after it began one it does not begin another, so a wave
@@ -29,7 +32,8 @@ NEVER = -(1 << 62)  # the zig start of a bird that has never zigged
 
 class Waves(NamedTuple):
     """Steps: reaction, zig length, refractory (≥ the zig); the zig's acceleration
-    (m/s²); the startle range² (m²) and the hawk (out, x, y, z, m) this step; the
+    (m/s²); the startle range² (m²); the share of the zig that turns (hunt.zig_turn);
+    the hawk (out, x, y, z, m) this step; the
     zigging birds' roll rate (1/s, 0: the flight's own)."""
 
     active: bool
@@ -38,6 +42,7 @@ class Waves(NamedTuple):
     refractory: int
     zig: float
     range2: float
+    turn: float = 0.0
     out: bool = False
     x: float = 0.0
     y: float = 0.0
@@ -52,7 +57,7 @@ def waves(scene: Scene) -> Waves:
     zig_steps = max(1, round(h.zig_time / dt))
     return Waves(True, max(1, math.ceil(h.reaction_time / dt - 1e-9)), zig_steps,
                  max(zig_steps, round(h.refractory / dt)), h.zig, h.radius ** 2,
-                 roll=h.zig_roll)
+                 h.zig_turn, roll=h.zig_roll)
 
 
 @sized("pos")
@@ -98,7 +103,9 @@ def accel(p, step, start, side, f0, f1):
     h = math.sqrt(f0 * f0 + f1 * f1)
     if h == 0.0:
         return 0.0, 0.0, 0.0
-    a = p.zig * side * math.sin(2.0 * math.pi * e / p.zig_steps) / h
+    phase = math.pi * e / p.zig_steps
+    wave = (1.0 - p.turn) * math.sin(2.0 * phase) + p.turn * math.sin(phase)
+    a = p.zig * side * wave / h
     return -f1 * a, f0 * a, 0.0
 
 
