@@ -231,10 +231,10 @@ class HawkSettings:
     zig_time: float = setting(0.5, "hunt: how long a zig lasts.", unit="s", lo=0,
                               lo_open=True)
     zig_turn: float = setting(0.0, "hunt: how much of a zig turns the bird away for good: "
-                              "0 banks it one way, then the other, and it flies on as "
-                              "before; 1 rolls it sideways and back, and it flies on "
-                              "turned, by about atan(zig·zig_time·2/π ÷ its speed).",
-                              lo=0, hi=1)
+                              "0 steers it one way, then the other (no sideways speed "
+                              "left over); 1 rolls it sideways and back, and it flies on "
+                              "turned away from the hawk, by about "
+                              "atan(zig·zig_time·2/π ÷ its speed).", lo=0, hi=1)
     zig_roll: float = setting(40.0, "hunt: the rate at which a zigging bird's bank follows "
                               "the zig, rolling in and out alike (a quick roll: the "
                               "flight's roll_in is 10); 0: the flight's own rates.",
