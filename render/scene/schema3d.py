@@ -72,7 +72,8 @@ class AtmosphereSettings:
 # camera); a 2D scene giving one is refused, as it is a 3D-only section.
 # The hunting hawk's keys (the chord's 2D hawk reads none of them).
 HAWK_3D_KEYS = ("dive_speed", "turn_rate", "dive_height", "climb_time", "target", "zig",
-                "zig_time", "zig_turn", "zig_roll", "zig_window", "reaction_time", "refractory", "wingspan")
+                "zig_time", "zig_turn", "zig_roll", "zig_window", "reaction_time",
+                "refractory", "wingspan")
 PALETTE_3D_KEYS = ("sky", "ground", "bird", "sun", "sun_colour", "sun_glow", "treeline",
                    "treeline_colour", "treeline_distance", "treeline_height")
 

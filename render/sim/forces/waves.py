@@ -104,7 +104,9 @@ def accel(p, step, start, side, f0, f1):
     if h == 0.0:
         return 0.0, 0.0, 0.0
     phase = math.pi * e / p.zig_steps
-    wave = (1.0 - p.turn) * math.sin(2.0 * phase) + p.turn * math.sin(phase)
+    wave = math.sin(2.0 * phase)
+    if p.turn > 0.0:  # the turning part's sine only where it has a share
+        wave = (1.0 - p.turn) * wave + p.turn * math.sin(phase)
     a = p.zig * side * wave / h
     return -f1 * a, f0 * a, 0.0
 
