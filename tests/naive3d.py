@@ -121,6 +121,27 @@ def naive_roost(state: State3, fwd, m, members=None):
     return acc, homing, side, pull
 
 
+def naive_gather(pos, fwd, m, members=None):
+    """(n, 3): each bird farther than gather_radius from the centroid of `members` (None:
+    every bird) turns toward it, horizontally, square to its heading, by
+    min(gather·(e − radius), cap)·(1 − cos θ)/2, the shorter way."""
+    members = np.ones(len(pos), bool) if members is None else members
+    acc = np.zeros_like(pos)
+    if m["gather"] == 0:
+        return acc
+    to = pos[members].mean(axis=0)[:2] - pos[:, :2]
+    e = np.linalg.norm(to, axis=1)
+    pull = np.minimum(m["gather"] * (e - m["gather_radius"]), m["gather_cap"])
+    on = pull > 0
+    h = fwd[:, :2] / np.linalg.norm(fwd[:, :2], axis=1, keepdims=True)
+    u = to / np.where(e > 0, e, 1.0)[:, None]
+    cos = np.sum(h * u, axis=1)
+    left = np.where(h[:, 0] * u[:, 1] - h[:, 1] * u[:, 0] >= 0, 1.0, -1.0)
+    push = np.where(on, pull * (1 - cos) / 2 * left, 0.0)
+    acc[:, 0], acc[:, 1] = -h[:, 1] * push, h[:, 0] * push
+    return acc
+
+
 def naive_fly(vel, bank, acc, m, roll=None):
     """New (vel, bank) under steering acc: banked flight, or v + a·dt without it. roll:
     (n,) rates (1/s) that replace both of a bird's where above 0 (a zig's)."""
@@ -156,6 +177,7 @@ def naive_step3(state: State3, m, extra=None, roll=None) -> State3:
     fwd, _ = unit_rows(state.vel)
     acc = naive_rules3(state.pos, fwd, m)
     push, homing, side, pull = naive_roost(state, fwd, m)
+    push = push + naive_gather(state.pos, fwd, m)
     acc = acc + push + m["noise"] * naive_noise(m["seed"], len(state.pos), state.step)
     if extra is not None:
         acc = acc + extra
@@ -179,8 +201,9 @@ def naive_landing_step3(state: State3, m, land, peel):
     n = len(state.pos)
     fwd, _ = unit_rows(state.vel)
     flying = land == 0
-    push, homing, side, pull = naive_roost(state, fwd, m,
-                                           flying if 0 < flying.sum() < n else None)
+    members = flying if 0 < flying.sum() < n else None
+    push, homing, side, pull = naive_roost(state, fwd, m, members)
+    push = push + naive_gather(state.pos, fwd, m, members)
     peel = naive_peel(state.step, L["first"], L["spread"], 10, state.pos, land, peel,
                       L["roost"])
     land, funnel = naive_landing(state.step, state.pos, fwd, peel, land, L["roost"],
@@ -211,7 +234,8 @@ def model_of(scene) -> dict:
              w_ali=r.alignment_weight, w_coh=r.cohesion_weight, dt=scene.scene.dt,
              min_speed=scene.flock.min_speed, max_speed=scene.flock.max_speed,
              seed=scene.scene.seed, flight=f is not None, roost=ro is not None,
-             noise=f.noise if f is not None else 0.0)
+             noise=f.noise if f is not None else 0.0, gather=r.gather,
+             gather_radius=r.gather_radius, gather_cap=r.gather_cap)
     if f is not None:
         m.update(cruise=f.cruise_speed, tau=f.speed_time, roll_in=f.roll_in,
                  roll_out=f.roll_out, g=f.gravity)

@@ -105,7 +105,7 @@ def test_an_unknown_key_is_offered_only_keys_its_dimension_reads(dimensions, typ
     (2, "hawk.dive_speed", "40"), (2, "hawk.target", '"dense"'),
     (3, "rules.separation_radius", "3"), (3, "rules.falloff", '"unit"'),
     (3, "rules.alignment", '"mean"'), (3, "rules.max_force", "0.001"),
-    (2, "rules.separation_sigma", "9"), (2, "rules.hard_core", "5"),
+    (2, "rules.separation_sigma", "9"), (2, "rules.hard_core", "5"), (2, "rules.gather", "0.02"),
     # A 3D flock is a count of birds seeded over its roost, drawn by its silhouettes.
     (3, "flock.spacing", "5"), (3, "flock.init", '"ellipse"'), (3, "flock.init_ellipse", "0.3"),
     (3, "render.width_min", "0.5"), (3, "render.width_max", "0.8"),
@@ -260,6 +260,7 @@ def test_a_resolved_scene_writes_itself_back_without_keys_it_does_not_read(name)
     assert ("wall_margin" in raw["world"]) == (not three)
     assert ("falloff" in raw["rules"]) == (not three)
     assert ("hard_core" in raw["rules"]) == three
+    assert ("gather" in raw["rules"]) == three
 
 
 def test_a_key_the_dimension_does_not_read_is_not_held_to_one_it_does():

@@ -71,6 +71,19 @@ def test_flight_and_roost_match_the_reference(flight_on, roost_on):
         assert (sim.bank == 0).all()
 
 
+@pytest.mark.parametrize("roost_on", [False, True])
+def test_the_gather_matches_the_reference(roost_on):
+    """Every bird more than 1 m from the centroid turns toward it (the blob of 60 spans a
+    few metres): with the roost's return and without it."""
+    gather = {"gather": 2.0, "gather_radius": 1.0, "gather_cap": 3.0}
+    sim, _, worst = run_both(scene3(roost_on=roost_on, **gather))
+    assert worst < 1e-9
+    plain = Simulation(scene3(roost_on=roost_on), cache=False)
+    for _ in range(STEPS):
+        plain.advance()
+    assert np.abs(sim.positions - plain.positions).max() > 1e-2  # the gather steers
+
+
 def test_topological_max_range_matches_the_reference():
     _, _, worst = run_both(scene3(max_range=1.5), steps=30)
     assert worst < 1e-9
@@ -79,9 +92,11 @@ def test_topological_max_range_matches_the_reference():
 def test_a_landing_matches_the_reference():
     """Birds peel off, land and stay, step for step as in the reference: a landing bird
     keeps the rules among the birds in the air and steers down the funnel instead of by
-    the roost, and the return follows the birds still flying."""
+    the roost and the gather, and the return and the gather follow the birds still
+    flying."""
     scene = scene3(n=80, landing={"altitude": 3.0, "landing_at": 0.2,
-                                  "landing_spread": 0.5, "landing_radius": 20.0})
+                                  "landing_spread": 0.5, "landing_radius": 20.0},
+                   gather=2.0, gather_radius=1.0, gather_cap=3.0)
     sim = Simulation(scene, cache=False)
     n = len(sim.positions)
     ref = State3(sim.positions.copy(), sim.velocities.copy(), sim.bank.copy(), 0)
@@ -403,6 +418,51 @@ def test_the_return_aims_from_each_bird():
                                atol=1e-12)
     np.testing.assert_allclose(roost.accel(p, 0.0, -10.0, 50.0, -1.0, 0.0), (0.0, 1.0, 0.0),
                                atol=1e-12)
+
+
+def test_the_gather_turns_a_far_bird_toward_the_centroid():
+    """Worked by hand: the centroid at (0, 0), the gather 0.1 /s² beyond 40 m, capped at
+    3 m/s². A bird at (60, 0) flying +y has the centroid square to its left: half of
+    min(0.1·20, 3), 1 m/s², toward it (−x). At (100, 0) flying straight away (+x): the
+    cap, 3 m/s², to its left (+y; straight away both sides are as short, and the left is
+    taken). Within 40 m, or flying toward the centroid, no turn; the roost off, no spring
+    either."""
+    from render.sim.forces import roost
+
+    p = roost.Roost(False, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, 0.0, 0.0, gather=0.1,
+                    gather_radius=40.0, gather_cap=3.0)
+    p = roost.at_step(p, np.zeros(3), np.array([1.0, 0.0, 0.0]), False, 1.0, 0.0, 0.01)
+    np.testing.assert_allclose(roost.accel(p, 60.0, 0.0, 50.0, 0.0, 1.0), (-1.0, 0.0, 0.0),
+                               atol=1e-12)
+    np.testing.assert_allclose(roost.accel(p, 100.0, 0.0, 50.0, 1.0, 0.0), (0.0, 3.0, 0.0),
+                               atol=1e-12)
+    assert roost.accel(p, 30.0, 0.0, 50.0, 0.0, 1.0) == (0.0, 0.0, 0.0)
+    np.testing.assert_allclose(roost.accel(p, 60.0, 0.0, 50.0, -1.0, 0.0), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("gather", [0.0, 0.1])
+def test_the_gather_brings_two_parts_of_a_flock_together(gather):
+    """Two groups of 50 birds 60 m apart, flying side by side (the roost far off: its
+    spring only): each bird's nearest seven are in its own group, so without the gather
+    they fly on apart; with it (0.1 /s² beyond 10 m) they are one flock (5 m single
+    linkage) within 10 s."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    scene = scene3(n=100, landing={"radius": 1000.0, "position": [0.0, 30.0]},
+                   gather=gather, gather_radius=10.0, gather_cap=2.0)
+    sim = Simulation(scene, cache=False)
+    rng = np.random.default_rng(1)
+    pos = rng.normal(scale=1.5, size=(100, 3)) + (0.0, 0.0, 50.0)
+    pos[50:, 1] += 60.0
+    sim.positions = pos
+    sim.velocities = np.tile([10.0, 0.0, 0.0], (100, 1)) + rng.normal(scale=0.1,
+                                                                      size=(100, 3))
+    largest = 0
+    for _ in range(1000):
+        sim.advance()
+        labels = fcluster(linkage(sim.positions, "single"), 5.0, "distance")
+        largest = max(largest, np.bincount(labels).max())
+    assert (largest == 100) == (gather > 0)
 
 
 def test_the_return_leans_in_over_two_seconds():

@@ -134,6 +134,14 @@ class RulesSettings:
                                       unit="m", lo=0, lo_open=True)
     hard_core: float = setting(0.2, "3D: within this distance separation is at full "
                                "strength, g = 1.", unit="m", lo=0)
+    gather: float = setting(0.0, "3D: a bird farther than gather_radius from the flock's "
+                            "centroid (horizontally) turns toward it, by this per metre "
+                            "beyond (0: never): what brings a split flock together again.",
+                            unit="1/s²", lo=0)
+    gather_radius: float = setting(40.0, "3D: the gather's reach from the centroid.",
+                                   unit="m", lo=0)
+    gather_cap: float = setting(1.0, "3D: cap on the gather's sideways steering.",
+                                unit="m/s²", lo=0)
 
 
 @dataclass(frozen=True)
@@ -428,7 +436,8 @@ KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_stren
            "render": ("width_min", "width_max", "opacity_min", "opacity_max",
                       "density_count")}
 KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS,
-           "rules": ("separation_sigma", "hard_core")}
+           "rules": ("separation_sigma", "hard_core", "gather", "gather_radius",
+                     "gather_cap")}
 
 
 # What the other dimension has in a key's place, for its "2D-only key" error.

@@ -15,6 +15,14 @@ the roost: its far end turns before its near end, the turn runs through it as it
 real flocks, and the flock stretches and folds instead of sliding round as a rigid plate
 (polarisation 0.99 and a longest axis that barely changed, when every bird aimed from the
 centroid).
+
+The same turn, toward the flock's centroid instead of the roost, is `rules.gather`: a bird
+farther than gather_radius from the centroid (horizontally) turns toward it by
+min(gather·(e − gather_radius), gather_cap)·(1 − cos θ)/2, the shorter way. Topological
+neighbours hold a flock together only as far as each bird's nearest reach: two parts that
+a hawk has split have nothing else to bring them back, so a real murmuration's parts, each
+seeing the other from afar, meet again where the model's flew apart. It rides this step's
+tuple because it reads the centroid the return reads.
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ class Roost(NamedTuple):
     """The roost at (x, y) on the ground (m); the preferred altitude (m); the vertical
     spring (1/s²); the outer and inner radii (m) of the return; its gain (1/s²) and cap
     (m/s²). This step's return (`at_step`): homing, its strength (m/s²) and the side
-    birds flying away turn to (+1 left)."""
+    birds flying away turn to (+1 left). The gather's gain (1/s², 0: none), radius (m) and
+    cap (m/s²), and this step's centroid (cx, cy)."""
 
     active: bool
     x: float
@@ -50,16 +59,23 @@ class Roost(NamedTuple):
     homing: bool = False
     strength: float = 0.0
     side: float = 1.0
+    gather: float = 0.0
+    gather_radius: float = 0.0
+    gather_cap: float = 0.0
+    cx: float = 0.0
+    cy: float = 0.0
 
 
 def roost(scene: Scene) -> Roost:
-    r = scene.roost
+    r, rules = scene.roost, scene.rules
+    gather = dict(gather=rules.gather, gather_radius=rules.gather_radius,
+                  gather_cap=rules.gather_cap)
     if r is None:
-        return Roost(False, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, 0.0, 0.0)
+        return Roost(False, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, 0.0, 0.0, **gather)
     x, y = r.position if r.position is not None else (scene.world.width / 2,
                                                        scene.world.height / 2)
     return Roost(True, x, y, r.altitude, r.vertical_strength, r.radius,
-                 r.radius * (1.0 - r.hysteresis), r.return_strength, r.return_cap)
+                 r.radius * (1.0 - r.hysteresis), r.return_strength, r.return_cap, **gather)
 
 
 def at_step(params: Roost, centroid: np.ndarray, heading: np.ndarray, homing: bool,
@@ -70,6 +86,7 @@ def at_step(params: Roost, centroid: np.ndarray, heading: np.ndarray, homing: bo
     flock's heading is nearer to the roost on and keeps it: birds flying away from the
     roost all turn the same way. Its strength moves toward min(k·(d − inner), cap) (0 once
     off) by at most cap·dt/RAMP_S a step."""
+    params = params._replace(cx=float(centroid[0]), cy=float(centroid[1]))
     if not params.active:
         return params
     dx, dy = params.x - float(centroid[0]), params.y - float(centroid[1])
@@ -85,26 +102,36 @@ def at_step(params: Roost, centroid: np.ndarray, heading: np.ndarray, homing: bo
 
 @serial
 def accel(p, x, y, z, f0, f1):
-    """The roost's acceleration (m/s², 3 floats) on a bird at (x, y, z) whose forward
-    vector's horizontal part is (f0, f1)."""
-    if not p.active:
-        return 0.0, 0.0, 0.0
-    az = -p.k_vertical * (z - p.altitude)
-    if p.strength <= 0.0:
-        return 0.0, 0.0, az
+    """The roost's acceleration and the gather's (m/s², 3 floats) on a bird at (x, y, z)
+    whose forward vector's horizontal part is (f0, f1)."""
+    az = -p.k_vertical * (z - p.altitude) if p.active else 0.0
     h = math.sqrt(f0 * f0 + f1 * f1)
     if h == 0.0:
         return 0.0, 0.0, az
-    dx, dy = p.x - x, p.y - y
-    d = math.sqrt(dx * dx + dy * dy)
-    if d == 0.0:
-        return 0.0, 0.0, az
-    hx, hy, tx, ty = f0 / h, f1 / h, dx / d, dy / d
-    toward = tx * hx + ty * hy
-    # Heading away, the flock's side; heading toward the roost, the bird's own (the
-    # shorter turn onto it), so no bird circles past it.
-    cross = hx * ty - hy * tx
-    side = p.side if toward < 0.0 else (1.0 if cross >= 0.0 else -1.0)
-    push = p.strength * 0.5 * (1.0 - toward) * side
+    hx, hy = f0 / h, f1 / h
+    push = 0.0
+    if p.active and p.strength > 0.0:
+        push = _turn(p.x - x, p.y - y, hx, hy, p.strength, p.side)
+    if p.gather > 0.0:
+        ex, ey = p.cx - x, p.cy - y
+        pull = min(p.gather * (math.sqrt(ex * ex + ey * ey) - p.gather_radius), p.gather_cap)
+        if pull > 0.0:
+            push += _turn(ex, ey, hx, hy, pull, 0.0)
     # The left of heading (hx, hy) is (−hy, hx).
     return -hy * push, hx * push, az
+
+
+@serial
+def _turn(dx, dy, hx, hy, strength, side):
+    """Sideways steering (m/s², + to the left) of a bird heading (hx, hy) toward the point
+    (dx, dy) away: strength·(1 − cos θ)/2. Heading away from it (cos θ < 0) it turns to
+    `side` (0: its own), else the shorter way onto it, so no bird circles past it."""
+    d = math.sqrt(dx * dx + dy * dy)
+    if d == 0.0:
+        return 0.0
+    tx, ty = dx / d, dy / d
+    toward = tx * hx + ty * hy
+    cross = hx * ty - hy * tx
+    if toward >= 0.0 or side == 0.0:
+        side = 1.0 if cross >= 0.0 else -1.0
+    return strength * 0.5 * (1.0 - toward) * side
