@@ -192,7 +192,9 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
 
 def longest_split(shape: list[dict]) -> tuple[float, float]:
     """(how long, s, the longest split lasted — two clusters of ≥ SPLIT_SHARE each — and
-    how long after it began the flock was one again (≥ 90% in one cluster), inf: never)."""
+    how long after it began the flock was one again (≥ 90% in one cluster for SPLIT_HOLD,
+    see `one_again`), inf: never). A split lasts until the flock is one again: the parts
+    parting anew before that are the same split."""
     best = (0.0, math.inf)
     i = 0
     while i < len(shape):
@@ -203,14 +205,29 @@ def longest_split(shape: list[dict]) -> tuple[float, float]:
         while j + 1 < len(shape) and shape[j + 1]["second"] >= SPLIT_SHARE:
             j += 1
         held = shape[j]["t"] - shape[i]["t"] + SHAPE_EVERY
-        back = next((s["t"] - shape[i]["t"] for s in shape[j + 1:] if s["cluster"] >= 0.9),
-                    math.inf)
+        met = one_again(shape[j + 1:])
+        back = met - shape[i]["t"]
         if held >= SPLIT_HOLD and (best[0] < SPLIT_HOLD or back < best[1]):
             best = (held, back)
         elif best[0] < SPLIT_HOLD and held > best[0]:
             best = (held, back)
-        i = j + 1
+        i = next((k for k in range(j + 1, len(shape)) if shape[k]["t"] >= met), len(shape))
     return best
+
+
+def one_again(shape: list[dict]) -> float:
+    """The time (s) of the first sample that begins SPLIT_HOLD of one flock (≥ 90% in one
+    cluster at every sample), inf: none. Two parts brushing past each other read as one
+    cluster for a sample and part again: held as long as a split must be, they have met."""
+    since = math.inf
+    for s in shape:
+        if s["cluster"] < 0.9:
+            since = math.inf
+            continue
+        since = min(since, s["t"])
+        if s["t"] - since + SHAPE_EVERY >= SPLIT_HOLD:
+            return since
+    return math.inf
 
 
 def table(r: Run) -> list[tuple[str, str, str, bool]]:
@@ -239,7 +256,8 @@ def table(r: Run) -> list[tuple[str, str, str, bool]]:
          2 <= med("middle_ratio") <= 4),
         ("longest / thinnest, median", "4–8", med("longest_ratio"),
          4 <= med("longest_ratio") <= 8),
-        ("|thinnest axis · vertical|, median", "≥ 0.85", med("vertical"), med("vertical") >= 0.85),
+        ("|thinnest axis · vertical|, median", "≥ 0.85", med("vertical"),
+         med("vertical") >= 0.85),
         ("speed, median (m/s)", "9–13", med("speed"), 9 <= med("speed") <= 13),
         ("polarisation outside attacks, median", "0.85–0.98", med("polarisation", quiet),
          0.85 <= med("polarisation", quiet) <= 0.98),

@@ -75,3 +75,25 @@ def test_the_correlation_length_grows_with_the_flock():
         assert 0.2 <= xi / length <= 0.5
     assert large[0] / small[0] >= 0.8 * large[1] / small[1]
     assert math.isfinite(large[0])
+
+
+def samples(split: list[tuple[float, float]], end: float = 30.0) -> list[dict]:
+    """Shape samples every 0.5 s: two clusters of 70% and 30% inside the (from, to)
+    spans of `split`, one cluster of every bird elsewhere."""
+    out = []
+    for k in range(round(end / mt.SHAPE_EVERY)):
+        t = k * mt.SHAPE_EVERY
+        apart = any(a <= t < b for a, b in split)
+        out.append(dict(t=t, cluster=0.7 if apart else 1.0, second=0.3 if apart else 0.0))
+    return out
+
+
+def test_a_split_lasts_until_the_flock_is_one_again_for_two_seconds():
+    """Worked by hand: apart 10–14.5 s, one cluster for a single sample at 14.5 s (the
+    parts brushing past), apart again 15–16.5 s, one from 16.5 s: one split, held 4.5 s,
+    met again 6.5 s after it began (not 4.5 s, at the brush). One for 1.5 s only, then
+    apart to the end: never met."""
+    assert mt.longest_split(samples([(10.0, 14.5), (15.0, 16.5)])) == (4.5, 6.5)
+    assert mt.longest_split(samples([(10.0, 14.5), (16.0, 30.0)])) == (4.5, math.inf)
+    assert mt.longest_split(samples([(10.0, 14.5), (16.5, 30.0)])) == (4.5, 4.5)
+    assert mt.longest_split(samples([])) == (0.0, math.inf)
