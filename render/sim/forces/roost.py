@@ -105,12 +105,15 @@ def accel(p, x, y, z, f0, f1):
     """The roost's acceleration and the gather's (m/s², 3 floats) on a bird at (x, y, z)
     whose forward vector's horizontal part is (f0, f1)."""
     az = -p.k_vertical * (z - p.altitude) if p.active else 0.0
+    homing = p.active and p.strength > 0.0
+    if not (homing or p.gather > 0.0):
+        return 0.0, 0.0, az
     h = math.sqrt(f0 * f0 + f1 * f1)
     if h == 0.0:
         return 0.0, 0.0, az
     hx, hy = f0 / h, f1 / h
     push = 0.0
-    if p.active and p.strength > 0.0:
+    if homing:
         push = _turn(p.x - x, p.y - y, hx, hy, p.strength, p.side)
     if p.gather > 0.0:
         ex, ey = p.cx - x, p.cy - y
