@@ -30,8 +30,8 @@ def pose_for(size):
 def flock_streaks(size, count: int, seed: int = 0, visibility_m: float = 10_000.0,
                   distance_m: float = DISTANCE_M, scale: float = 1.0):
     """Streaks of a synthetic flock `distance_m` away: a flattened, lumpy cloud (σ 80 m
-    across, 30 m deep, 18 m tall, a few dense knots, all × `scale`), each bird's 0.4 m streak along a
-    shared heading with scatter, wingspan 0.4 m floored at 1 px, alpha × area = its
+    across, 30 m deep, 18 m tall, a few dense knots, all × `scale`), each bird's 0.4 m
+    streak along a shared heading with scatter, wingspan 0.4 m floored at 1 px, alpha × area = its
     silhouette (0.01–0.019 m² by how it faces the camera), hazed 0.05^(d/V), far to near.
     Returns (Streaks, the share of the frame's width the middle 95% of birds span)."""
     from render.draw3d.types import Streaks

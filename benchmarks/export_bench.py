@@ -1,5 +1,5 @@
-"""Whole-program figures: a full export (2D and 3D) against ffmpeg alone, peak memory, a poster drawn
-in tiles, start-up.
+"""Whole-program figures: a full export (2D and 3D) against ffmpeg alone, peak memory, a
+poster drawn in tiles, start-up.
 
 Each function returns a list of result dicts {figure, value, unit, reference, ratio,
 target}; `quick` shrinks every figure to a few seconds.

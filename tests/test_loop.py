@@ -218,8 +218,8 @@ def test_loops_refuse_what_they_cannot_do(cli, small_scene, tmp_path):
 @pytest.mark.parametrize("suffix", [".mp4", ".webm", ".gif", ".webp", "/"])
 def test_every_loop_output_is_written_and_reported(cli, small_scene, tmp_path, suffix):
     out = tmp_path / f"loop{suffix}"
-    r = cli(small_scene, "-o", f"{out}{'/' if suffix == '/' else ''}", "--loop", "--crossfade", "0.3", "--frames", "30",
-            "--size", "160x90")
+    r = cli(small_scene, "-o", f"{out}{'/' if suffix == '/' else ''}", "--loop",
+            "--crossfade", "0.3", "--frames", "30", "--size", "160x90")
     assert r.code == 0, r.err
     assert out.exists() and (out.is_file() or len(list(out.glob("*.png"))) == 30)
     assert re.search(r"loop seam \(starts at t₀ = [\d.]+ s\)", r.err), r.err

@@ -575,7 +575,8 @@ def test_a_keyframed_camera_that_does_not_close_is_refused(cli, tmp_path):
 def test_a_keyframed_camera_that_closes_loops():
     from render.loop import crossfade_frames
 
-    path = "[[0,300,-131,1.7,300,169,50,30],[1,320,-131,1.7,300,169,50,30],[2,300,-131,1.7,300,169,50,30]]"
+    path = ("[[0,300,-131,1.7,300,169,50,30],[1,320,-131,1.7,300,169,50,30],"
+            "[2,300,-131,1.7,300,169,50,30]]")
     assert crossfade_frames(film(*LOOP, "output.frames=60", f"camera.path={path}"), 0) == 15
 
 

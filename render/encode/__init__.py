@@ -51,9 +51,10 @@ def is_state_output(path: str | Path) -> bool:
 
 
 def keeps_straight(scene) -> bool:
-    """Whether a canvas for `scene` (`draw.surface.Canvas`) keeps its frame's straight colours too: a transparent
-    3D scene's, which the compositor knows exactly (an 8-bit premultiplied code divided
-    by an alpha of a few codes is noise, not the bird's colour)."""
+    """Whether a canvas for `scene` (`draw.surface.Canvas`) keeps its frame's straight
+    colours too: a transparent 3D scene's, which the compositor knows exactly (an 8-bit
+    premultiplied code divided by an alpha of a few codes is noise, not the bird's
+    colour)."""
     return scene.dimensions == 3 and scene.output.transparent
 
 
