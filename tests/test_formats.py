@@ -8,7 +8,7 @@ import subprocess
 import imageio_ffmpeg
 import pytest
 
-from conftest import timecode
+from conftest import SCENES, timecode
 
 FORMATS = {  # suffix: (codec, pixel format as ffmpeg reports it, colour tags)
     ".mp4": ("h264", "yuv420p", "bt709"),
@@ -42,6 +42,28 @@ def test_clip_format_reads_back_as_asked(cli, small_scene, tmp_path, suffix):
         assert f"(tv, {tags}, progressive)" in info or f"(tv, {tags})" in info, info
     assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 10
     assert not list(tmp_path.glob(".*partial*"))
+
+
+def chroma_location(path) -> str:
+    """Where ffmpeg's decoder says the first frame's 4:2:0 chroma samples sit."""
+    proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path),
+                           "-frames:v", "1", "-vf", "showinfo", "-f", "null", "-"],
+                          capture_output=True, text=True)
+    return re.search(r" cl:(\w+)", proc.stderr).group(1)
+
+
+@pytest.mark.parametrize("three_d", [False, True])
+@pytest.mark.parametrize("suffix", [".mp4", ".webm"])
+def test_a_clip_says_its_chroma_is_sited_at_the_centre(cli, small_scene, tmp_path, three_d,
+                                                         suffix):
+    # Each chroma sample is the mean of its 2x2 pixels (ycbcr.py, ffmpeg's scaler); left
+    # unsaid, H.264 means "left", half a pixel off, and WebM leaves it to the player.
+    out = tmp_path / f"clip{suffix}"
+    scene = [SCENES / "flock3d.toml", "--set", "flock.count=200", "--set",
+             "scene.settle_steps=10"] if three_d else [small_scene]
+    r = cli(*scene, "-o", out, "--size", "160x90", "--frames", "2", "--quiet")
+    assert r.code == 0, r.err
+    assert chroma_location(out) == "center"
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 import chromium
+from test_formats import chroma_location
 from render import states
 from render.encode import files, video, web
 from render.encode.video import count_frames, ffmpeg_exe
@@ -85,6 +86,8 @@ def test_each_clip_reads_back_with_its_codec_size_frames_and_faststart(
     assert found["pix_fmt"] == pix_fmt
     assert found["size"] == SIZE
     assert "bt709" in found["text"]
+    # AV1 has no word for centred chroma (only left and top-left): it says nothing.
+    assert chroma_location(path) == ("center" if codec == "h264" else "unspecified")
     assert count_frames(path) == 30
     boxes = top_level_boxes(path)
     assert boxes.index("moov") < boxes.index("mdat"), boxes  # +faststart

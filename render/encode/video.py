@@ -28,6 +28,10 @@ from .ycbcr import to_ycbcr420
 
 # ffmpeg's scaler taking RGB frames to BT.709 limited range, at the head of a filter chain.
 TO_BT709 = "scale=out_color_matrix=bt709:out_range=tv,"
+# Each chroma sample of 4:2:0 is the mean of its 2x2 pixels, sited at their centre
+# (ycbcr.py, and ffmpeg's scaler): said in the stream, where H.264 and Matroska otherwise
+# mean "left", half a pixel off, to a player that follows it.
+CENTRED_CHROMA = ["-chroma_sample_location", "center"]
 # BT.709 throughout: convert with the 709 matrix into limited range, and say so in the
 # stream, so players do not guess (and shift colours) on HD material.
 _H264 = [
@@ -36,7 +40,7 @@ _H264 = [
            "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv",
     "-pix_fmt", "yuv420p",
     "-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709",
-    "-color_range", "tv", "-movflags", "+faststart",
+    "-color_range", "tv", *CENTRED_CHROMA, "-movflags", "+faststart",
 ]
 
 
@@ -93,7 +97,7 @@ def codec_args(suffix: str, crf: int, transparent: bool = False) -> tuple[list[s
                 "-deadline", "good", "-cpu-used", "4", "-row-mt", "1",
                 "-vf", f"{TO_BT709}{_BT709_FRAMES}:range=tv",
                 "-pix_fmt", "yuva420p" if transparent else "yuv420p",
-                *_BT709_TAGS, *_WEBM_SAME_BYTES], "webm"
+                *_BT709_TAGS, *CENTRED_CHROMA, *_WEBM_SAME_BYTES], "webm"
     if suffix == ".mov":
         # ProRes 4444: 10-bit 4:4:4, the editing and compositing codec.
         return ["-c:v", "prores_ks", "-profile:v", "4", "-vendor", "apl0",

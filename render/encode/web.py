@@ -22,7 +22,7 @@ from ..scene import Scene
 from .files import refuse_existing, temp_beside
 from .images import encode_jpeg
 from .together import Together
-from .video import _BT709_TAGS, TO_BT709, VideoWriter
+from .video import _BT709_TAGS, CENTRED_CHROMA, TO_BT709, VideoWriter
 
 # RGB → BT.709 limited-range YUV, tagged, as every clip here is (video._H264).
 BT709_SCALE = (f"{TO_BT709}"
@@ -30,7 +30,8 @@ BT709_SCALE = (f"{TO_BT709}"
 # Measured on 6 s of the plate at 1280x720, 30 fps (docs/loops.md has the search):
 # x264 at preset veryslow finds 12% to save at the same VMAF; crf 23.25 spends a little of
 # it on quality. 8-bit: browsers decode no High 10.
-H264_ARGS = ["-c:v", "libx264", "-preset", "veryslow", "-crf", "23.25", "-pix_fmt", "yuv420p"]
+H264_ARGS = ["-c:v", "libx264", "-preset", "veryslow", "-crf", "23.25", "-pix_fmt", "yuv420p",
+             *CENTRED_CHROMA]
 # H.264 levels (ITU-T H.264 table A-1): frame size and rate in 16x16 macroblocks. Left to
 # itself, veryslow's 16 reference frames make x264 declare 720p30 level 5.0, which some
 # hardware decoders refuse; the lowest level that fits caps the references instead
