@@ -23,20 +23,21 @@ STEPS = 100
 
 
 def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, n=60,
-           landing=None, **rules):
+           roost=None, **rules):
     raw = {"scene": {"seed": 5, "dt": 0.01, "settle_steps": 0},
            "world": {"dimensions": 3, "width": 100.0, "height": 60.0},
            "flock": {"count": n, "min_speed": 2.0, "max_speed": 18.0},
            "rules": {"neighbours": neighbours, "blind_angle": blind,
                      "separation_weight": 15.0, "alignment_weight": 6.25,
                      "cohesion_weight": 25.0, "perception_radius": 2.5, **rules}}
-    # A 3D scene flies banked over a roost unless they are switched off.
+    # A 3D scene flies banked over a roost unless they are switched off; `roost`: keys of
+    # [roost] over the tests' own (a landing, a roost elsewhere).
     raw["flight"] = {} if flight_on else {"enabled": False}
     raw["roost"] = {"enabled": False}
     if roost_on:
         # The return switches on within the test's second: the centroid is near the roost.
         raw["roost"] = {"radius": 3.0, "hysteresis": 0.5, "return_cap": 3.0,
-                        "position": [48.0, 30.0], **(landing or {})}
+                        "position": [48.0, 30.0], **(roost or {})}
     return build_scene(raw, "test.toml")
 
 
@@ -94,8 +95,8 @@ def test_a_landing_matches_the_reference():
     keeps the rules among the birds in the air and steers down the funnel instead of by
     the roost and the gather, and the return and the gather follow the birds still
     flying."""
-    scene = scene3(n=80, landing={"altitude": 3.0, "landing_at": 0.2,
-                                  "landing_spread": 0.5, "landing_radius": 20.0},
+    scene = scene3(n=80, roost={"altitude": 3.0, "landing_at": 0.2,
+                                "landing_spread": 0.5, "landing_radius": 20.0},
                    gather=2.0, gather_radius=1.0, gather_cap=3.0)
     sim = Simulation(scene, cache=False)
     n = len(sim.positions)
@@ -448,7 +449,7 @@ def test_the_gather_brings_two_parts_of_a_flock_together(gather):
     linkage) within 10 s."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
-    scene = scene3(n=100, landing={"radius": 1000.0, "position": [0.0, 30.0]},
+    scene = scene3(n=100, roost={"radius": 1000.0, "position": [0.0, 30.0]},
                    gather=gather, gather_radius=10.0, gather_cap=2.0)
     sim = Simulation(scene, cache=False)
     rng = np.random.default_rng(1)
