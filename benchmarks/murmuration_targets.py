@@ -7,7 +7,9 @@ with only the seed and the bird count changed. Sampled cheaply, as the issue ask
 shape, the cluster and the border ratio every 0.5 s of simulated time, the correlation
 length every 2 s on 1,500 sampled birds, the sky cover every 5 s through the default
 camera. The flock's measures are over [0, 60) s after settling (attack samples left out
-where the target says so); the landing over [landing_at, landing_at + 60) s.
+where the target says so); the landing over [landing_at, landing_at + 60) s. `--follow S`
+flies the hunt on to S s with the landing moved past it, so that a split begun late in
+the minute can be seen to meet again (the minute's rows are the same bits).
 
 `run(seed, birds)` returns a `Run` (the series); `table(run)` the rows; tests/
 test_targets3d.py asserts them.
@@ -55,6 +57,7 @@ class Run:
     attack_steps: int = 0
     steps: int = 0
     attacks: list[dict] = field(default_factory=list)
+    after: list[dict] = field(default_factory=list)    # shape samples past WINDOW (follow)
     landed_after: float = math.nan   # share landed landing_at + 60 s (nan: no landing)
     lowest_m: float = math.inf       # the lowest bird's altitude over the whole run
     seconds: float = 0.0
@@ -145,9 +148,10 @@ def shape_sample(snap, t: float, altitude: float) -> dict:
 
 
 def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
-        stills: Path | None = None) -> Run:
+        stills: Path | None = None, follow: float | None = None) -> Run:
     """The shipped scene for `seed` with `birds`, measured (see the module); `stills`: a
-    folder to save a frame into every 2.5 s (PNG, named by time and attack or not)."""
+    folder to save a frame into every 2.5 s (PNG, named by time and attack or not);
+    `follow`: fly on to that time (s, past WINDOW), sampling the shape into `after`."""
     from render.sim import flockstats3d as fs
     from render.sim.simulate import Simulation
 
@@ -156,6 +160,7 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
     dt = scene.scene.dt
     landing_at = scene.roost.landing_at if scene.roost is not None else None
     end = WINDOW if not (landing and landing_at is not None) else landing_at + 60.0
+    end = max(end, follow or 0.0)
     every = {name: max(1, round(s / dt)) for name, s in
              (("shape", SHAPE_EVERY), ("xi", XI_EVERY), ("sky", SKY_EVERY))}
     out = Run(seed, birds)
@@ -167,6 +172,8 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
         if stills is not None and step % (every["sky"] // 2) == 0:
             save_still(scene, t, snap, stills)
         if t >= WINDOW:
+            if follow is not None and t < follow and step % every["shape"] == 0:
+                out.after.append(shape_sample(snap, t, scene.roost.altitude))
             continue
         out.steps += 1
         out.attack_steps += bool(snap.attack)
@@ -190,14 +197,14 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
     return out
 
 
-def longest_split(shape: list[dict]) -> tuple[float, float]:
-    """(how long, s, the longest split lasted — two clusters of ≥ SPLIT_SHARE each — and
-    how long after it began the flock was one again (≥ 90% in one cluster for SPLIT_HOLD,
-    see `one_again`), inf: never). A split lasts until the flock is one again: the parts
-    parting anew before that are the same split."""
+def longest_split(shape: list[dict], begun_before: float = math.inf) -> tuple[float, float]:
+    """(how long, s, the longest split begun before `begun_before` lasted — two clusters
+    of ≥ SPLIT_SHARE each — and how long after it began the flock was one again (≥ 90% in
+    one cluster for SPLIT_HOLD, see `one_again`), inf: never). A split lasts until the
+    flock is one again: the parts parting anew before that are the same split."""
     best = (0.0, math.inf)
     i = 0
-    while i < len(shape):
+    while i < len(shape) and shape[i]["t"] < begun_before:
         if shape[i]["second"] < SPLIT_SHARE:
             i += 1
             continue
@@ -213,6 +220,12 @@ def longest_split(shape: list[dict]) -> tuple[float, float]:
             best = (held, back)
         i = next((k for k in range(j + 1, len(shape)) if shape[k]["t"] >= met), len(shape))
     return best
+
+
+def split_of(r: Run) -> tuple[float, float]:
+    """The run's longest split (`longest_split`) begun inside the WINDOW, followed on
+    into the samples past it (`run(follow=…)`) to see whether it meets again."""
+    return longest_split(r.shape + r.after, begun_before=WINDOW)
 
 
 def one_again(shape: list[dict]) -> float:
@@ -240,7 +253,7 @@ def table(r: Run) -> list[tuple[str, str, str, bool]]:
     xi = [a / b for a, b, attack in r.xi if math.isfinite(a) and b > 0]
     xi_l = float(np.median(xi)) if xi else math.nan
     one = float(np.mean([x["cluster"] >= 0.9 for x in quiet])) if quiet else math.nan
-    held, back = longest_split(s)
+    held, back = split_of(r)
     attack_share = r.attack_steps / max(r.steps, 1)
     startled = [a["startled"] for a in r.attacks]
     waves = [a["wave"] for a in r.attacks]
@@ -302,10 +315,20 @@ def main(argv=None) -> int:
     p.add_argument("--no-landing", action="store_true", help="stop at 60 s")
     p.add_argument("--no-sky", action="store_true", help="skip the sky cover")
     p.add_argument("--stills", type=Path, help="save a frame every 2.5 s into this folder")
+    p.add_argument("--follow", type=float, metavar="S",
+                   help="fly on to S s (past 60), the landing moved past it, so a split begun "
+                        "in the minute can be seen to meet again: the split's row reads "
+                        "[0, S), the others [0, 60); no landing measured")
     a = p.parse_args(argv)
     extra = [tuple(s.split("=", 1)) for s in a.set]
-    r = run(a.seed, a.birds, extra, landing=not a.no_landing, sky=not a.no_sky,
-            stills=a.stills)
+    if a.follow is not None:
+        if a.follow <= WINDOW:
+            p.error(f"--follow {a.follow:g}: a time past the {WINDOW:g} s measured")
+        # The hunt's first minute is the same bits whatever the landing's time.
+        extra += [("roost.landing_at", f"{a.follow + 5:g}"),
+                  ("scene.duration", f"{a.follow + 10:g}")]
+    r = run(a.seed, a.birds, extra, landing=not (a.no_landing or a.follow), sky=not a.no_sky,
+            stills=a.stills, follow=a.follow)
     print(f"seed {a.seed}, {a.birds} birds, {' '.join(a.set)} ({r.seconds:.0f} s)")
     print("| measure | target | measured | met |\n|---|---|---|---|")
     for m, t, v, ok in table(r):

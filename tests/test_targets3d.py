@@ -97,3 +97,18 @@ def test_a_split_lasts_until_the_flock_is_one_again_for_two_seconds():
     assert mt.longest_split(samples([(10.0, 14.5), (16.0, 30.0)])) == (4.5, math.inf)
     assert mt.longest_split(samples([(10.0, 14.5), (16.5, 30.0)])) == (4.5, 4.5)
     assert mt.longest_split(samples([])) == (0.0, math.inf)
+
+
+def test_a_split_begun_in_the_minute_is_followed_past_it():
+    """Worked by hand: apart 57–63 s, one from 63 s. The minute's samples alone never see
+    it meet again; followed on to 80 s (`run(follow=80)` samples past the minute into
+    `after`) it held 6 s and met again 6 s after it began. A split begun at 70 s, past the
+    minute, is not the minute's."""
+    shape = samples([(57.0, 63.0)], end=80.0)
+    minute = [s for s in shape if s["t"] < mt.WINDOW]
+    assert mt.split_of(mt.Run(0, 10, shape=minute)) == (3.0, math.inf)
+    followed = mt.Run(0, 10, shape=minute, after=[s for s in shape if s["t"] >= mt.WINDOW])
+    assert mt.split_of(followed) == (6.0, 6.0)
+    late = samples([(70.0, 75.0)], end=80.0)
+    assert mt.split_of(mt.Run(0, 10, shape=[s for s in late if s["t"] < mt.WINDOW],
+                              after=[s for s in late if s["t"] >= mt.WINDOW])) == (0.0, math.inf)
