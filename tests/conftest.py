@@ -124,6 +124,14 @@ def timecode(path) -> str | None:
     return found.group(1) if found else None
 
 
+def chroma_location(path) -> str:
+    """Where ffmpeg's decoder says the first frame's 4:2:0 chroma samples sit."""
+    proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path),
+                           "-frames:v", "1", "-vf", "showinfo", "-f", "null", "-"],
+                          capture_output=True, text=True)
+    return re.search(r" cl:(\w+)", proc.stderr).group(1)
+
+
 def default_sigint() -> None:
     """For a child's preexec_fn: Ctrl-C's and a hang-up's default actions back. A job a
     shell starts in the background inherits SIGINT ignored (and nohup, SIGHUP), and the

@@ -8,7 +8,7 @@ import subprocess
 import imageio_ffmpeg
 import pytest
 
-from conftest import SCENES, timecode
+from conftest import SCENES, chroma_location, timecode
 
 FORMATS = {  # suffix: (codec, pixel format as ffmpeg reports it, colour tags)
     ".mp4": ("h264", "yuv420p", "bt709"),
@@ -42,14 +42,6 @@ def test_clip_format_reads_back_as_asked(cli, small_scene, tmp_path, suffix):
         assert f"(tv, {tags}, progressive)" in info or f"(tv, {tags})" in info, info
     assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 10
     assert not list(tmp_path.glob(".*partial*"))
-
-
-def chroma_location(path) -> str:
-    """Where ffmpeg's decoder says the first frame's 4:2:0 chroma samples sit."""
-    proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path),
-                           "-frames:v", "1", "-vf", "showinfo", "-f", "null", "-"],
-                          capture_output=True, text=True)
-    return re.search(r" cl:(\w+)", proc.stderr).group(1)
 
 
 @pytest.mark.parametrize("three_d", [False, True])

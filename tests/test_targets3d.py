@@ -104,11 +104,11 @@ def test_a_split_begun_in_the_minute_is_followed_past_it():
     it meet again; followed on to 80 s (`run(follow=80)` samples past the minute into
     `after`) it held 6 s and met again 6 s after it began. A split begun at 70 s, past the
     minute, is not the minute's."""
+    def followed(shape: list[dict], follow: bool = True) -> mt.Run:
+        return mt.Run(0, 10, shape=[s for s in shape if s["t"] < mt.WINDOW],
+                      after=[s for s in shape if follow and s["t"] >= mt.WINDOW])
+
     shape = samples([(57.0, 63.0)], end=80.0)
-    minute = [s for s in shape if s["t"] < mt.WINDOW]
-    assert mt.split_of(mt.Run(0, 10, shape=minute)) == (3.0, math.inf)
-    followed = mt.Run(0, 10, shape=minute, after=[s for s in shape if s["t"] >= mt.WINDOW])
-    assert mt.split_of(followed) == (6.0, 6.0)
-    late = samples([(70.0, 75.0)], end=80.0)
-    assert mt.split_of(mt.Run(0, 10, shape=[s for s in late if s["t"] < mt.WINDOW],
-                              after=[s for s in late if s["t"] >= mt.WINDOW])) == (0.0, math.inf)
+    assert mt.split_of(followed(shape, follow=False)) == (3.0, math.inf)
+    assert mt.split_of(followed(shape)) == (6.0, 6.0)
+    assert mt.split_of(followed(samples([(70.0, 75.0)], end=80.0))) == (0.0, math.inf)

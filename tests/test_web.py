@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 import chromium
-from test_formats import chroma_location
+from conftest import chroma_location
 from render import states
 from render.encode import files, video, web
 from render.encode.video import count_frames, ffmpeg_exe
