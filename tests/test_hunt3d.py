@@ -279,6 +279,30 @@ def test_largest_cluster_of_chains_spaced_about_the_link(spacing):
     for link in (fs.LINK_M, 2.5, 12.0):
         _, labels = connected_components(cdist(pts, pts) < link, directed=False)
         assert fs.largest_cluster(pts, link) == np.bincount(labels).max() / len(pts)
+        assert_same_sets(fs.clusters(pts, link), labels)
+
+
+def assert_same_sets(roots, labels):
+    """roots (each bird's set as its lowest-numbered bird) partition the birds as labels."""
+    first = {}
+    for i, label in enumerate(labels):
+        first.setdefault(label, i)
+    np.testing.assert_array_equal(roots, [first[label] for label in labels])
+
+
+def test_clusters_of_a_flock_in_cubes_of_every_size():
+    # A flock's density (hundreds within the link), a sparse rim and far strays: every
+    # pair of cubes two apart is tried, and the sets are scipy's.
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(3)
+    pts = np.concatenate([rng.normal(size=(1500, 3)) * (12.0, 5.0, 2.0),
+                          rng.normal(size=(400, 3)) * (4.0, 3.0, 2.0) + (45.0, 0.0, 0.0),
+                          rng.uniform(-80.0, 80.0, (100, 3))])
+    for link in (1.0, fs.LINK_M):
+        _, labels = connected_components(cdist(pts, pts) < link, directed=False)
+        assert_same_sets(fs.clusters(pts, link), labels)
 
 
 @pytest.mark.parametrize("radius", [0.5, 0.7071067811865476, 1.5])
