@@ -27,6 +27,7 @@ class State3:
     homing: bool = False
     side: float = 1.0
     pull: float = 0.0
+    part: np.ndarray | None = None  # the largest part while the flock is split (the rejoin)
 
 
 def _mix(z):
@@ -172,12 +173,42 @@ def naive_fly(vel, bank, acc, m, roll=None):
     return vel * k[:, None], bank
 
 
+def naive_part(state: State3, m, flying=None):
+    """The rejoin's part ((n,) bool; None: the flock is not split), found again every
+    half second: the largest set of the birds `flying` (None: all) linked at under 5 m
+    while it holds under 90% of them (a tie: the set of the lowest-numbered bird)."""
+    from scipy.sparse.csgraph import connected_components
+
+    if m["rejoin"] == 0:
+        return None
+    if state.step % m["rejoin_every"]:
+        return state.part
+    idx = np.arange(len(state.pos)) if flying is None else np.flatnonzero(flying)
+    _, labels = connected_components(squared_distances(state.pos[idx]) < 25.0,
+                                     directed=False)
+    sizes = np.bincount(labels)
+    if sizes.max() >= 0.9 * len(idx):
+        return None
+    part = np.zeros(len(state.pos), bool)
+    part[idx[labels == np.argmax(sizes)]] = True
+    return part
+
+
+def naive_pulls(state: State3, fwd, m, members, part):
+    """The roost's and the gather's steering and the return's state: while the flock is
+    split the return reads its largest part and the gather pulls toward it at `rejoin`."""
+    if part is not None:
+        members, m = part, dict(m, gather=m["rejoin"])
+    push, homing, side, pull = naive_roost(state, fwd, m, members)
+    return push + naive_gather(state.pos, fwd, m, members), homing, side, pull
+
+
 def naive_step3(state: State3, m, extra=None, roll=None) -> State3:
     """One step; extra: (n, 3) steering added to every bird's, roll: as naive_fly's."""
     fwd, _ = unit_rows(state.vel)
     acc = naive_rules3(state.pos, fwd, m)
-    push, homing, side, pull = naive_roost(state, fwd, m)
-    push = push + naive_gather(state.pos, fwd, m)
+    part = naive_part(state, m)
+    push, homing, side, pull = naive_pulls(state, fwd, m, None, part)
     acc = acc + push + m["noise"] * naive_noise(m["seed"], len(state.pos), state.step)
     if extra is not None:
         acc = acc + extra
@@ -187,7 +218,7 @@ def naive_step3(state: State3, m, extra=None, roll=None) -> State3:
     pos[below, 2] = 0.0
     vel[below, 2] = np.maximum(vel[below, 2], 0.0)
     return replace(state, pos=pos, vel=vel, bank=bank, step=state.step + 1, homing=homing,
-                   side=side, pull=pull)
+                   side=side, pull=pull, part=part)
 
 
 def naive_landing_step3(state: State3, m, land, peel):
@@ -202,8 +233,8 @@ def naive_landing_step3(state: State3, m, land, peel):
     fwd, _ = unit_rows(state.vel)
     flying = land == 0
     members = flying if 0 < flying.sum() < n else None
-    push, homing, side, pull = naive_roost(state, fwd, m, members)
-    push = push + naive_gather(state.pos, fwd, m, members)
+    part = naive_part(state, m, flying)
+    push, homing, side, pull = naive_pulls(state, fwd, m, members, part)
     peel = naive_peel(state.step, L["first"], L["spread"], 10, state.pos, land, peel,
                       L["roost"])
     land, funnel = naive_landing(state.step, state.pos, fwd, peel, land, L["roost"],
@@ -221,7 +252,7 @@ def naive_landing_step3(state: State3, m, land, peel):
     vel[below, 2] = np.maximum(vel[below, 2], 0.0)
     pos[~air], vel[~air], bank[~air] = state.pos[~air], 0.0, 0.0
     return replace(state, pos=pos, vel=vel, bank=bank, step=state.step + 1, homing=homing,
-                   side=side, pull=pull), land, peel
+                   side=side, pull=pull, part=part), land, peel
 
 
 def model_of(scene) -> dict:
@@ -235,7 +266,8 @@ def model_of(scene) -> dict:
              min_speed=scene.flock.min_speed, max_speed=scene.flock.max_speed,
              seed=scene.scene.seed, flight=f is not None, roost=ro is not None,
              noise=f.noise if f is not None else 0.0, gather=r.gather,
-             gather_radius=r.gather_radius, gather_cap=r.gather_cap)
+             gather_radius=r.gather_radius, gather_cap=r.gather_cap, rejoin=r.rejoin,
+             rejoin_every=max(1, round(0.5 / scene.scene.dt)))
     if f is not None:
         m.update(cruise=f.cruise_speed, tau=f.speed_time, roll_in=f.roll_in,
                  roll_out=f.roll_out, g=f.gravity)

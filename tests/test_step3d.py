@@ -466,6 +466,60 @@ def test_the_gather_brings_two_parts_of_a_flock_together(gather):
     assert (largest == 100) == (gather > 0)
 
 
+def two_parts(scene, apart=60.0, first=50):
+    """The scene's flock as two groups flying +x side by side, `apart` m apart in y: the
+    first `first` birds round (0, 0, 50) and the others round (0, apart, 50)."""
+    sim = Simulation(scene, cache=False)
+    n = len(sim.positions)
+    rng = np.random.default_rng(1)
+    pos = rng.normal(scale=1.5, size=(n, 3)) + (0.0, 0.0, 50.0)
+    pos[first:, 1] += apart
+    sim.positions = pos
+    sim.velocities = np.tile([10.0, 0.0, 0.0], (n, 1)) + rng.normal(scale=0.1, size=(n, 3))
+    return sim
+
+
+@pytest.mark.parametrize("roost_on", [False, True])
+def test_the_rejoin_matches_the_reference(roost_on):
+    """A flock in two parts of 40 and 20 birds, 30 m apart: the reference finds the
+    parts with scipy's connected components every half second; the return reads the
+    larger part and the gather pulls toward it at `rejoin`, step for step as the
+    simulator (with the roost's return and without it)."""
+    scene = scene3(n=60, roost_on=roost_on, gather=0.05, gather_radius=2.0, rejoin=0.5,
+                   gather_cap=3.0, roost={"radius": 20.0, "position": [-20.0, 0.0]})
+    sim = two_parts(scene, apart=30.0, first=40)
+    ref = State3(sim.positions.copy(), sim.velocities.copy(), sim.bank.copy(), 0)
+    model = model_of(scene)
+    worst = 0.0
+    for _ in range(120):
+        sim.advance()
+        ref = naive_step3(ref, model)
+        worst = max(worst, np.abs(sim.positions - ref.pos).max(),
+                    np.abs(sim.velocities - ref.vel).max())
+    assert worst < 1e-9
+    assert ref.part is not None and ref.part[:40].all() and not ref.part[40:].any()
+    assert sim.homing == ref.homing
+
+
+def test_the_largest_part_of_a_split_flock():
+    """Worked by hand: birds in lines 1 m apart are linked (5 m), lines 20 m apart are
+    not. 95 and 5 birds: one flock (95% ≥ 90%). 60, 40: split, the 60. 45, 45 and 10:
+    split, a tie, the part of bird 0. With the first 50 of 60, 40 landed, the flying ones
+    are 10 and 40: the 40."""
+    from render.sim.forces.roost import largest_part
+
+    def lines(*counts):
+        return np.concatenate([np.column_stack([np.arange(c, dtype=float), np.full(c, 20.0 * i),
+                                                np.full(c, 50.0)])
+                               for i, c in enumerate(counts)])
+
+    assert largest_part(lines(95, 5)) is None
+    np.testing.assert_array_equal(largest_part(lines(60, 40)), np.arange(100) < 60)
+    np.testing.assert_array_equal(largest_part(lines(45, 45, 10)), np.arange(100) < 45)
+    flying = np.arange(100) >= 50
+    np.testing.assert_array_equal(largest_part(lines(60, 40), flying), np.arange(100) >= 60)
+
+
 def test_the_return_leans_in_over_two_seconds():
     """Worked by hand: the centroid 20 m out (radius 10, inner 5, 0.2 /s², cap 2 m/s²):
     the goal is min(0.2·15, 2) = 2 m/s², reached 2 s after the return starts, 0.01 m/s²

@@ -142,6 +142,10 @@ class RulesSettings:
                                    unit="m", lo=0)
     gather_cap: float = setting(1.0, "3D: cap on the gather's sideways steering.",
                                 unit="m/s²", lo=0)
+    rejoin: float = setting(0.0, "3D: while the flock is split (its largest 5 m part under "
+                            "90% of the birds), the gather's gain toward that part's "
+                            "centroid instead, the return reading that part (0: never).",
+                            unit="1/s²", lo=0)
 
 
 @dataclass(frozen=True)
@@ -437,7 +441,7 @@ KEYS_2D = {"hawk": ("bearing", "duration"), "world": ("wall_margin", "wall_stren
                       "density_count")}
 KEYS_3D = {"palette": PALETTE_3D_KEYS, "hawk": HAWK_3D_KEYS,
            "rules": ("separation_sigma", "hard_core", "gather", "gather_radius",
-                     "gather_cap")}
+                     "gather_cap", "rejoin")}
 
 
 # What the other dimension has in a key's place, for its "2D-only key" error.

@@ -77,6 +77,7 @@ class Simulation3D:
         self.roost = roost.roost(scene)
         # The roost's return: on?, which way, how strong (m/s²).
         self.homing, self.side, self.pull = False, 1.0, 0.0
+        self._part = None  # the largest part while split (see _split)
         r = scene.rules
         self.how = step3d.Neighbours3(r.neighbours == "topological", r.topological_count,
                                       r.max_range if r.max_range is not None else math.inf)
@@ -157,9 +158,15 @@ class Simulation3D:
             # The means of the birds still flying with the flock once some (not all) have
             # begun to land (numpy's pairwise sum over a fixed set: thread-independent).
             centroid, heading = pos[flying].mean(axis=0), work.fwd[flying].mean(axis=0)
+        part = self._split(pos, flying)
+        if part is not None:
+            # Split: the return and the gather read the largest part as the flock.
+            centroid, heading = pos[part].mean(axis=0), work.fwd[part].mean(axis=0)
         home = roost.at_step(self.roost, centroid, heading, self.homing, self.side, self.pull,
                              self.scene.scene.dt)
         self.homing, self.side, self.pull = home.homing, home.side, home.strength
+        if part is not None:
+            home = home._replace(gather=self.scene.rules.rejoin)
         fin = None
         if finale.active:
             told = finale.told(self.time_s)
@@ -182,6 +189,15 @@ class Simulation3D:
         self.positions, self.velocities, self.bank = new.pos, new.vel, new.bank
         self.step_index += 1
         return snap
+
+    def _split(self, pos, flying):
+        """The flock's largest part while it is split (roost.largest_part), found again
+        every roost.PART_EVERY_S; None when not split or without the rejoin."""
+        if self.scene.rules.rejoin == 0.0:
+            return None
+        if self.step_index % max(1, round(roost.PART_EVERY_S / self.dt)) == 0:
+            self._part = roost.largest_part(pos, flying)
+        return self._part
 
     def _follow_step(self, pos: np.ndarray, centroid: np.ndarray) -> tuple[float, ...] | None:
         self._follow, point = follow_step(self._follow, pos, self.dt, centroid)
