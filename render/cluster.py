@@ -69,8 +69,8 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
         client.subscribe_topic(TOPIC, run.progress)
         try:
             length = lambda sample: _segment_length(  # noqa: E731
-                target.count, _slots(client), sample, destination.kind, scene.output.size,
-                shipping.shared)
+                target.count, _slots(client, cluster.address), sample, destination.kind,
+                scene.output.size, shipping.shared)
             for segment, chunk in enumerate(_chunks(states, length)):
                 run.submit(segment, chunk)
             while run.pending:
@@ -130,7 +130,7 @@ class _Run:
             self._send(segment, self.shipping.ship(segment, wanted))
         # Bounded look-ahead: the driver holds a few segments' states per worker (workers
         # that join later count too).
-        while len(self.pending) >= 2 * _slots(self.client):
+        while len(self.pending) >= 2 * _slots(self.client, self.scheduler):
             self.collect(block=True)
         self.collect(block=False)
 
@@ -190,9 +190,21 @@ class _Run:
             time.sleep(0.1)
 
 
-def _slots(client) -> int:
-    """Tasks the cluster runs at once now (at least 1: workers may come and go)."""
-    return max(1, sum(client.nthreads().values()))
+def _slots(client, scheduler: str) -> int:
+    """Tasks the cluster runs at once now (at least 1: workers may come and go); a lost
+    scheduler as one line (the question can be the first to find it gone: the connection
+    closed under it, or, closed before, not made again)."""
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except OSError:  # what the client raises for both (CommClosedError is one)
+        raise BoidsError(_abandoned(scheduler, "the connection to the scheduler was lost")) \
+            from None
+
+
+def _abandoned(scheduler: str, why: str) -> str:
+    return (f"{option('--scheduler', scheduler)}: {why}; the render was abandoned (a clip "
+            f"is not written; a sequence keeps the frames it finished, and "
+            f"{option('--resume')} goes on from them)")
 
 
 def _result(future, scheduler: str):
@@ -200,17 +212,14 @@ def _result(future, scheduler: str):
     from distributed.comm import CommClosedError
     from distributed.scheduler import KilledWorker
 
-    given = option("--scheduler", scheduler)
-    abandoned = (f"the render was abandoned (a clip is not written; a sequence keeps the "
-                 f"frames it finished, and {option('--resume')} goes on from them)")
     try:
         return future.result()
     except (asyncio.CancelledError, concurrent.futures.CancelledError, CommClosedError):
-        raise BoidsError(f"{given}: the connection to the scheduler was lost; "
-                         f"{abandoned}") from None
+        raise BoidsError(_abandoned(scheduler, "the connection to the scheduler was lost")) \
+            from None
     except KilledWorker:
-        raise BoidsError(f"{given}: a segment's worker died three times (out of memory?); "
-                         f"{abandoned}") from None
+        raise BoidsError(_abandoned(scheduler, "a segment's worker died three times (out of "
+                                               "memory?)")) from None
 
 
 _SILENT = logging.CRITICAL + 1  # above every level Dask logs at

@@ -556,6 +556,31 @@ def _scheduler_alone() -> tuple[subprocess.Popen, str]:
     return scheduler, f"tcp://127.0.0.1:{port}"
 
 
+def test_a_scheduler_lost_while_asking_for_its_workers_is_one_line():
+    """The render asks the scheduler how many threads its workers have before each task;
+    killed before, the question is the first to find it gone: the same one line as a
+    task's lost result, not the client's own account of the connection (reset under a
+    question, or not made again)."""
+    import dask
+    from distributed import Client
+
+    from render.cluster import _slots
+    from render.errors import BoidsError
+
+    scheduler, address = _scheduler_alone()
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), \
+                Client(address, timeout=5) as client:
+            assert _slots(client, address) == 1  # no worker yet: at least one
+            scheduler.kill()
+            scheduler.wait()
+            with pytest.raises(BoidsError, match="connection to the scheduler was lost"):
+                _slots(client, address)
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+
+
 def test_a_lost_scheduler_ends_the_render_in_one_line(capsys, tmp_path):
     """The scheduler killed mid-render: exit 1, one line saying so, nothing written."""
     from render.cli import main
