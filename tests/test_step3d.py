@@ -441,31 +441,6 @@ def test_the_gather_turns_a_far_bird_toward_the_centroid():
     np.testing.assert_allclose(roost.accel(p, 60.0, 0.0, 50.0, -1.0, 0.0), 0.0, atol=1e-12)
 
 
-@pytest.mark.parametrize("gather", [0.0, 0.1])
-def test_the_gather_brings_two_parts_of_a_flock_together(gather):
-    """Two groups of 50 birds 60 m apart, flying side by side (the roost far off: its
-    spring only): each bird's nearest seven are in its own group, so without the gather
-    they fly on apart; with it (0.1 /s² beyond 10 m) they are one flock (5 m single
-    linkage) within 10 s."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-
-    scene = scene3(n=100, roost={"radius": 1000.0, "position": [0.0, 30.0]},
-                   gather=gather, gather_radius=10.0, gather_cap=2.0)
-    sim = Simulation(scene, cache=False)
-    rng = np.random.default_rng(1)
-    pos = rng.normal(scale=1.5, size=(100, 3)) + (0.0, 0.0, 50.0)
-    pos[50:, 1] += 60.0
-    sim.positions = pos
-    sim.velocities = np.tile([10.0, 0.0, 0.0], (100, 1)) + rng.normal(scale=0.1,
-                                                                      size=(100, 3))
-    largest = 0
-    for _ in range(1000):
-        sim.advance()
-        labels = fcluster(linkage(sim.positions, "single"), 5.0, "distance")
-        largest = max(largest, np.bincount(labels).max())
-    assert (largest == 100) == (gather > 0)
-
-
 def two_parts(scene, apart=60.0, first=50):
     """The scene's flock as two groups flying +x side by side, `apart` m apart in y: the
     first `first` birds round (0, 0, 50) and the others round (0, apart, 50)."""
@@ -477,6 +452,24 @@ def two_parts(scene, apart=60.0, first=50):
     sim.positions = pos
     sim.velocities = np.tile([10.0, 0.0, 0.0], (n, 1)) + rng.normal(scale=0.1, size=(n, 3))
     return sim
+
+
+@pytest.mark.parametrize("gather", [0.0, 0.1])
+def test_the_gather_brings_two_parts_of_a_flock_together(gather):
+    """Two groups of 50 birds 60 m apart, flying side by side (the roost far off: its
+    spring only): each bird's nearest seven are in its own group, so without the gather
+    they fly on apart; with it (0.1 /s² beyond 10 m) they are one flock (5 m single
+    linkage) within 10 s."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    sim = two_parts(scene3(n=100, roost={"radius": 1000.0, "position": [0.0, 30.0]},
+                           gather=gather, gather_radius=10.0, gather_cap=2.0))
+    largest = 0
+    for _ in range(1000):
+        sim.advance()
+        labels = fcluster(linkage(sim.positions, "single"), 5.0, "distance")
+        largest = max(largest, np.bincount(labels).max())
+    assert (largest == 100) == (gather > 0)
 
 
 @pytest.mark.parametrize("roost_on", [False, True])
