@@ -162,9 +162,11 @@ def naive_fly(vel, bank, acc, m, roll=None):
             rate = np.where(roll > 0, roll, rate)
         bank = bank + (target - bank) * np.minimum(1.0, rate * dt)
         lift = np.cos(bank)[:, None] * up + np.sin(bank)[:, None] * right
-        # lift across the path: g times the up vector's vertical part (the pitch's cosine)
+        # lift across the path: g times the up vector's vertical part (the pitch's cosine),
+        # times what the bank pulls: 1/cos β, up to the load factor
+        pull = np.minimum(1.0 / np.cos(bank), m.get("load_factor", 1.0))
         acc = along[:, None] * fwd + (acc * up).sum(1)[:, None] * up + \
-            (m["g"] * up[:, 2])[:, None] * lift
+            (m["g"] * up[:, 2] * pull)[:, None] * lift
         acc[:, 2] -= m["g"]
     vel = vel + acc * dt
     s = np.linalg.norm(vel, axis=1)
@@ -270,7 +272,7 @@ def model_of(scene) -> dict:
              rejoin_every=max(1, round(0.5 / scene.scene.dt)))
     if f is not None:
         m.update(cruise=f.cruise_speed, tau=f.speed_time, roll_in=f.roll_in,
-                 roll_out=f.roll_out, g=f.gravity)
+                 roll_out=f.roll_out, g=f.gravity, load_factor=f.load_factor)
     if ro is not None:
         m.update(roost_xy=ro.position or (w.width / 2, w.height / 2), altitude=ro.altitude,
                  k_vertical=ro.vertical_strength, roost_radius=ro.radius,

@@ -23,7 +23,7 @@ STEPS = 100
 
 
 def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, n=60,
-           roost=None, **rules):
+           roost=None, flight=None, **rules):
     raw = {"scene": {"seed": 5, "dt": 0.01, "settle_steps": 0},
            "world": {"dimensions": 3, "width": 100.0, "height": 60.0},
            "flock": {"count": n, "min_speed": 2.0, "max_speed": 18.0},
@@ -31,8 +31,8 @@ def scene3(neighbours="topological", blind=90.0, flight_on=True, roost_on=True, 
                      "separation_weight": 15.0, "alignment_weight": 6.25,
                      "cohesion_weight": 25.0, "perception_radius": 2.5, **rules}}
     # A 3D scene flies banked over a roost unless they are switched off; `roost`: keys of
-    # [roost] over the tests' own (a landing, a roost elsewhere).
-    raw["flight"] = {} if flight_on else {"enabled": False}
+    # [roost] over the tests' own (a landing, a roost elsewhere); `flight`: of [flight].
+    raw["flight"] = dict(flight or {}) if flight_on else {"enabled": False}
     raw["roost"] = {"enabled": False}
     if roost_on:
         # The return switches on within the test's second: the centroid is near the roost.
@@ -70,6 +70,46 @@ def test_flight_and_roost_match_the_reference(flight_on, roost_on):
         assert sim.homing == ref.homing
     if not flight_on:
         assert (sim.bank == 0).all()
+
+
+def test_a_bank_that_pulls_matches_the_reference():
+    """With a load factor of 2 the birds turning back to the roost (banks of up to 17° at
+    its 3 m/s² cap) pull 1/cos β: step for step as the reference, and not the flight of a
+    load factor of 1."""
+    sim, ref, worst = run_both(scene3(flight={"load_factor": 2.0}))
+    level, _, _ = run_both(scene3())
+    assert worst < 1e-9
+    assert np.abs(sim.bank).max() > 0.1
+    assert np.abs(sim.positions - level.positions).max() > 1e-4
+
+
+def test_a_bank_within_the_load_factor_turns_level():
+    """Level at 10 m/s and held at 3 m/s² to its right, a bird at a load factor of 2
+    banks to atan(3/g) and turns at 3 m/s² with no vertical acceleration (lift 1/cos β of
+    level flight's: g·tan β across, g up); at a load factor of 1 it turns at g·sin β and
+    sinks by g·(1 − cos β)."""
+    beta = math.atan(3.0 / 9.81)
+    for n, across, down in ((2.0, 3.0, 0.0),
+                            (1.0, 9.81 * math.sin(beta), 9.81 * (1 - math.cos(beta)))):
+        p = flight.Flight(0.01, 1.0, 20.0, True, 10.0, 0.5, 10.0, 1.0, 9.81, n)
+        bank = 0.0
+        for _ in range(400):
+            x, y, z, vx, vy, vz, bank = flight.fly(p, 0.0, 0.0, 50.0, 10.0, 0.0, 0.0, bank,
+                                                   0.0, -3.0, 0.0)
+        assert bank == pytest.approx(beta, rel=1e-9)
+        assert -vy / p.dt == pytest.approx(across, rel=1e-9)
+        assert -vz / p.dt == pytest.approx(down, abs=1e-9)
+
+
+def test_a_bank_past_the_load_factor_pulls_only_that():
+    """Level at 10 m/s, banked 60° and held there: at a load factor of 1.2 the lift is
+    1.2 g (not the 2 g that 1/cos 60° asks), whose vertical part 0.6 g leaves 0.4 g down:
+    vz = −0.4 · 9.81 · 0.01 after one step."""
+    p = flight.Flight(0.01, 1.0, 20.0, True, 10.0, 0.5, 10.0, 1.0, 9.81, 1.2)
+    beta = math.radians(60.0)
+    out = flight.fly(p, 0.0, 0.0, 50.0, 10.0, 0.0, 0.0, beta, 0.0, -9.81 * math.tan(beta), 0.0)
+    assert out[6] == pytest.approx(beta, rel=1e-12)
+    assert out[5] == pytest.approx(-0.4 * 9.81 * 0.01, rel=1e-9)
 
 
 @pytest.mark.parametrize("roost_on", [False, True])

@@ -51,6 +51,11 @@ class FlightSettings:
     roll_out: float = setting(1.0, "The same rate rolling out of a turn.", unit="1/s",
                               lo=0, lo_open=True)
     gravity: float = setting(9.81, "g.", unit="m/s²", lo=0, lo_open=True)
+    load_factor: float = setting(1.0, "The most lift a banked bird pulls, as a multiple of "
+                                 "level flight's: at 1 its lift stays level flight's and a "
+                                 "bird banked β sinks by g·(1 − cos β); above 1 it pulls "
+                                 "1/cos β of it, holding its height in banks up to "
+                                 "acos(1/load_factor) (60° at 2).", lo=1)
     noise: float = setting(0.125, "Standard deviation of each component of the per-step "
                            "random steering (StarDisplay's 0.01 N on 0.08 kg).",
                            unit="m/s²", lo=0)

@@ -9,10 +9,12 @@ of the other sign) and `roll_out` /s out of it (a bird zigging rolls both ways a
 hunt's own, quicker rate: waves.py). Lift, along the banked up vector
 cos β·u + sin β·r, has the magnitude g·(u·z): what balances gravity's part across the
 flight path at the equilibrium speed (g in level flight, nothing straight up), not
-g·(v/v₀)², so a bird that brakes does not lose lift and dive (the prototype's 35 m); a
-banked bird loses g·(1 − cos β) of vertical lift, a little height in a hard turn, which
-the roost's vertical spring gives back. Then semi-implicit Euler, the speed clamped to
-the flock's limits, and the ground: no bird below z = 0.
+g·(v/v₀)², so a bird that brakes does not lose lift and dive (the prototype's 35 m). A
+banked bird pulls n times that, n = min(1/cos β, load factor): at a load factor of 1 it
+loses g·(1 − cos β) of vertical lift, height in a hard turn that the roost's vertical
+spring gives back; within acos(1/load factor) it turns level, at g·tan β. Then
+semi-implicit Euler, the speed clamped to the flock's limits, and the ground: no bird
+below z = 0.
 
 Without [flight] (`Flight.active` false) a bird is a 3D point boid: v' = v + a·dt.
 """
@@ -28,7 +30,7 @@ from .jit import serial
 
 class Flight(NamedTuple):
     """dt (s); speed limits (m/s); active: banked flight; v₀ (m/s), τ (s), the roll rates
-    (1/s), g (m/s²)."""
+    (1/s), g (m/s²); the most lift a bank pulls, in level flight's."""
 
     dt: float
     min_speed: float
@@ -39,6 +41,7 @@ class Flight(NamedTuple):
     roll_in: float
     roll_out: float
     g: float
+    load_factor: float = 1.0
 
 
 def flight(scene: Scene) -> Flight:
@@ -47,7 +50,7 @@ def flight(scene: Scene) -> Flight:
         return Flight(scene.scene.dt, flock.min_speed, flock.max_speed, False, 1.0, 1.0, 0.0,
                       0.0, 9.81)
     return Flight(scene.scene.dt, flock.min_speed, flock.max_speed, True, f.cruise_speed,
-                  f.speed_time, f.roll_in, f.roll_out, f.gravity)
+                  f.speed_time, f.roll_in, f.roll_out, f.gravity, f.load_factor)
 
 
 @serial
@@ -95,8 +98,10 @@ def fly(p, x, y, z, v0, v1, v2, bank, a0, a1, a2, roll=0.0):
         # up. A lift of g whatever the pitch pulled a climbing bird back to the vertical
         # from either side (its level up vector flips as its tilt crosses it), so a bird
         # pointing up stayed up, braked to the minimum speed by the roost's spring.
-        lift = p.g * u2
         c, sb = math.cos(bank), math.sin(bank)
+        # min(1/cos β, load factor), without dividing by a cosine near 0
+        pull = p.load_factor if p.load_factor * c <= 1.0 else 1.0 / c
+        lift = p.g * u2 * pull
         a0 = along * f0 + up * u0 + lift * (c * u0 + sb * r0)
         a1 = along * f1 + up * u1 + lift * (c * u1 + sb * r1)
         a2 = along * f2 + up * u2 + lift * (c * u2) - p.g
