@@ -98,10 +98,10 @@ def fly(p, x, y, z, v0, v1, v2, bank, a0, a1, a2, roll=0.0):
         # up. A lift of g whatever the pitch pulled a climbing bird back to the vertical
         # from either side (its level up vector flips as its tilt crosses it), so a bird
         # pointing up stayed up, braked to the minimum speed by the roost's spring.
+        lift = p.g * u2
         c, sb = math.cos(bank), math.sin(bank)
-        # min(1/cos β, load factor), without dividing by a cosine near 0
-        pull = p.load_factor if p.load_factor * c <= 1.0 else 1.0 / c
-        lift = p.g * u2 * pull
+        if p.load_factor > 1.0:  # times min(1/cos β, load factor), not dividing by ~0
+            lift *= p.load_factor if p.load_factor * c <= 1.0 else 1.0 / c
         a0 = along * f0 + up * u0 + lift * (c * u0 + sb * r0)
         a1 = along * f1 + up * u1 + lift * (c * u1 + sb * r1)
         a2 = along * f2 + up * u2 + lift * (c * u2) - p.g
