@@ -138,6 +138,23 @@ def test_opaque_animations_are_opaque(cli, small_scene, tmp_path):
             assert im.convert("RGBA").getextrema()[3] == (255, 255)
 
 
+@pytest.mark.slow
+def test_a_2d_gif_keeps_its_flat_background_flat(cli, small_scene, tmp_path):
+    # The palette holds the background's colour exactly; an ordered dither would still
+    # hatch it with the nearest other entry (it did, over a third of the background).
+    for suffix in (".gif", ".apng"):
+        r = cli(small_scene, "-o", tmp_path / f"a{suffix}", "--frames", "6", "--quiet")
+        assert r.code == 0, r.err
+    gif, png = (read_back(tmp_path / f"a{suffix}")[3] for suffix in (".gif", ".apng"))
+    for seen, lossless in zip(gif, png):
+        colours, counts = np.unique(lossless.reshape(-1, 4), axis=0, return_counts=True)
+        background = colours[counts.argmax()]
+        flat = (lossless == background).all(axis=-1)
+        assert flat.mean() > 0.5
+        assert (seen[flat] == background).all()
+        assert np.abs(seen.astype(int) - lossless).mean() < 1  # the streaks, near enough
+
+
 def test_a_gif_refuses_transparency(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", tmp_path / "t.gif", "--transparent", "--frames", "2")
     assert r.code == 2 and "alpha" in r.err and ".webp" in r.err

@@ -64,10 +64,11 @@ def _nearest(x: Fraction) -> int:
 
 
 class AnimatedWriter(VideoWriter):
-    """A looping GIF (one palette for the whole clip, ordered dither), animated WebP
-    (lossy colour, lossless alpha) or APNG (lossless) by suffix: a VideoWriter whose frames
-    carry the delays described in the module's docstring. Above GIF_MAX_FPS a GIF keeps
-    the frames of a 50 fps clock and does not want the others drawn."""
+    """A looping GIF (one palette for the whole clip, an ordered dither where `dither`
+    says the frames hold a gradient), animated WebP (lossy colour, lossless alpha) or
+    APNG (lossless) by suffix: a VideoWriter whose frames carry the delays described in
+    the module's docstring. Above GIF_MAX_FPS a GIF keeps the frames of a 50 fps clock
+    and does not want the others drawn."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
                  **options):
@@ -101,10 +102,13 @@ class AnimatedWriter(VideoWriter):
         timing = ["-fps_mode", "passthrough"]
         if self.suffix == ".gif":
             # Two passes in one graph: a palette generated from the whole clip, then
-            # applied with an ordered dither (no crawling noise between frames).
+            # applied. A 3D sky's gradient needs an ordered dither (no crawling noise
+            # between frames) or it bands; a 2D background is one colour, which the
+            # palette holds exactly, and a dither would still hatch it with its neighbour.
+            dither = "bayer:bayer_scale=3" if self.dither else "none"
             return [*timing, "-enc_time_base", "1/100",
                     "-vf", "split[a][b];[a]palettegen=stats_mode=diff[p];"
-                           "[b][p]paletteuse=dither=bayer:bayer_scale=3:diff_mode=rectangle",
+                           f"[b][p]paletteuse=dither={dither}:diff_mode=rectangle",
                     "-loop", "0", "-final_delay", str(self.timing.delays[-1])], "gif"
         if self.suffix == ".webp":
             # bgra in: libwebp converts to YUV itself, and keeps alpha only where used.
