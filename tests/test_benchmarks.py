@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SMALL_SCENE
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,3 +156,54 @@ def test_the_sky_cover_bound_runs_and_its_flocks_are_what_it_says():
     medians = proc.stdout.split("median over the samples")[1].splitlines()[1:]
     assert len(medians) == len(named)
     assert all(0.0 < float(line.split()[-2]) < 1.0 for line in medians), proc.stdout
+
+
+def test_the_loop_bound_pairs_within_reach_by_hand(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import numpy as np
+    from loop_bound import least_fading
+
+    tail = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
+    head = np.array([[0.5, 0.0], [1.5, 0.0], [9.0, 0.0]])
+    plain = np.zeros(3, bool)
+    # Birds 0 and 1 reach only head 0 and heads 0–1, bird 2 only head 1: two of three pair.
+    assert least_fading(tail, head, plain, 1.0) == pytest.approx(1 / 3)
+    assert least_fading(tail, head, plain, 7.5) == 0.0  # bird 2 reaches the far one
+    # Across a wrapping edge 10 wide, 9.0 lies 1 from 0.0.
+    assert least_fading(tail, head, plain, 1.0, np.array([10.0, 10.0])) == 0.0
+    # An accent bird pairs only with an accent bird, however near the others.
+    swapped = np.array([[0.0, 0.0], [5.0, 0.0]])
+    assert least_fading(swapped, swapped[::-1], np.zeros(2, bool), 1.0) == 0.0
+    assert least_fading(swapped, swapped[::-1], np.array([True, False]), 1.0) == 1.0
+    scene = tmp_path / "small.toml"
+    scene.write_text(SMALL_SCENE)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "loop_bound.py"),
+                           str(scene), "--frames", "12", "--crossfade", "0.2"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    shares = [float(line.split("at least ")[1].split("%")[0])
+              for line in proc.stdout.splitlines() if line.startswith("t₀")]
+    assert len(shares) == 7 and all(0.0 <= s <= 100.0 for s in shares), proc.stdout
+    assert f"at best {min(shares):.1f}%" in proc.stdout
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_loop_bounds_matching_is_as_large_as_scipys(seed):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import numpy as np
+    from loop_bound import matched
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    rng = np.random.default_rng(seed)
+    tails, heads = rng.integers(5, 60, size=2)
+    i, j = rng.integers(0, tails, 3 * tails), rng.integers(0, heads, 3 * tails)
+    pairs = np.unique(np.stack([i, j], axis=1), axis=0)  # sorted by tail
+    first = np.searchsorted(pairs[:, 0], np.arange(tails + 1))
+    found = matched(first, pairs[:, 1], heads)
+    taken = found[found >= 0]
+    assert len(set(taken.tolist())) == len(taken)  # each head once
+    edges = set(map(tuple, pairs.tolist()))
+    assert all((a, b) in edges for a, b in enumerate(found) if b >= 0)
+    graph = coo_matrix((np.ones(len(pairs)), pairs.T), shape=(tails, heads)).tocsr()
+    assert len(taken) == (maximum_bipartite_matching(graph, perm_type="column") >= 0).sum()
