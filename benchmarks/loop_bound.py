@@ -28,9 +28,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's render, not an installed one
-
-# The measures' speed limit, in maximum speeds (render.loop's 4th measure).
-LIMIT = 1.5
+from render.loop import SPEED_LIMIT  # noqa: E402  (numba's cache folder, before numba)
+from render.sim.jit import serial  # noqa: E402
 
 
 def least_fading(tail: np.ndarray, head: np.ndarray, accent: np.ndarray, reach: float,
@@ -57,21 +56,13 @@ def matched(first: np.ndarray, to: np.ndarray, heads: int) -> np.ndarray:
     to[first[i]:first[i + 1]]: each tail's head, or −1. scipy's maximum_bipartite_matching
     gives the same size (tests/test_benchmarks.py) but took minutes where many tails stay
     unmatched (220 s for the plate's 3,600 birds at a reach of 9 units; this, 0.1 s)."""
-    import render.sim  # noqa: F401  (numba's cache folder, before numba is imported)
-    from render.sim.jit import serial
-
-    global _augment
-    if _augment is None:
-        _augment = serial(_augmenting)
     tails = np.full(len(first) - 1, -1, np.int64)
     _augment(first.astype(np.int64), to.astype(np.int64), tails, np.full(heads, -1, np.int64))
     return tails
 
 
-_augment = None
-
-
-def _augmenting(first, to, tails, heads):
+@serial
+def _augment(first, to, tails, heads):
     """Grow the matching (tails[i] = j, heads[j] = i, −1: free) along augmenting paths,
     a depth-first search from every free tail a round, each head entered once a round,
     until a round finds none (then none exists: Berge)."""
@@ -128,7 +119,7 @@ def main(argv=None) -> int:
     sim = Simulation(scene)
     accent = np.asarray(sim.accent, bool)
     flown = [f.positions.copy() for f in frames(sim, fps, 2 * a.frames + morph)]
-    reach = LIMIT * scene.flock.max_speed * morph / float(fps)
+    reach = SPEED_LIMIT * scene.flock.max_speed * morph / float(fps)
     extent = wrapping(scene, flown[0])
     shares = {}
     for start in range(0, int(a.frames * SEARCH) + 1, max(1, morph // STRIDE)):
