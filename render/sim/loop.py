@@ -18,10 +18,10 @@ Three choices make that so (docs/loops.md has the measures):
   drift along the gap, the position along that drift), the pull growing from nothing at
   the morph's start; the rules still act, so neighbours turn together and the streaks keep
   their lanes. A pair the search found too far apart to meet is not pulled: it flies on
-  free until it switches, rather than drift across the sky. Over the morph's last `SNAP`
-  the small residual closes with w = 3s² − 2s³ (position pₜ + w·(pₕ − pₜ), velocity
-  vₜ + w·(vₕ − vₜ)), so frame C is the clip's. A pair whose drawn path would outrun the
-  speed limit switches instead, at its own moment.
+  free until it switches, rather than drift across the sky. Over the morph's last share
+  (the `Pull`'s snap) the small residual closes with w = 3s² − 2s³ (position
+  pₜ + w·(pₕ − pₜ), velocity vₜ + w·(vₕ − vₜ)), so frame C is the clip's. A pair whose
+  drawn path would outrun the speed limit switches instead, at its own moment.
 
 Earlier ways failed visibly: a pixel cross-dissolve ghosts a double flock; a bird-by-bird
 dissolve scrambles the local headings mid-way; gliding bird i to bird i drags birds across
@@ -67,23 +67,23 @@ STREAM_LOOP = 3
 # A pair glides while its speed stays under this share of the measures' limit (1.5× the
 # scene's maximum speed); a pair further apart switches (fades out and in).
 GLIDE = 0.95 * 1.5
-# The residual closes over the morph's last SNAP (`path`).
-SNAP = 0.3
 
 
 class Pull(NamedTuple):
     """How `Guided` pulls the tail, as shares of the morph's length: the time constant of
     its drift along the gap; the drift's cap, in maximum speeds (flight plus drift stays
     under the measures' 1.5×); the first share, over which the pull grows to its full
-    weight; the time constant of the velocity's turn toward the partner's."""
+    weight; the time constant of the velocity's turn toward the partner's; the last share,
+    over which the residual the pull leaves closes (`path`)."""
 
     time: float
     drift: float
     ramp: float
     turn: float
+    snap: float
 
 
-PULL = Pull(time=0.15, drift=0.45, ramp=0.4, turn=0.03)
+PULL = Pull(time=0.15, drift=0.45, ramp=0.4, turn=0.03, snap=0.3)
 # In 3D a bird's ink is how much of its wings faces the camera: velocities turned within
 # a tenth of the morph pitched the whole flock toward its partners' heights and headings
 # at once and showed more wing, so the turn is slower; a slower pull grown over a shorter
@@ -93,7 +93,17 @@ PULL = Pull(time=0.15, drift=0.45, ramp=0.4, turn=0.03)
 # 20,000 birds 32% and 17% (34% and 23% with the turn alone). In 2D the ink does not
 # depend on heading: the slower turn left more pairs to switch (the plate's 27% became
 # 39%), and this pull took the plate's and classic's ink past −10%.
-PULL_3D = Pull(time=0.8, drift=0.45, ramp=0.2, turn=0.2)
+# The residual closed over the last 0.3 of a 3 s morph, as in 2D, moved the film's
+# birds fastest three quarters of the way through: frames there differed from each other
+# 1.56-1.61 times the clip's median on two of five seeds (its 20,000 birds under a
+# tracking camera). Over the last 0.4 the steps stay under 1.5x on all five; over 0.5 the
+# 480x270 WebP's alignment leaves its band (docs/loops.md).
+PULL_3D = Pull(time=0.8, drift=0.45, ramp=0.2, turn=0.2, snap=0.4)
+
+
+def pull_of(scene) -> Pull:
+    """The scene's pull: `PULL_3D` in 3D, else `PULL`."""
+    return PULL_3D if scene.dimensions == 3 else PULL
 
 
 def loop_start(scene, count: int, crossfade: int, *, progress: bool = False) -> int:
@@ -684,9 +694,10 @@ def morph(scene, head: list[Frame], start: int, count: int,
           accent: np.ndarray) -> Iterator[Frame]:
     """The morph's frames: the tail (frames start+count … of the simulation) flown on by
     the flocking rules with each bird pulled toward its head partner (`Guided`), then, over
-    the last `SNAP` of the morph, the residual closed exactly; a pair too far apart to
-    meet switches instead, at its own moment. Rows in the tail's order (frame 0 is then
-    exactly the frame after the last); the frame after the morph is the clip's."""
+    the last share of the morph (the `Pull`'s snap), the residual closed exactly; a pair
+    too far apart to meet switches instead, at its own moment. Rows in the tail's order
+    (frame 0 is then exactly the frame after the last); the frame after the morph is the
+    clip's."""
     c, fps = len(head), scene.output.fps
     extent = wrapping(scene, head[0].positions)
     found = search(scene, count, c)
@@ -732,11 +743,12 @@ def smooth(s):
 def path(scene, s: float, target: np.ndarray, guided: np.ndarray, extent):
     """Where a morph frame `s` (0–1) of the way through draws its birds, as the guided
     tail's positions plus (snap, residual, carried): `residual` (n, d) closes with the
-    weight `snap` over the last `SNAP` (each gliding pair's; a switching pair's is 0 or
-    1), `carried` (d,) is the centroid's gap to the head (`target`: the partners'
-    positions), carried all the morph long with a smoothstep where the camera follows the
-    flock (`centred`; elsewhere 0)."""
-    snap = smooth(np.clip((s - (1 - SNAP)) / SNAP, 0.0, 1.0))
+    weight `snap` over the morph's last share (`pull_of`'s snap; each gliding pair's; a
+    switching pair's is 0 or 1), `carried` (d,) is the centroid's gap to the head
+    (`target`: the partners' positions), carried all the morph long with a smoothstep
+    where the camera follows the flock (`centred`; elsewhere 0)."""
+    last = pull_of(scene).snap
+    snap = smooth(np.clip((s - (1 - last)) / last, 0.0, 1.0))
     delta = target - guided
     if extent is not None:
         delta -= extent * np.round(delta / extent)
@@ -819,7 +831,7 @@ class Guided:
         self.span = crossfade / fps
         self.extent = wrapping(scene, self.tail.positions)
         self.centred = centred(scene)
-        self.pull = PULL_3D if scene.dimensions == 3 else PULL
+        self.pull = pull_of(scene)
 
     @property
     def step_index(self) -> int:
