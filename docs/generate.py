@@ -80,9 +80,20 @@ follow = "centroid"
 A key that only the other dimension reads is refused, with what this one has in its
 place: `camera.width` in a 3D scene is told `in 3D: camera.fov`.
 
-Precedence is one rule: built-in defaults < scene file < `--quality` preset < command line
-(`--set section.key=value` and the explicit flags; see [the CLI reference](cli.md)).
+Precedence is one rule: built-in defaults < a scene file the scene file extends (below) <
+scene file < `--quality` preset < command line (`--set section.key=value` and the explicit
+flags; see [the CLI reference](cli.md)).
 `boids-render SCENE --check` prints every resolved setting and where it came from.
+
+A scene file may extend another: `extends = "murmuration.toml"` above its first section
+(a path relative to the file) reads that scene first, then this file's tables over its
+tables, key by key (`count` replaces the other file's `spacing`, and the other way round);
+the other file may extend a third. The extending file's settings rank above the other's
+as the command line ranks above a file, so a `duration` it gives may end the clip before
+that scene's landing (an excerpt, as `--duration` would). `--check` names each setting
+taken from the other file `from <its path>`; a problem in a file is told in that file's
+name; a file that leads back to itself is refused. A still records the whole resolved
+scene, not the chain.
 
 Every number lies within ±1e9 (a seed, from 0 to 2⁶⁴ − 1), settings that must be positive
 are at least 1e-9, the world is at least 1e-6 units a side and a flock has at most 5,000,000
@@ -96,6 +107,7 @@ Shipped scenes:
 | file | what it is |
 |---|---|
 | `scenes/murmuration.toml` | the default (`make render`): the 3D murmuration, 20,000 starlings over a roost, k = 7, banked flight, a hunting hawk from 2 s, the landing from 60 s, 95 s filmed from the ground by the default camera ([the 3D flock](model.md#the-3d-flock-world-dimensions--3), [the optics](optics.md)) |
+| `scenes/web-loop.toml` | the film as a 6 s seamless loop for a web page: extends `murmuration.toml` with `--loop` and a 4 s morph, a camera flying beside the flock and the roost's gentler turn ([loops in 3D](loops.md#loops-in-3d)) |
 | `scenes/plate.toml` | the 2D plate: 3,600 birds at spacing 1 in an 80 x 45 open world, steering field, soft elliptical containment, hawk ([the plate](model.md#the-plate-the-2d-scene)) |
 | `scenes/classic.toml` | the minimal three-rule flock on a torus: 120 birds, 400 x 260, r = 50, unit separation within 16; the classic per-step constants converted to per-second units (comments in the file) |
 | `scenes/reynolds.toml` | the textbook variant: unit separation, `mean` alignment, weights 1.5 / 1 / 1, walls |
@@ -191,8 +203,9 @@ Every option of `boids-render`, as `boids-render --help` gives it. What the outp
 stills, loops and cluster renders do in detail is on their own pages: [outputs](outputs.md),
 [stills and print](stills.md), [loops and the web](loops.md), [cluster](cluster.md).
 
-**Precedence** is one rule: built-in defaults < scene file < `--quality` preset < explicit
-options. The explicit flags (`--size`, `--fps`, `--duration`, `--frames`, `--seed`, `--crf`,
+**Precedence** is one rule: built-in defaults < a scene file the scene file extends <
+scene file < `--quality` preset < explicit options.
+The explicit flags (`--size`, `--fps`, `--duration`, `--frames`, `--seed`, `--crf`,
 `--motion-blur`, `--loop`, `--crossfade`, `--transparent`) set one scene key each and win
 over `--set` of the same key; a later `--set` wins over an earlier one. `flock.count` and
 `flock.spacing` are alternatives: setting one on the command line drops the other from the

@@ -25,6 +25,9 @@ SCENES = ROOT / "scenes"
 SMALLER = {"murmuration": ("--set", "flock.count=1000", "--set", "scene.settle_steps=300",
                              "--set", "roost.landing_at=3.0", "--set",
                              "roost.landing_spread=2.0")}
+# The web loop's film under its own camera, its stretches of frames drawn as plain clips (a
+# loop is drawn whole; tests/test_loop3d.py and test_scene.py cover it as a loop).
+SMALLER["web-loop"] = (*SMALLER["murmuration"], "--set", "output.loop=false")
 
 # A small, fast scene: 200 birds on an 80 x 45 torus, few settling steps, tiny frames.
 SMALL_SCENE = """\

@@ -147,6 +147,112 @@ def test_count_and_spacing_both_on_the_command_line_is_an_error(cli, small_scene
 
 
 # ---------------------------------------------------------------------------------------
+# A scene file that extends another: its tables over the other's, below the command line
+
+
+def test_the_shipped_web_loop_is_the_film_with_its_loop_settings():
+    # scenes/web-loop.toml stands for the command line docs/loops.md gave before it.
+    loop = load_scene(SCENES / "web-loop.toml")
+    film = resolve(MURMURATION, "--duration", 6, "--loop", "--crossfade", 4, "--set",
+                   "camera.follow=track", "--set", "roost.radius=60.0", "--set",
+                   "roost.return_cap=2.5", "--set", "scene.name=web-loop")
+    assert loop.to_toml() == film.to_toml()
+    assert sources(loop)["roost.radius"] == "scene file"
+    assert sources(loop)["flock.count"] == f"from {MURMURATION.parent}/murmuration.toml"
+
+
+@pytest.fixture
+def extended(write_scene, tmp_path):
+    """A 3D base scene in a folder of its own, and a writer of scenes extending it."""
+    (tmp_path / "base").mkdir()
+    write_scene("""
+        [scene]
+        name = "base"
+        seed = 4
+        duration = 20.0
+        [world]
+        dimensions = 3
+        [flock]
+        count = 100
+        max_speed = 18.0
+        [rules]
+        neighbours = "topological"
+        [flight]
+        [roost]
+        landing_at = 10.0
+        """, "base/base.toml")
+    return lambda text: write_scene('extends = "base/base.toml"\n' + text, "child.toml")
+
+
+def test_a_scene_file_replaces_only_the_settings_it_names(write_scene, small_scene_text,
+                                                          tmp_path):
+    (tmp_path / "base").mkdir()
+    write_scene(small_scene_text, "base/small.toml")
+    child = write_scene('extends = "base/small.toml"\n[scene]\nname = "child"\n'
+                        '[flock]\nspacing = 2.0\n', "child.toml")
+    scene = resolve(child, "--seed", 9)
+    assert (scene.scene.name, scene.scene.seed, scene.scene.duration) == ("child", 9, 1.0)
+    assert scene.flock.spacing == 2.0 and scene.flock.count is None  # one replaces the other
+    assert scene.flock.init == "uniform"
+    said = sources(scene)
+    assert (said["scene.name"], said["scene.seed"]) == ("scene file", "--seed")
+    assert said["flock.init"] == f"from {child.parent}/base/small.toml"
+
+
+def test_a_length_the_extending_file_gives_cuts_the_film_short_of_its_landing(extended, cli):
+    # Its length is given over the landing, as --duration is: an excerpt, not a mistake,
+    # and so it stays when the scene is built again (the API's frame at another size).
+    from render import api
+
+    child = extended("[scene]\nduration = 2.0\n")
+    scene = load_scene(child)
+    assert (scene.scene.duration, scene.roost.landing_at) == (2.0, 10.0)
+    assert api._rebuilt(scene, [("output.size", "64x36", "size=")]).scene.duration == 2.0
+    r = cli(extended("[roost]\nlanding_at = 30.0\n"), "--check")
+    assert r.code == 2
+    assert "child.toml: roost.landing_at: the landing starts after the clip's end" in r.err
+
+
+@pytest.mark.parametrize("text, told", [
+    ("", "base/base.toml: flock.max_speed: expected a value ≥ 0"),  # the base's own
+    ("[flok]\ncount = 5\n", "child.toml: [flok]: unknown section (did you mean 'flock'?)"),
+    ("[flock]\ncont = 5\n", "child.toml: flock.cont: unknown key (did you mean 'count'?)")])
+def test_a_problem_is_told_in_the_file_that_has_it(extended, cli, text, told):
+    child = extended(text)
+    if not text:
+        base = child.parent / "base" / "base.toml"
+        base.write_text(base.read_text().replace("max_speed = 18.0", "max_speed = -1.0"))
+    r = cli(child, "--check")
+    assert r.code == 2
+    assert told in r.err, r.err
+
+
+@pytest.mark.parametrize("text, told", [
+    ('extends = "nowhere.toml"\n', "child.toml: extends: no such scene file nowhere.toml"),
+    ("extends = 3\n", "child.toml: extends: expected the path of a scene file, relative to "
+                      "this one, got 3"),
+    ('extends = "child.toml"\n', "child.toml: extends: the scenes extend each other in a "
+                                 "circle (child.toml → child.toml)")])
+def test_what_a_scene_extends_must_be_a_scene_file_it_does_not_lead_back_to(
+        write_scene, cli, monkeypatch, text, told):
+    child = write_scene(text, "child.toml")
+    monkeypatch.chdir(child.parent)
+    r = cli("child.toml", "--check")
+    assert r.code == 2
+    assert r.err.strip() == f"boids-render: {told}", r.err
+
+
+def test_two_scene_files_extending_each_other_are_told_the_circle(write_scene, cli,
+                                                                   monkeypatch):
+    write_scene('extends = "b.toml"\n[flock]\ncount = 5\n', "a.toml")
+    b = write_scene('extends = "a.toml"\n', "b.toml")
+    monkeypatch.chdir(b.parent)
+    r = cli("a.toml", "--check")
+    assert "b.toml: extends: the scenes extend each other in a circle (a.toml → b.toml → " \
+           "a.toml)" in r.err, r.err
+
+
+# ---------------------------------------------------------------------------------------
 # Command-line values are validated like scene-file values
 
 

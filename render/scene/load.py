@@ -1,14 +1,15 @@
 """Scene files: TOML read, overrides applied, every setting validated before anything runs.
 
-Precedence is one rule: built-in defaults < scene file < command line (`--set` and explicit
-flags). Every problem is collected and raised at once as one SceneError. Imports no numpy,
-numba or cairo.
+Precedence is one rule: built-in defaults < a scene file it extends (`extends`, its own
+below it) < scene file < command line (`--set` and explicit flags). Every problem is
+collected and raised at once as one SceneError. Imports no numpy, numba or cairo.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import tomllib
 from fractions import Fraction
@@ -25,15 +26,22 @@ from .values import convert, show, suggest
 
 
 def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> Scene:
-    """Read a scene file and apply overrides, then validate everything at once.
+    """Read a scene file (and the files it extends) and apply overrides, then validate
+    everything at once.
 
     `overrides` are (dotted key, raw value, source label) with the raw value in TOML syntax
     (a bare word is taken as a string). Raises SceneError listing every problem found.
     """
     path = str(path)
+    raw, origins = _extended(_read(path), path, (path,))
+    return build_scene(raw, path, overrides, origins)
+
+
+def _read(path: str) -> dict:
+    """The TOML of a scene file, or a SceneError naming what is wrong with it."""
     try:
         with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError:
         raise SceneError([f"{path}: no such scene file"]) from None
     except tomllib.TOMLDecodeError as exc:
@@ -48,7 +56,54 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
                           f"digits"]) from None
     except OSError as exc:
         raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
-    return build_scene(raw, path, overrides)
+
+
+# A scene file's top-level key naming the scene file it extends.
+EXTENDS = "extends"
+# [flock]'s settings that stand for each other: setting one replaces the other where a file
+# below (one extended, or the scene file under the command line) sets it.
+_ALTERNATIVES = {"count": "spacing", "spacing": "count"}
+
+
+def _extended(raw: dict, path: str, chain: tuple[str, ...]) -> tuple[dict, dict[str, str]]:
+    """(the scene file's TOML `raw` over that of the file its `extends` names, a path
+    relative to it, and so on down; which file each table and setting of the result came
+    from, "section" or "section.key" → path, where not `path` itself). Each table of a file
+    replaces only the settings it names of the same table below it. `chain`: the files
+    read so far, `path` last (a file extending one of them would never end)."""
+    if EXTENDS not in raw:
+        return raw, {}
+    raw = dict(raw)
+    name = raw.pop(EXTENDS)
+    if not isinstance(name, str):
+        raise SceneError([f"{path}: {EXTENDS}: expected the path of a scene file, relative to "
+                          f"this one, got {show(name)}"])
+    base = os.path.normpath(os.path.join(os.path.dirname(path), name))
+    if not os.path.isfile(base):
+        raise SceneError([f"{path}: {EXTENDS}: no such scene file {base}"])
+    if any(os.path.samefile(base, read) for read in chain):
+        raise SceneError([f"{path}: {EXTENDS}: the scenes extend each other in a circle "
+                          f"({' → '.join((*chain, base))})"])
+    below, origins = _extended(_read(base), base, (*chain, base))
+    merged = dict(below)
+    for section, body in below.items():
+        origins.setdefault(section, base)
+        if isinstance(body, dict):
+            merged[section] = dict(body)
+            for key in body:
+                origins.setdefault(f"{section}.{key}", base)
+    for section, body in raw.items():
+        origins.pop(section, None)
+        if not (isinstance(body, dict) and isinstance(merged.get(section), dict)):
+            merged[section] = body
+            continue
+        for key, value in body.items():
+            other = _ALTERNATIVES.get(key) if section == "flock" else None
+            if other is not None and other not in body:
+                merged[section].pop(other, None)
+            merged[section][key] = value
+            origins.pop(f"{section}.{key}", None)
+    return merged, origins
 
 
 # tomllib names a repeated table by its key tuple: "Cannot declare ('camera',) twice".
@@ -106,28 +161,34 @@ def _stray(name: str, body, path: str) -> str:
 
 
 def build_scene(raw: dict, path: str = "<scene>",
-                overrides: list[tuple[str, str, str]] = ()) -> Scene:
+                overrides: list[tuple[str, str, str]] = (),
+                origins: dict[str, str] | None = None) -> Scene:
+    """The Scene of a scene file's TOML `raw` (read from `path`) with `overrides`; origins:
+    the file each table or setting came from where not `path` (see `_extended`)."""
+    origins = origins or {}
     problems: list[str] = []
     sources: dict[str, str] = {}
     merged: dict[str, dict] = {}
     rejected: set[str] = set()  # "section.key" or "section" whose value was already reported
 
     for name, body in raw.items():
+        where = origins.get(name, path)
         if name not in SECTIONS:
-            problems.append(_stray(name, body, path))
+            problems.append(_stray(name, body, where))
             continue
         if isinstance(body, list) and body and all(isinstance(b, dict) for b in body):
-            problems.append(f"{path}: [[{name}]]: expected one [{name}] table, got an "
+            problems.append(f"{where}: [[{name}]]: expected one [{name}] table, got an "
                             f"array of {len(body)}")
             rejected.add(name)
             continue
         if not isinstance(body, dict):
-            problems.append(f"{path}: {name}: expected a [{name}] table, got {show(body)}")
+            problems.append(f"{where}: {name}: expected a [{name}] table, got {show(body)}")
             rejected.add(name)
             continue
         merged[name] = dict(body)
         for key in body:
-            sources[f"{name}.{key}"] = "scene file"
+            dotted = f"{name}.{key}"
+            sources[dotted] = f"{FROM}{origins[dotted]}" if dotted in origins else "scene file"
 
     for dotted, value, label in overrides:
         section, _, key = dotted.partition(".")
@@ -137,8 +198,8 @@ def build_scene(raw: dict, path: str = "<scene>",
         merged.setdefault(section, {})[key] = _override_value(section, key, value)
         sources[dotted] = label
         # count and spacing are alternatives: setting one replaces the file's other.
-        other = {"flock.count": "spacing", "flock.spacing": "count"}.get(dotted)
-        if other and sources.get(f"flock.{other}") == "scene file":
+        other = _ALTERNATIVES.get(key) if section == "flock" else None
+        if other and _in_a_file(sources.get(f"flock.{other}", "default")):
             merged["flock"].pop(other, None)
             sources.pop(f"flock.{other}")
 
@@ -195,8 +256,9 @@ def _fill(body: dict, defaults: dict) -> None:
 
 
 def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
-    """Message prefix naming where a setting came from: the file, or the flag that set it
-    (for a whole section, the flag that set any of its keys)."""
+    """Message prefix naming where a setting came from: the file (the one it extends, for
+    a setting from there), or the flag that set it (for a whole section, the flag that set
+    any of its keys)."""
     label = sources.get(dotted, "default")
     if "." not in dotted:
         label = next((flag for key, flag in sources.items()
@@ -204,6 +266,8 @@ def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
                      "scene file")
     if label == "default":  # set nowhere: the scene's own value all the same
         return f"{path}: {dotted} (the default)"
+    if label.startswith(FROM):
+        return f"{label.removeprefix(FROM)}: {dotted}"
     return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
 
 
@@ -247,6 +311,18 @@ _ORDERED = (("flock.min_speed", "flock.max_speed"),
             ("render.width_min", "render.width_max"),
             ("hawk.duration", "hawk.period"))
 _PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
+# A setting from a scene file that the scene file extends: named "from <its path>", below
+# the file that extends it (whose settings replace its own, as the command line does).
+FROM, _EXTENDED = "from ", 0.5
+
+
+def _in_a_file(label: str) -> bool:
+    return label == "scene file" or label.startswith(FROM)
+
+
+def _precedence(label: str) -> float:
+    """The rank of a setting's source: the later, the higher."""
+    return _EXTENDED if label.startswith(FROM) else _PRECEDENCE.get(label, 2)
 
 
 def _check_relations(values, merged, path, sources, rejected, problems):
@@ -261,7 +337,7 @@ def _check_relations(values, merged, path, sources, rejected, problems):
         return not any(k in rejected or k.partition(".")[0] in rejected for k in keys)
 
     def rank(dotted):
-        return _PRECEDENCE.get(sources.get(dotted, "default"), 2)
+        return _precedence(sources.get(dotted, "default"))
 
     def where(dotted):
         return _where(dotted, path, sources)
