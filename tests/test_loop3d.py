@@ -172,6 +172,19 @@ def test_a_tracking_camera_closes_the_loop(meters, tracked):
         "alignment": True, "ink": True, "speed": True, "camera": True}, plain.report()
 
 
+def test_the_shipped_web_loop_renders_as_a_loop(cli, tmp_path):
+    # scenes/web-loop.toml as the command line gives it, at a size CI can afford.
+    import imageio_ffmpeg
+
+    out = tmp_path / "loop.webm"
+    r = cli(SCENES / "web-loop.toml", "-o", out, "--size", "160x90", "--duration", "2",
+            "--crossfade", "0.5", "--set", "flock.count=1000", "--set",
+            "scene.settle_steps=300")
+    assert r.code == 0, r.err
+    assert "loop seam (starts at t₀ = " in r.err and "carried across the loop" in r.err
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 60
+
+
 def heading(velocities) -> float:
     """The azimuth of a flock's mean horizontal velocity, radians."""
     return float(np.angle(velocities[:, 0].sum() + 1j * velocities[:, 1].sum()))
