@@ -197,6 +197,10 @@ def test_a_scene_file_replaces_only_the_settings_it_names(write_scene, small_sce
     said = sources(scene)
     assert (said["scene.name"], said["scene.seed"]) == ("scene file", "--seed")
     assert said["flock.init"] == f"from {child.parent}/base/small.toml"
+    # The command line's spacing replaces the count the extended file gives.
+    bare = write_scene('extends = "base/small.toml"\n', "bare.toml")
+    scene = resolve(bare, "--set", "flock.spacing=2.0")
+    assert (scene.flock.spacing, scene.flock.count) == (2.0, None)
 
 
 def test_a_length_the_extending_file_gives_cuts_the_film_short_of_its_landing(extended, cli):
