@@ -5,6 +5,7 @@ the flock), the same clip without --loop, the dissolve; what a 3D loop refuses."
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -628,6 +629,32 @@ def test_hunts_and_landings_inside_the_window_are_refused_naming_the_setting():
         calm_starts(scene, [50, 60], 60, attacks)
     with pytest.raises(UsageError, match=r"^roost\.landing_at = 4 s: a --loop"):
         calm_starts(scene, [70, 80], 60, attacks)
+
+
+def test_a_hunt_that_leaves_no_calm_start_is_refused_at_the_attack_that_shows_it():
+    from render.errors import UsageError
+    from render.sim.loop import search
+
+    # 10 s and a 4 s morph: every start from 0 to 9.3 s holds the first attack's first
+    # frame, so the search stops there (that attack's end is not flown: "from …") rather
+    # than fly on to 23 s; the refusal says when the hawk attacks.
+    scene = film(*LOOP, "output.crossfade=4.0", "output.frames=300", "flock.count=300")
+    with pytest.raises(UsageError) as refused:
+        search(scene, 300, 120)
+    said = str(refused.value)
+    assert said.startswith('hawk.mode = "hunt": every loop start within 9.33 s puts an '
+                           'attack inside the 14 s loop'), said
+    assert re.search(r"\(the hawk's attacks: from \d+\.\d s\): set hawk\.enabled = false, "
+                     r"or a clip that fits between two attacks$", said), said
+
+
+def test_the_attacks_are_named_by_their_times():
+    from render.sim.loop import spans
+
+    flags = np.zeros(20, bool)
+    flags[3:7] = flags[15:] = True  # at 2 fps: 1.5–3.5 s, and one from 7.5 s not yet over
+    assert spans(flags, 2.0) == "1.5–3.5 s, from 7.5 s"
+    assert spans(flags[:10], 2.0) == "1.5–3.5 s"
 
 
 def test_a_loop_longer_than_the_time_to_the_landing_is_refused_before_any_flight():
