@@ -292,7 +292,7 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     # The starts whose window may yet prove calm: once none is, the search stops there
     # and is refused, rather than fly on for minutes to say so.
     landing = landing_at(scene)
-    open_ = {k for k in candidates if landing is None or (k + window) / fps <= landing}
+    hopeful = {k for k in candidates if landing is None or (k + window) / fps <= landing}
     # Each candidate's pairs are found on a thread of their own while the flight goes on
     # (its pairing kernels let go of the GIL), and wanted only once its window has passed,
     # half a morph later.
@@ -309,8 +309,8 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
             attacks.append(bool(getattr(frame.snapshot, "attack", False)))
             f = frame.index
             if attacks[-1]:
-                open_ -= {k for k in open_ if k <= f < k + window}
-            if not open_:
+                hopeful -= {k for k in hopeful if k <= f < k + window}
+            if not hopeful:
                 break
             k = f - middle
             if k in candidates:
@@ -495,10 +495,11 @@ def calm_starts(scene, candidates: list[int], window: int, attacks: np.ndarray) 
     calm_ones = [k for k in kept if calm(scene, k, window, attacks)]
     if not calm_ones:
         raise UsageError(f"hawk.mode = \"hunt\": every loop start within "
-                         f"{round(kept[-1] / fps, 2):g} s puts an attack inside the {window / fps:g} s "
-                         f"loop (the clip and its morph), and a loop cannot close across "
-                         f"one (the hawk's attacks: {spans(attacks, fps)}): set "
-                         f"hawk.enabled = false, or a clip that fits between two attacks")
+                         f"{round(kept[-1] / fps, 2):g} s puts an attack inside the "
+                         f"{window / fps:g} s loop (the clip and its morph), and a loop "
+                         f"cannot close across one (the hawk's attacks: "
+                         f"{spans(attacks, fps)}): set hawk.enabled = false, or a clip "
+                         f"that fits between two attacks")
     return calm_ones
 
 
@@ -509,7 +510,6 @@ def spans(flags, fps: float) -> str:
     edges = np.flatnonzero(np.diff(np.concatenate(([0], np.asarray(flags, np.int8), [0]))))
     return ", ".join(f"from {a / fps:.1f} s" if b == len(flags) else
                      f"{a / fps:.1f}–{b / fps:.1f} s" for a, b in edges.reshape(-1, 2))
-
 
 
 def partners(scene, tail: tuple, head: tuple, accent: np.ndarray, crossfade: int,
