@@ -291,8 +291,7 @@ def _searched(scene, count: int, crossfade: int, progress: bool,
     flown = max(candidates) + window
     # The starts whose window may yet prove calm: once none is, the search stops there
     # and is refused, rather than fly on for minutes to say so.
-    landing = landing_at(scene)
-    hopeful = {k for k in candidates if landing is None or (k + window) / fps <= landing}
+    hopeful = {k for k in candidates if calm(scene, k, window, ())}  # the landing's part
     # Each candidate's pairs are found on a thread of their own while the flight goes on
     # (its pairing kernels let go of the GIL), and wanted only once its window has passed,
     # half a morph later.
