@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -412,6 +414,58 @@ def test_the_settled_key_follows_the_simulation_settings_only():
     assert settled.key(build_scene({**base, "camera": {"follow": "none"}}, "g.toml")) == \
         settled.key(build_scene({**base, "camera": {"follow": "none", "follow_time": 0.9}},
                                 "h.toml"))
+
+
+_SETTLING = """
+import sys
+from render.scene import load_scene
+from render.sim.simulate import Simulation
+scene = load_scene("scenes/murmuration.toml", [("flock.count", "200", "test"),
+                                                ("scene.settle_steps", "30", "test")])
+Simulation(scene)
+print("\\n".join(module.__file__ for name, module in sorted(sys.modules.items())
+                if name.split(".")[0] == "render"))
+"""
+
+
+def test_a_settling_runs_no_source_its_state_is_not_named_by(tmp_path):
+    # The film's settling (its hunt, waves and landing loaded) imports no module of the
+    # package outside the settled state's sources but the scene's (its values are in the
+    # key), the errors' and the progress bar's: so an edit to a module left out (the
+    # loop's morph, the diagnostics) cannot change a state the cache keeps.
+    from render.sim import settled
+
+    root = os.path.dirname(os.path.dirname(__file__))
+    ran = subprocess.run([sys.executable, "-c", _SETTLING], check=True, cwd=root,
+                         env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)),
+                         capture_output=True, text=True).stdout.split()
+    package = settled.sources()[0].parents[1]
+    named = set(settled.sources())
+    outside = [path for path in map(Path, ran) if path not in named
+               and path.parent != package / "scene"
+               and path.name not in ("__init__.py", "errors.py", "progress.py")]
+    assert not outside and package / "sim" / "step3d.py" in map(Path, ran), outside
+
+
+def test_an_edit_to_a_reader_of_the_states_keeps_them(tmp_path):
+    from render.sim import settled
+    from render.sim.cache import files_digest
+
+    package = tmp_path / "render"
+    shutil.copytree(Path(settled.__file__).parents[1], package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+    def digest():
+        return files_digest(settled.sources(package), package)
+
+    first = digest()
+    for name in settled.READERS:
+        (package / "sim" / name).write_text("# edited\n")
+    assert digest() == first
+    for edited in ("sim/step3d.py", "sim/forces/roost.py", "ranking.py"):
+        (package / edited).write_text((package / edited).read_text() + "# edited\n")
+        assert digest() != first, edited
+        first = digest()
 
 
 def test_settling_shows_progress_on_stderr_only_when_asked(capsys):

@@ -7,7 +7,7 @@ motion.py and every force) and with the constants it reads from them (the 3D str
 haze from sky.py, the sky's and the compositor's encoding steps from colour.py): after an
 edit there, the old machine code would still load. So the cache folder is named after the
 sources of the whole package (and its place), and any edit to any of them starts a fresh
-folder. The settled states (settled.py) are named after the simulator's sources alone.
+folder. The settled states (settled.py) are named after the sources of the simulation alone.
 """
 
 from __future__ import annotations
@@ -28,8 +28,14 @@ _SIM = Path(__file__).resolve().parent
 def sources_digest(root: Path = _SIM) -> str:
     """16 hex digits of the sha256 over every source file under `root` (names and bytes):
     by default render/sim's."""
+    return files_digest(root.rglob("*.py"), root)
+
+
+def files_digest(files, root: Path) -> str:
+    """16 hex digits of the sha256 over `files` (their names relative to `root`, and their
+    bytes), whatever their order."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(files):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

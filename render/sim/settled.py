@@ -5,7 +5,8 @@ not pay for that again.
 The file is <user cache>/boids-render/settled/<key>.npz, the key a sha256 over every
 setting that decides the settled state (the seed, dt, settle_steps, the world, the flock,
 the rules, flight and roost, the follow camera's spring, which settles with the flock,
-and whether a hunt keeps the neighbours it reads) and the simulator's sources; written
+and whether a hunt keeps the neighbours it reads) and the sources the simulation runs
+(`sources`: an edit to the loop's morph or to the diagnostics keeps the states); written
 atomically. The folder keeps the states used last, up to KEEP_BYTES (`prune`). Only
 `load` and `save` import numpy: render.budget reads `path` to know whether a render will
 settle.
@@ -23,12 +24,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..scene import Scene
-from .cache import sources_digest, user_cache_dir
+from .cache import files_digest, user_cache_dir
 
 if TYPE_CHECKING:
     import numpy as np
 
+_PACKAGE = Path(__file__).resolve().parents[1]
 _SECTIONS = ("world", "flock", "rules", "flight", "roost")
+# render/sim's modules that only read the simulation's states, never feed them: the loop's
+# morph and its pairing, the diagnostics (tests/test_step3d.py checks that a settling
+# imports none of them, and nothing of the package outside `sources`).
+READERS = ("loop.py", "pairing.py", "diagnostics.py", "diagnostics3d.py")
 FIELDS = ("positions", "velocities", "bank", "radius", "homing", "follow", "lists_idx",
           "lists_kth", "lists_count")
 
@@ -45,8 +51,16 @@ def key(scene: Scene) -> str:
     # A hunt's settling steps keep each bird's neighbours for the hawk's first target and
     # the waves (the hunt itself starts at frame 0 or later: scene.checks3d).
     what["hunt"] = scene.hawk is not None and scene.hawk.mode == "hunt"
-    text = json.dumps(what, sort_keys=True) + sources_digest()
+    text = json.dumps(what, sort_keys=True) + files_digest(sources(), _PACKAGE)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sources(package: Path = _PACKAGE) -> list[Path]:
+    """The source files a settled state follows, in the package at `package`: render/sim's
+    but its READERS, and the ranking the landing orders its birds by."""
+    sim = package / "sim"
+    return [path for path in sim.rglob("*.py")
+            if path.relative_to(sim).as_posix() not in READERS] + [package / "ranking.py"]
 
 
 def path(scene: Scene) -> Path:
