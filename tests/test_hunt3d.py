@@ -530,15 +530,18 @@ def test_the_hawk_begins_zigs_only_within_its_window_after_its_first():
     the hawk begins them all along its dive and climb."""
     from conftest import SCENES
     from render.scene import load_scene, parse_override
+    from render.scene.load import build_scene
     from render.sim.simulate3d import Simulation3D
 
     spans, copied = {}, {}
     for window in (None, 0.1):
         values = ["flock.count=1500", "scene.settle_steps=0", "hawk.start=0.5",
-                  *([f"hawk.zig_window={window}"] if window else [])]
-        scene = load_scene(SCENES / "murmuration.toml",
-                           [(*parse_override(v), v) for v in values])
-        sim = Simulation3D(scene, cache=False)
+                  f"hawk.zig_window={window or 0.5}"]
+        body = load_scene(SCENES / "murmuration.toml",
+                          [(*parse_override(v), v) for v in values]).to_dict()
+        if window is None:  # the film's window left unset
+            del body["hawk"]["zig_window"]
+        sim = Simulation3D(build_scene(body, "film.toml"), cache=False)
         while not sim.finale.done and sim.time_s < 30.0:
             sim.advance()
         attack = sim.finale.done[0]
