@@ -535,12 +535,13 @@ def test_the_hawk_begins_zigs_only_within_its_window_after_its_first():
 
     spans, copied = {}, {}
     for window in (None, 0.1):
-        values = ["flock.count=1500", "scene.settle_steps=0", "hawk.start=0.5",
-                  f"hawk.zig_window={window or 0.5}"]
+        values = ["flock.count=1500", "scene.settle_steps=0", "hawk.start=0.5"]
         body = load_scene(SCENES / "murmuration.toml",
                           [(*parse_override(v), v) for v in values]).to_dict()
         if window is None:  # the film's window left unset
             del body["hawk"]["zig_window"]
+        else:
+            body["hawk"]["zig_window"] = window
         sim = Simulation3D(build_scene(body, "film.toml"), cache=False)
         while not sim.finale.done and sim.time_s < 30.0:
             sim.advance()

@@ -439,7 +439,7 @@ def test_a_settling_runs_no_source_its_state_is_not_named_by(tmp_path):
     ran = subprocess.run([sys.executable, "-c", _SETTLING], check=True, cwd=root,
                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)),
                          capture_output=True, text=True).stdout.split()
-    package = settled.sources()[0].parents[1]
+    package = Path(settled.__file__).parents[1]
     named = set(settled.sources())
     outside = [path for path in map(Path, ran) if path not in named
                and path.parent != package / "scene"
