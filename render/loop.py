@@ -405,6 +405,11 @@ def _advice(failed: list[str], scene: Scene | None) -> str:
                     "so its birds meet their partners")
     elif {"ink", "speed"} & set(failed):
         tips.append("a longer --crossfade gives the birds more time to meet their partners")
+    elif "steps" in failed and tracking and scene.dimensions == 3:
+        # The web loop's 6 s at 1280x720, seeds 0-4: a 1 s morph stepped 2.5-2.7x the
+        # median, every bird turning toward its partner's heading at once; 3 s 1.4-1.5x.
+        tips.append("a longer --crossfade (3-4 s) turns the birds toward their partners' "
+                    "headings as gently as they turn in flight")
     if "camera" in failed and looking:
         tips.append("camera.follow = \"track\" closes without a pan")
     if "steps" in failed and looking and scene.dimensions == 2:

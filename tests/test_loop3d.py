@@ -716,6 +716,10 @@ def test_a_failing_measure_comes_with_what_may_help(meters):
         assert "carries the flock's turn" in _advice(["ink", "speed"], camera)
         assert "a longer --crossfade" not in _advice(["ink", "speed"], camera)
     assert "carries the flock's turn" not in _advice(["speed"], loop)
+    # Under a tracking camera a short morph turns every bird at once (the web loop with a
+    # 1 s morph: steps 2.5–2.7× the median; 3 s: 1.4–1.5×).
+    assert "a longer --crossfade (3-4 s)" in _advice(["steps"], loop)
+    assert _advice(["steps"], follow) == _advice(["steps"], fixed) == ""
     assert "carries the flock's turn" not in _advice(["camera", "speed"], follow)
     assert _advice(["steps", "alignment"], follow) == ""
     meter, _, _ = meters["loop"]
