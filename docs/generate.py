@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -172,7 +173,7 @@ def scenes_md() -> str:
         optional = " (3D: on unless `enabled = false`)" if name in DEFAULTS_3D and \
             name in OPTIONAL_SECTIONS else \
             " (optional: on when present)" if name in OPTIONAL_SECTIONS else ""
-        out += [f"## `[{name}]`{where}{optional}", "", cls.__doc__.strip(), "",
+        out += [f"## `[{name}]`{where}{optional}", "", inspect.cleandoc(cls.__doc__), "",
                 "| key | type | default | unit | range | meaning |",
                 "|---|---|---|---|---|---|"]
         for f in dataclasses.fields(cls):
