@@ -1,6 +1,7 @@
 # Two commands from a fresh Debian/Ubuntu machine: `make render` and `make test`.
 # Both create .venv, install what building pycairo needs (via apt when missing),
-# install the package with its test extras, then do their job.
+# install the package with its test extras at the versions constraints.txt pins, then
+# do their job.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -27,10 +28,10 @@ bench: $(STAMP)
 # on 50-bird, 1-frame renders of the two default scenes: about a minute once (a warm start
 # is 2 s), cached in the folder the console script and the tests share
 # (render/sim/cache.py), so the first real render's progress bar is honest.
-$(STAMP): pyproject.toml | system-deps
+$(STAMP): pyproject.toml constraints.txt | system-deps
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	@echo "Compiling the simulation kernels (once)"
 	for scene in scenes/murmuration.toml scenes/plate.toml; do \
 	  $(BIN)/boids-render $$scene --set flock.count=50 --frames 1 --size 64x36 --quiet \
