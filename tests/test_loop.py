@@ -143,13 +143,51 @@ def test_the_morph_closes_the_loop_and_keeps_the_ink(meters):
     assert morph.measures()["fading"] < meters["dissolve"].measures()["fading"]
 
 
-def test_the_measures_pass_on_the_classic_clip_without_a_loop():
+@pytest.fixture(scope="module")
+def classic():
+    """Classic's measures, 90 frames: the plain clip, and the loop with a 0.5 s morph."""
     from render.states import simulated
 
-    scene = scene_of("classic", "scene.settle_steps=300", f"output.frames={MEASURED}")
-    meter = metered(scene, simulated(scene, 0, MEASURED), plain=True)
+    settings = ("scene.settle_steps=300", f"output.frames={MEASURED}")
+    plain = scene_of("classic", *settings)
+    loop = scene_of("classic", *settings, "output.loop=true", "output.crossfade=0.5")
+    return {"plain": metered(plain, simulated(plain, 0, MEASURED), plain=True),
+            "morph": metered(loop, simulated(loop, 0, MEASURED))}
+
+
+def test_the_measures_pass_on_the_classic_clip_without_a_loop(classic):
+    meter = classic["plain"]
     assert meter.passes(wrap=False) == {"steps": True, "alignment": True, "ink": True,
                                         "speed": True}, meter.report()
+
+
+def test_classic_s_morph_keeps_the_steps_and_the_ink(classic):
+    morph = classic["morph"]
+    assert morph.passes()["steps"] and morph.passes()["ink"], morph.report()
+
+
+# Open in 2D (docs/loops.md, "Limits, measured"): mid-morph the birds still in the tail's
+# lanes cross those already in the head's (measure 2), and over these 3 s a 0.5 s morph
+# cannot pair every bird within reach (measure 4: benchmarks/loop_bound.py bounds the
+# birds that must fade from below). Asserted all the same, as failures that must fail.
+OPEN_2D = {
+    ("plate", "alignment"): "mid-morph the plate's coherence falls to 0.297, under its band "
+                            "from 0.338: two layouts' lanes cross (open)",
+    ("plate", "speed"): "32.8% of the plate's birds fade out and in, where at most 5% may; "
+                        "no morph can, over these 3 s: at least 11.5% must",
+    ("classic", "alignment"): "classic's morph reads 0.667 at its lowest, under its band "
+                              "from 0.670 (open)",
+    ("classic", "speed"): "73.3% of classic's birds fade out and in, where at most 5% may; "
+                          "over these 3 s at least 5.0% must (open)"}
+
+
+@pytest.mark.parametrize("name, measure", [
+    pytest.param(*key, marks=pytest.mark.xfail(strict=True, reason=why))
+    for key, why in OPEN_2D.items()])
+def test_the_2d_morphs_keep_the_alignment_and_let_few_birds_jump(meters, classic, name,
+                                                                 measure):
+    morph = meters["morph"] if name == "plate" else classic["morph"]
+    assert morph.passes()[measure], morph.report()
 
 
 @pytest.mark.parametrize("fps", [30, 150])
