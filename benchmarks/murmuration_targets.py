@@ -12,15 +12,19 @@ flies the hunt on to S s with the landing moved past it, so that a split begun l
 the minute can be seen to meet again (the minute's rows are the same bits).
 
 `run(seed, birds)` returns a `Run` (the series); `table(run)` the rows; tests/
-test_targets3d.py asserts them.
+test_targets3d.py asserts them. `--seed 0 1 2 3 4 --birds 20000` measures the five seeds,
+`--jobs` of them at once (`runs`), and prints a table for each.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
+import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,6 +201,24 @@ def run(seed: int, birds: int, extra=(), landing: bool = True, sky: bool = True,
     return out
 
 
+def runs(specs: list[tuple[int, int]], jobs: int = 2, **options) -> list[Run]:
+    """`run(seed, birds, **options)` for each (seed, birds) of `specs`, in that order, `jobs`
+    at a time in processes of their own, each flying on one thread: two flocks keep two
+    cores busier than one flock's step on two threads (1.4 times one thread's pace at
+    100,000 birds, docs/performance.md). The same bits as `run` (threads change none)."""
+    if jobs <= 1 or len(specs) <= 1:
+        return [run(seed, birds, **options) for seed, birds in specs]
+    context = multiprocessing.get_context("spawn")  # numba's threads are not fork-safe
+    with ProcessPoolExecutor(min(jobs, len(specs)), mp_context=context,
+                             initializer=_one_thread) as pool:
+        futures = [pool.submit(run, seed, birds, **options) for seed, birds in specs]
+        return [f.result() for f in futures]
+
+
+def _one_thread() -> None:
+    os.environ["NUMBA_NUM_THREADS"] = "1"  # before the worker imports numba
+
+
 def longest_split(shape: list[dict], begun_before: float = math.inf) -> tuple[float, float]:
     """(how long, s, the longest split begun before `begun_before` lasted — two clusters
     of ≥ SPLIT_SHARE each — and how long after it began the flock was one again (≥ 90% in
@@ -308,8 +330,10 @@ def xi_of(r: Run) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, nargs="+", default=[0])
     p.add_argument("--birds", type=int, default=5000)
+    p.add_argument("--jobs", type=int, default=2,
+                   help="seeds measured at once, each in a process on one thread")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a scene override, as the CLI's --set (for tuning)")
     p.add_argument("--no-landing", action="store_true", help="stop at 60 s")
@@ -327,13 +351,17 @@ def main(argv=None) -> int:
         # The hunt's first minute is the same bits whatever the landing's time.
         extra += [("roost.landing_at", f"{a.follow + 5:g}"),
                   ("scene.duration", f"{a.follow + 10:g}")]
-    r = run(a.seed, a.birds, extra, landing=not (a.no_landing or a.follow), sky=not a.no_sky,
-            stills=a.stills, follow=a.follow)
-    print(f"seed {a.seed}, {a.birds} birds, {' '.join(a.set)} ({r.seconds:.0f} s)")
-    print("| measure | target | measured | met |\n|---|---|---|---|")
-    for m, t, v, ok in table(r):
-        print(f"| {m} | {t} | {v} | {'yes' if ok else 'NO'} |")
-    print("ξ, L (m): %.1f, %.1f" % xi_of(r))
+    if a.stills is not None and len(a.seed) > 1:
+        p.error("--stills takes one --seed")
+    measured = runs([(seed, a.birds) for seed in a.seed], a.jobs, extra=extra,
+                    landing=not (a.no_landing or a.follow), sky=not a.no_sky,
+                    stills=a.stills, follow=a.follow)
+    for r in measured:
+        print(f"seed {r.seed}, {a.birds} birds, {' '.join(a.set)} ({r.seconds:.0f} s)")
+        print("| measure | target | measured | met |\n|---|---|---|---|")
+        for m, t, v, ok in table(r):
+            print(f"| {m} | {t} | {v} | {'yes' if ok else 'NO'} |")
+        print("ξ, L (m): %.1f, %.1f" % xi_of(r))
     return 0
 
 
