@@ -19,6 +19,7 @@ test_targets3d.py asserts them. `--seed 0 1 2 3 4 --birds 20000` measures the fi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import multiprocessing
 import os
@@ -209,14 +210,33 @@ def runs(specs: list[tuple[int, int]], jobs: int = 2, **options) -> list[Run]:
     if jobs <= 1 or len(specs) <= 1:
         return [run(seed, birds, **options) for seed, birds in specs]
     context = multiprocessing.get_context("spawn")  # numba's threads are not fork-safe
-    with ProcessPoolExecutor(min(jobs, len(specs)), mp_context=context,
-                             initializer=_one_thread) as pool:
+    # Read by numba and OpenBLAS as a worker loads them: one thread each (OpenBLAS's idle
+    # threads spin, on the core the other run needs: a fifth of a run's CPU).
+    with _environment(NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"), \
+            ProcessPoolExecutor(min(jobs, len(specs)), mp_context=context,
+                                initializer=_tuned) as pool:
         futures = [pool.submit(run, seed, birds, **options) for seed, birds in specs]
         return [f.result() for f in futures]
 
 
-def _one_thread() -> None:
-    os.environ["NUMBA_NUM_THREADS"] = "1"  # before the worker imports numba
+def _tuned() -> None:
+    from render.cli import tune_process
+
+    tune_process()  # the console script's heap: a step's arrays kept, not faulted back
+
+
+@contextlib.contextmanager
+def _environment(**values: str):
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def longest_split(shape: list[dict], begun_before: float = math.inf) -> tuple[float, float]:

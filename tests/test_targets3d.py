@@ -6,7 +6,7 @@ landing.
 The issue's set, as CI runs it: seeds 0–4 of the shipped 20,000 birds, each the scene's
 30 s of settling, its 60 s of hunt and its 60 s of landing, every row asserted on every
 seed; the split across the seeds; ξ's growth from 5,000 birds (seed 0) to 20,000. The
-six runs go two at a time (`murmuration_targets.runs`): 10 min 21 s of two cores from an
+six runs go two at a time (`murmuration_targets.runs`): 9 min 8 s of two cores from an
 empty cache of settled flocks (docs/starlings.md, "What the tests cover"). The two rows
 the film misses are expected failures (OPEN). `BOIDS_TARGETS=quick` runs seed 0 at 5,000
 birds alone (about 2 min), where the escape turn costs two rows more.
