@@ -15,9 +15,9 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
+from environment import setenv
 from figures import result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,21 +87,6 @@ def _turns(raw: Path, scene, export: list[str], repeats: int, env=None) -> list[
     return [(_timed_cpu(encode), _timed_cpu(export, env=env)) for _ in range(repeats)]
 
 
-@contextmanager
-def _cache_home(folder: str):
-    """XDG_CACHE_HOME (where the settled states are kept) at `folder` while inside;
-    yields the environment for the subprocesses run with it."""
-    before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = folder
-    try:
-        yield dict(os.environ)
-    finally:
-        if before is None:
-            del os.environ["XDG_CACHE_HOME"]
-        else:
-            os.environ["XDG_CACHE_HOME"] = before
-
-
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
@@ -147,7 +132,7 @@ def export3d_vs_ffmpeg(quick: bool = False, repeats: int = 3) -> list[dict]:
     scene = loaded()
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "frames.bgra"
-        with _cache_home(tmp) as env:  # the settled states' cache, empty
+        with setenv(XDG_CACHE_HOME=tmp) as env:  # the settled states' cache, empty
             start = time.perf_counter()
             span = flock_span(next(iter(simulated(scene, 0, 1))))
             settling = time.perf_counter() - start

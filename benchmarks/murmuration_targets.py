@@ -19,10 +19,8 @@ test_targets3d.py asserts them. `--seed 0 1 2 3 4 --birds 20000` measures the fi
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import multiprocessing
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from environment import setenv
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's render, not an installed one
@@ -212,7 +212,7 @@ def runs(specs: list[tuple[int, int]], jobs: int = 2, **options) -> list[Run]:
     context = multiprocessing.get_context("spawn")  # numba's threads are not fork-safe
     # Read by numba and OpenBLAS as a worker loads them: one thread each (OpenBLAS's idle
     # threads spin, on the core the other run needs: a fifth of a run's CPU).
-    with _environment(NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"), \
+    with setenv(NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"), \
             ProcessPoolExecutor(min(jobs, len(specs)), mp_context=context,
                                 initializer=_tuned) as pool:
         futures = [pool.submit(run, seed, birds, **options) for seed, birds in specs]
@@ -223,20 +223,6 @@ def _tuned() -> None:
     from render.cli import tune_process
 
     tune_process()  # the console script's heap: a step's arrays kept, not faulted back
-
-
-@contextlib.contextmanager
-def _environment(**values: str):
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def longest_split(shape: list[dict], begun_before: float = math.inf) -> tuple[float, float]:
