@@ -226,6 +226,22 @@ def test_a_windows_treeline_is_the_frames_moved_not_cut_to_the_window():
         assert np.allclose(part + window[:2], whole, rtol=0, atol=1e-9), window
 
 
+def test_a_tiles_treeline_is_filled_as_in_the_whole_frame():
+    """cairo fills the pixels by a surface's border a shade differently: the film's
+    treeline met the ground 1-2 levels off along a 4K poster's tile seam (row 2738, x
+    4093-4095 of 6000x3375 in 1024- or 2048-px tiles)."""
+    from render.draw3d.camera import pose_at
+    from render.scene import load_scene
+
+    size = (6000, 3375)
+    scene = load_scene("scenes/murmuration.toml")
+    sky = sky_for(scene, pose_at(scene, 12.5, None, *size))
+    whole = sky_pixels(sky, (0, 0, *size))
+    for x, y, w, h in ((3072, 2048, 1024, 1024), (2048, 2048, 2048, 1327),
+                       (4096, 2048, 1904, 1327)):
+        assert (sky_pixels(sky, (x, y, w, h)) == whole[y:y + h, x:x + w]).all(), (x, y)
+
+
 def test_the_sky_shows_under_the_trees_crowns():
     # Crowns on trunks, not columns standing on the ground: seen close enough to resolve
     # them (10° field of view, the trees 70 px tall), many columns of pixels cross the

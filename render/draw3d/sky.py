@@ -632,12 +632,32 @@ def hazed_treeline(sky: Sky) -> np.ndarray:
 
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
     """The treeline over `out` (the window's sky, BGRA) as one filled vector path in its
-    colour hazed by its distance toward the horizon's."""
-    h, w = out.shape[:2]
-    surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
-                                                 4 * w)
+    colour hazed by its distance toward the horizon's. A window of a larger frame (a
+    tile of a still) is filled on a surface reaching up to TREELINE_APRON px past it,
+    within the frame, and cropped: cairo fills the pixels by a surface's border a shade
+    differently from the same pixels further in (up to 2 levels where the treeline met
+    the ground at a 4K tile's seam)."""
+    x, y, w, h = (int(v) for v in window)
+    left, top = max(0, min(TREELINE_APRON, x)), max(0, min(TREELINE_APRON, y))
+    right = max(0, min(TREELINE_APRON, sky.pose.width - x - w))
+    bottom = max(0, min(TREELINE_APRON, sky.pose.height - y - h))
+    wide = out
+    if left or top or right or bottom:
+        # The apron's own pixels are never read back: the fill leaves the others as
+        # they would be without it.
+        wide = np.zeros((top + h + bottom, left + w + right, 4), np.uint8)
+        wide[top:top + h, left:left + w] = out
+    surface = cairo.ImageSurface.create_for_data(memoryview(wide), cairo.FORMAT_ARGB32,
+                                                 wide.shape[1], wide.shape[0],
+                                                 4 * wide.shape[1])
     ctx = cairo.Context(surface)
-    if treeline_path(ctx, sky, window):
+    if treeline_path(ctx, sky, (x - left, y - top, wide.shape[1], wide.shape[0])):
         ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
         ctx.fill()
     surface.flush()
+    if wide is not out:
+        out[...] = wide[top:top + h, left:left + w]
+
+
+# How far a window's treeline surface reaches past it (see `draw_treeline`).
+TREELINE_APRON = 32
