@@ -79,9 +79,12 @@ FLOAT_BYTES_PER_PX = 16      # a 3D frame's float image, kept for its OpenEXR fr
 FILE_BYTES_PER_PX = {".mov": 0.6, ".png": 0.2, ".mp4": 0.1, ".webm": 0.1, ".exr": 0.5,
                      ".jpg": 0.2, ".jpeg": 0.2, ".gif": 0.3, ".webp": 0.25, ".apng": 0.6}
 # 3D frames: a dithered sky in every PNG (0.34 measured at 1080p), and sub-pixel birds over
-# a smooth sky, which H.264 and VP9 hold in far less than the plate's streaks (the film's
-# 100 s at 720p: 0.0034).
-FILE_BYTES_PER_PX_3D = {**FILE_BYTES_PER_PX, ".png": 0.4, ".mp4": 0.01, ".webm": 0.01}
+# a smooth sky, which every inter-frame codec holds in far less than the plate's streaks.
+# Measured at 720p (3 s of the film and of flock3d.toml, the web loop's 6 s), rounded up
+# from the largest: H.264 0.0025-0.0052, VP9 0.0013-0.0023, GIF 0.018-0.079, WebP
+# 0.006-0.021 (APNG 0.09-0.41, under the 2D bound).
+FILE_BYTES_PER_PX_3D = {**FILE_BYTES_PER_PX, ".png": 0.4, ".mp4": 0.006, ".webm": 0.003,
+                        ".gif": 0.08, ".webp": 0.025}
 # What an inter-frame codec makes of a clip turns on what moves in it: its estimate is a
 # guide, not a bound, and refusing a clip by it turned away clips 4-50x smaller than it.
 # These outputs' sizes follow from their frames (lossless, intra-only or exact).
@@ -607,10 +610,10 @@ def available_memory() -> float | None:
 
 
 def _bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
-    return f"{n / 1e3:.3g} kB"
+    return f"{n:.3g} bytes"
 
 
 def _duration(seconds: float) -> str:
