@@ -357,6 +357,7 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
            tile_size: int | None = None, overwrite: bool = True,
            quiet: bool = False, **clip_only) -> Path:
     """render(..., still=t): one frame as a PNG, JPEG, OpenEXR, PDF or SVG."""
+    from .encode.files import folders_made_for
     from .stills import render_still, still_path
 
     if clip_only:
@@ -376,18 +377,24 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
         raise UsageError(f"dpi: expected a number > 0, got {dpi!r}")
     time = _seconds(still, scene.output.fps, "still")
     path = still_path(path, scene, time)
-    render_still(scene, path, time, dpi=dpi, bit_depth=bit_depth, tile_size=tile_size,
-                 overwrite=overwrite, quiet=quiet)
+    with folders_made_for([path]):
+        render_still(scene, path, time, dpi=dpi, bit_depth=bit_depth, tile_size=tile_size,
+                     overwrite=overwrite, quiet=quiet)
     return Path(path)
 
 
 def _clip_render(scene: Scene, path, *, quiet: bool = False, **options) -> list[Path]:
     """render(...) of a clip, a sequence, trajectories or diagnostics."""
+    from .encode.files import folders_made_for
     from .encode.images import is_sequence, sequence_pattern
     from .pipeline import render as run
 
     scene, paths, target, executor, diagnostics = _planned(scene, path, **options)
-    run(scene, target, executor, diagnostics, quiet=quiet)
+    extra = [p for p in (diagnostics.stats, diagnostics.plot) if p is not None]
+    # A sequence's pattern stands for its frames' files (one folder), checked by `run`.
+    with folders_made_for([sequence_pattern(p) if is_sequence(p) else p for p in paths]
+                          + extra):
+        run(scene, target, executor, diagnostics, quiet=quiet)
     written = []
     if target.web:
         from .encode.web import web_paths
@@ -400,7 +407,7 @@ def _clip_render(scene: Scene, path, *, quiet: bool = False, **options) -> list[
             written += [Path(pattern % k) for k in range(target.first, target.end)]
         else:
             written.append(Path(p))
-    return written + [Path(p) for p in (diagnostics.stats, diagnostics.plot) if p is not None]
+    return written + [Path(p) for p in extra]
 
 
 def _refuse(scene: Scene, path, **options) -> None:

@@ -306,9 +306,8 @@ def _clip(args: argparse.Namespace, scene) -> int:
     if args.check:
         return _check(args, scene, first, options)
     if args.output is None and args.stats is None and args.plot is None:
-        print("boids-render: nothing to do: give -o OUT, --stats FILE, --plot FILE or "
-              "--check",
-              file=sys.stderr)
+        print("boids-render: nothing to do: give -o OUT (with --still TIME for a still), "
+              "--stats FILE, --plot FILE, --contact-sheet FILE or --check", file=sys.stderr)
         return 2
     from .api import render
 
@@ -329,6 +328,16 @@ def _refuse_unused_by_outputs(args: argparse.Namespace) -> None:
                          "--quality web renders its clips whole: drop --resume")
     outputs = args.outputs
     if not outputs:
+        unused = [flag for flag, given in (("--crf", args.crf), ("--motion-blur",
+                                                                  args.motion_blur),
+                                           ("--transparent", args.transparent),
+                                           ("--resume", args.resume)) if given]
+        if unused and (args.stats or args.plot):
+            only = " and ".join(f for f, given in (("--stats", args.stats),
+                                                   ("--plot", args.plot)) if given)
+            raise UsageError(f"{', '.join(unused)} act{'s' * (len(unused) == 1)} on the "
+                             f"frames written to -o; {only} draw{'s' * (' ' not in only)} "
+                             f"none: add -o OUT, or drop {', '.join(unused)}")
         return
     if args.crf is not None and args.quality != "web" and \
             not any(Path(out).suffix.lower() in CRF_SUFFIXES for out in outputs):

@@ -115,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
                             "seconds or frame:N, e.g. --still 12.5 -o print.png, or --still "
                             "frame:750")
     paper = still.add_mutually_exclusive_group()
-    paper.add_argument("--paper", choices=sorted(PAPER_MM),
+    paper.add_argument("--paper", choices=sorted(PAPER_MM), type=str.upper,
                        help="size the still for a paper format at --dpi, e.g. --paper A3")
     still.add_argument("--dpi", type=_positive_float, metavar="N",
                        help="print resolution: recorded in a PNG or JPEG still, the page size "

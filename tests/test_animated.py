@@ -158,6 +158,7 @@ def test_a_2d_gif_keeps_its_flat_background_flat(cli, small_scene, tmp_path):
 def test_a_gif_refuses_transparency(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", tmp_path / "t.gif", "--transparent", "--frames", "2")
     assert r.code == 2 and "alpha" in r.err and ".webp" in r.err
+    assert "only on-or-off transparency" in r.err  # a GIF has that much, said so
     assert not (tmp_path / "t.gif").exists()
 
 

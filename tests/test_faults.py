@@ -149,7 +149,7 @@ def test_interrupt_landing_inside_a_numba_kernel_still_exits_130(
     r = cli(small_scene, "-o", out / "clip.mp4", "--frames", "3", "-q")
     assert r.code == 130
     assert r.err_lines == ["boids-render: interrupted"]
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # no clip, no temporary, nor the folder made for them
 
 
 def test_an_interrupt_python_cannot_raise_still_stops_in_one_line(
@@ -232,11 +232,32 @@ def test_resume_keeps_complete_frames_and_renders_the_rest_identically(
     r = cli(small_scene, "-o", f"{seq}/", "--frames", "6", "--resume")
     assert r.code == 0, r.err
     assert len(drawn) == 3  # frames 1 (truncated), 4 and 5
-    assert "kept 3 frames already there (--resume), wrote 3" in r.err, r.err
+    assert "kept 3 frames already there (--resume), wrote 3; 1 frame there was drawn " \
+           "again" in r.err, r.err
     assert {name: (seq / name).stat().st_ino for name in kept} == kept
     assert frame_names(seq) == frame_names(uninterrupted)
     for name in frame_names(seq):
         assert (seq / name).read_bytes() == (uninterrupted / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("args", [("-o", "new/deeper/clip.mp4"), ("-o", "new/seq/"),
+                                  ("-o", "new/clip.webm", "--stats", "new/too/s.csv"),
+                                  ("--still", "0", "-o", "new/still.png")])
+def test_an_interrupted_render_leaves_no_folder_it_made(cli, small_scene, tmp_path,
+                                                       monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    count_draws(monkeypatch, fail_at=0)
+    r = cli(small_scene, *args, *(() if "--still" in args else ("--frames", "3")), "-q")
+    assert r.code == 130, r.err
+    assert frame_names(tmp_path) == ["small.toml"]
+
+
+def test_an_interrupted_sequence_keeps_its_folder_and_frames(cli, small_scene, tmp_path,
+                                                              monkeypatch):
+    count_draws(monkeypatch, fail_at=2)
+    r = cli(small_scene, "-o", f"{tmp_path}/new/seq/", "--frames", "4", "-q")
+    assert r.code == 130, r.err
+    assert frame_names(tmp_path / "new" / "seq") == ["frame_00000.png", "frame_00001.png"]
 
 
 def test_resume_redraws_a_frame_of_the_wrong_size(cli, small_scene, tmp_path, monkeypatch):
@@ -244,10 +265,12 @@ def test_resume_redraws_a_frame_of_the_wrong_size(cli, small_scene, tmp_path, mo
     assert cli(small_scene, "-o", f"{seq}/", "--frames", "2", "--size", "80x44",
                "-q").code == 0
     drawn = count_draws(monkeypatch)
-    r = cli(small_scene, "-o", f"{seq}/", "--frames", "2", "--size", "160x90", "--resume",
-            "-q")
+    r = cli(small_scene, "-o", f"{seq}/", "--frames", "2", "--size", "160x90", "--resume")
     assert r.code == 0, r.err
     assert len(drawn) == 2
+    # Said, though none was kept: the frames there are gone.
+    assert "kept 0 frames already there (--resume), wrote 2; 2 frames there were drawn " \
+           "again: cut short, or not this render's" in r.err, r.err
 
 
 @pytest.mark.parametrize("change, drawn_again", [
@@ -416,7 +439,7 @@ def test_unsupported_codec_names_ffmpegs_reason(cli, small_scene, tmp_path, monk
     assert r.code == 1
     assert len(r.err_lines) == 1, r.err
     assert "Unknown encoder 'no_such_codec'" in r.err
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # no clip, no temporary, nor the folder made for them
 
 
 def limit_file_size(size_bytes: int):
@@ -442,8 +465,8 @@ def test_full_disk_is_one_line_naming_the_cause_and_leaves_nothing(
     assert "File too large" in lines[0]  # EFBIG, as ENOSPC says "No space left on device"
     assert target.read_bytes() == b"an earlier render"
     assert leftovers(out) == []
-    if output == "seq/":
-        assert leftovers(out / "seq") == []
+    if output == "seq/":  # no frame was finished: the folder made for them is gone too
+        assert not (out / "seq").exists()
 
 
 def test_ffmpeg_killed_by_a_signal_is_named(cli, small_scene, tmp_path, monkeypatch):

@@ -59,11 +59,13 @@ def test_a_folder_means_png(cli, small_scene, tmp_path):
     assert (tmp_path / "seq" / "frame_00000.png").read_bytes().startswith(MAGIC[".png"])
 
 
+@pytest.mark.parametrize("name", ["100%", "take%d", "v%03d"])
 def test_a_folder_named_with_a_percent_sign_is_a_folder_not_a_pattern(cli, small_scene,
-                                                                     tmp_path):
+                                                                     tmp_path, name):
     """`-o "grades/100%/"`: the folder's name is its own (a % in a pattern is written %%,
-    but this is no pattern); resumed, and the account names it as given."""
-    folder = tmp_path / "100%"
+    but this is no pattern), even where it reads as one (`take%d/` was refused as a
+    pattern without a suffix); resumed, and the account names it as given."""
+    folder = tmp_path / name
     assert cli(small_scene, "-o", f"{folder}/", "--frames", "2", "--quiet").code == 0
     r = cli(small_scene, "-o", f"{folder}/", "--frames", "3", "--resume")
     assert r.code == 0, r.err

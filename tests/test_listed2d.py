@@ -123,7 +123,27 @@ def test_a_world_wrapped_last_is_what_is_named(sets, message):
 
 def test_a_setting_no_one_gave_is_named_as_the_default():
     with pytest.raises(SceneError) as caught:
-        build_scene({"flock": {"count": 5}, "rules": {"neighbours": "topological"},
-                     "world": {"boundary": "none"}}, "t.toml")
+        build_scene({"rules": {"neighbours": "topological"},
+                     "world": {"boundary": "none", "width": 2.0, "height": 2.0}}, "t.toml")
     assert caught.value.problems == ["t.toml: rules.topological_count (the default): "
-                                     "expected k below the flock size (5 birds), got 7"]
+                                     "expected k below the flock size (4 birds), got 7"]
+
+
+@pytest.mark.parametrize("flock, sets, message", [
+    # the count just given is what is named, with the least that works
+    ({}, [("flock.count", "5", "--set")], "--set flock.count: expected more birds than "
+     "rules.topological_count (7), at least 8, got 5"),
+    ({"count": 5}, [], "t.toml: flock.count: expected more birds than "
+     "rules.topological_count (7), at least 8, got 5"),
+    ({"spacing": 1.0}, [("flock.spacing", "7.0", "--set")], "--set flock.spacing: expected "
+     "a spacing ≤ 5.657 (more birds than rules.topological_count, 7), got 7.0 (5 birds)"),
+    # k given last is what is named
+    ({"count": 5}, [("rules.topological_count", "6", "--set")],
+     "--set rules.topological_count: expected k below the flock size (5 birds), got 6"),
+])
+def test_a_flock_no_larger_than_k_is_named_where_it_was_given_last(flock, sets, message):
+    with pytest.raises(SceneError) as caught:
+        build_scene({"flock": flock, "rules": {"neighbours": "topological"},
+                     "world": {"boundary": "none", "width": 16.0, "height": 16.0}},
+                    "t.toml", sets)
+    assert caught.value.problems == [message]

@@ -256,6 +256,33 @@ def test_no_output_and_no_stats_is_bad_input(cli, small_scene):
     r = cli(small_scene, "-q")
     assert r.code == 2
     assert "nothing to do" in r.err
+    for way in ("-o OUT", "--still TIME", "--stats", "--plot", "--contact-sheet", "--check"):
+        assert way in r.err, way
+
+
+def test_a_folder_named_without_its_slash_is_told_to_add_it(cli, small_scene, tmp_path):
+    (tmp_path / "frames").mkdir()
+    r = cli(small_scene, "-o", tmp_path / "frames", "--frames", "1")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err.rstrip().endswith(f"{tmp_path / 'frames'} is a folder: write "
+                                   f"{tmp_path / 'frames'}/ for PNG frames in it")
+
+
+def test_a_still_given_as_the_scene_points_to_from(cli, small_scene, tmp_path):
+    png = tmp_path / "still.png"
+    assert cli(small_scene, "--still", "0", "-o", png, "-q").code == 0
+    r = cli(png, "-o", tmp_path / "x.mp4")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err.rstrip().endswith(f"a PNG still: --from {png} draws the scene it records")
+
+
+def test_a_paper_size_may_be_given_in_lower_case(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--paper", "a4", "--dpi",
+            "10", "-q")
+    assert r.code == 0, r.err
+    from PIL import Image
+
+    assert Image.open(tmp_path / "a.png").size == (117, 83)  # A4 landscape at 10 dpi
 
 
 @pytest.mark.parametrize("args", [
@@ -301,6 +328,11 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("-o", "a.mov", "-o", "sq/", "--crf", "5"), "a.mov, sq/ take none: drop --crf"),
     (("-o", "a.npz", "--motion-blur", "4", "--transparent"),
      "--motion-blur, --transparent act on drawn frames; a.npz holds the flock's states"),
+    (("--stats", "s.csv", "--crf", "20", "--motion-blur", "4", "--transparent"),
+     "--crf, --motion-blur, --transparent act on the frames written to -o; --stats draws "
+     "none: add -o OUT, or drop --crf, --motion-blur, --transparent"),
+    (("--stats", "s.csv", "--plot", "p.png", "--resume"),
+     "--resume acts on the frames written to -o; --stats and --plot draw none"),
     (("-o", "a.mp4", "--paper", "A4"), "--paper A4 sizes a still's sheet: add --still"),
     (("--quality", "web", "-o", "a.mp4", "--resume"),
      "--quality web renders its clips whole: drop --resume"),

@@ -110,6 +110,7 @@ def test_the_poster_records_its_scene_and_from_draws_it_again(page, cli):
     info = cli("--info", page / "out" / "hero.jpg")
     assert info.code == 0, info.err
     assert "time: 0" in info.out and 'size = "320x180"' in info.out
+    assert "dpi: 72" in info.out  # as a JPEG still records it
     again = page / "again.jpg"
     assert cli("--from", page / "out" / "hero.jpg", "-o", again, "-q").code == 0
     with Image.open(again) as still, Image.open(page / "out" / "hero.jpg") as poster:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..errors import EncodeError, UsageError, option
@@ -24,6 +25,26 @@ def remove_temporaries() -> None:
     ends each has been renamed into place or removed, unless an interrupt came between."""
     while _MADE:
         _MADE.pop().unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def folders_made_for(paths: Iterable[str | Path]) -> Iterator[None]:
+    """Runs the body; if it fails or is interrupted, removes the folders `paths` (the
+    files it writes) lacked before and that are left empty, so a render that is stopped
+    leaves nothing of its own behind, not even folders. A folder holding anything (a
+    sequence's finished frames, to resume) stays."""
+    missing = set()
+    for folder in {Path(resolved(path)).parent for path in paths}:
+        while not folder.exists():
+            missing.add(folder)
+            folder = folder.parent
+    try:
+        yield
+    except BaseException:
+        for folder in sorted(missing, key=lambda f: len(f.parts), reverse=True):
+            with contextlib.suppress(OSError):  # not empty, or not there after all
+                folder.rmdir()
+        raise
 
 
 _PARTIAL = re.compile(r"\.(?P<stem>.+)\.[0-9a-f]{8}\.partial(?P<suffix>.*)")

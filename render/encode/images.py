@@ -34,8 +34,9 @@ def is_sequence(output: str) -> bool:
 
 def sequence_pattern(output: str) -> str:
     """The frames' %0Nd pattern (% signs as printf and ffmpeg read them): `output` itself,
-    or a folder's frame_%05d.png, the folder's name taken as it is (a % in it, literal)."""
-    if _PATTERN.search(output):
+    or a folder's frame_%05d.png, the folder's name taken as it is (a % in it, literal,
+    even one that reads as a pattern: `takes%d/`)."""
+    if _PATTERN.search(output) and not output.endswith(("/", os.sep)):
         return output
     return os.path.join(output.replace("%", "%%"), "frame_%05d.png")
 
@@ -277,6 +278,7 @@ class SequenceWriter:
         self.overwrite = overwrite
         self.written = 0
         self.kept = self.foreign = 0  # frames on disk kept; of them, another render's
+        self.redrawn = 0  # frames on disk --resume drew again (not this render's whole)
 
     def __enter__(self) -> SequenceWriter:
         Path(self.pattern % 0).parent.mkdir(parents=True, exist_ok=True)
@@ -292,6 +294,7 @@ class SequenceWriter:
         keep = self.resume and self.format.is_complete(path, self.size) \
             and self._records(path, index)
         self.kept += keep
+        self.redrawn += self.resume and not keep and os.path.exists(path)
         return not keep
 
     def _foreign(self, path: str, index: int) -> bool:
@@ -333,13 +336,19 @@ class SequenceWriter:
             raise
 
     def kept_account(self) -> Kept | None:
-        """What the render kept of the frames on disk, for the user; None if nothing."""
-        if not self.kept:
+        """What the render kept of the frames on disk, for the user, and what --resume
+        drew again of them; None if nothing was there."""
+        if not self.kept and not self.redrawn:
             return None
         how = option("--no-overwrite" if not self.overwrite else "--resume")
+        why = "another scene, seed, size or quality, or not a frame"
         other = (f"; {self.foreign} of them {'was' if self.foreign == 1 else 'were'} not "
-                 f"drawn by this render (another scene, seed, size or quality, or not a "
-                 f"frame)" if self.foreign else "")
+                 f"drawn by this render ({why})" if self.foreign else "")
+        if self.redrawn:
+            one = self.redrawn == 1
+            other += (f"; {self.redrawn} frame{'s' * (not one)} there "
+                      f"{'was' if one else 'were'} drawn again: cut short, or not this "
+                      f"render's ({why})")
         return Kept(f"{self.output}: kept {self.kept} frame{'s' * (self.kept != 1)} "
                     f"already there ({how}), wrote {self.written}{other}", self.foreign > 0)
 

@@ -146,7 +146,9 @@ def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
     """What a suffix cannot take, as bad input before any work is done."""
     suffix = Path(path).suffix.lower()
     if transparent and suffix in (".mp4", ".gif"):
-        raise UsageError(f"{path}: {suffix} has no alpha channel; a transparent clip needs "
+        what = "has no alpha channel (only on-or-off transparency, which would cut the " \
+            "birds' soft edges)" if suffix == ".gif" else "has no alpha channel"
+        raise UsageError(f"{path}: {suffix} {what}; a transparent clip needs "
                          f".webm (VP9), .mov (ProRes 4444), .webp, .apng or a PNG or EXR "
                          f"sequence")
     width, height = size

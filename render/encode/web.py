@@ -97,6 +97,10 @@ class _WebClip(VideoWriter):
                 "-movflags", "+faststart"], "mp4"
 
 
+# The poster's resolution: a JPEG still's when no --dpi is given.
+POSTER_DPI = 72
+
+
 class PosterWriter:
     """The clip's first frame (index `first`) as a JPEG, held (see `together.Together`):
     a clean exit leaves it in a temporary listed in `staged`. It records `text` (the
@@ -118,7 +122,7 @@ class PosterWriter:
 
     def write(self, index: int, pixels: np.ndarray) -> None:
         """Frame `index`, (h, w, 4) uint8 BGRA, opaque."""
-        data = encode_jpeg(pixels, text=self.text)
+        data = encode_jpeg(pixels, POSTER_DPI, text=self.text)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_beside(self.path, ".jpg")
         self.staged = [(tmp, self.path)]

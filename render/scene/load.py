@@ -49,8 +49,11 @@ def _read(path: str) -> dict:
                              str(exc))
         raise SceneError([f"{path}: TOML syntax error: {said}"]) from None
     except UnicodeDecodeError as exc:
+        still = f"; a PNG still: --from {path} draws the scene it records" \
+            if exc.object.startswith(b"\x89PNG\r\n\x1a\n") else ""
         raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
-                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}"]) from None
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}{still}"]) \
+            from None
     except ValueError:  # tomllib's int() of a literal past Python's 4,300 digits
         raise SceneError([f"{path}: TOML syntax error: an integer of more than 4,300 "
                           f"digits"]) from None
@@ -480,11 +483,27 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     if rules.neighbours == "topological" and usable(
             "rules.topological_count", "rules.neighbours", "flock.count", "flock.spacing",
             "world.width", "world.height"):
-        birds = bird_estimate(flock, world)
-        if rules.topological_count >= birds:
-            problems.append(f"{where('rules.topological_count')}: expected k below the "
-                            f"flock size ({birds:,.0f} birds), got {rules.topological_count}")
+        if rules.topological_count >= bird_estimate(flock, world):
+            problems.append(_too_few_birds(flock, world, rules.topological_count, where,
+                                           rank))
     return True
+
+
+def _too_few_birds(flock, world, k: int, where, rank) -> str:
+    """The problem of a flock no larger than its birds' k, told at the setting given last
+    of the two: the count or spacing just set, or k."""
+    birds = bird_estimate(flock, world)
+    size = "flock.count" if flock.count is not None else "flock.spacing"
+    blamed = max(["rules.topological_count", size], key=rank)
+    if blamed == "flock.count":
+        return (f"{where(size)}: expected more birds than rules.topological_count ({k}), "
+                f"at least {k + 1}, got {flock.count:,}")
+    if blamed == "flock.spacing":
+        most = math.sqrt(world.width * world.height / (k + 1))
+        return (f"{where(size)}: expected a spacing ≤ {most:.4g} (more birds than "
+                f"rules.topological_count, {k}), got {show(flock.spacing or 1.0)} "
+                f"({birds:,.0f} birds)")
+    return f"{where(blamed)}: expected k below the flock size ({birds:,.0f} birds), got {k}"
 
 
 def _check_camera3d(values, where, usable, problems, rank):
