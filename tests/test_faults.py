@@ -730,7 +730,8 @@ def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
         monkeypatch.setattr(os, "access", lambda p, mode: real(p, mode) and
                             Path(p) != locked)
     for args in (("-o", locked / "clip.mp4"), ("-o", locked / "f_%03d.png"),
-                 ("--stats", locked / "s.csv"), ("--still", "0", "-o", locked / "a.png")):
+                 ("--stats", locked / "s.csv"), ("--still", "0", "-o", locked / "a.png"),
+                 ("--quality", "web", "-o", locked / "hero.mp4")):  # not its hero.jpg
         r = cli(small_scene, *args, "--frames", "2", "-q")
         assert r.code == 2, r.err
         assert r.err_lines == [f"boids-render: {args[-1]}: cannot write in {locked} "

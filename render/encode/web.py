@@ -151,7 +151,9 @@ class WebWriter(Together):
         check_web_output((str(output),))
         self.paths = web_paths(output)
         h264, av1, poster, page = self.paths
-        for path in (poster, page):  # the clips refuse theirs themselves
+        # The clips refuse theirs themselves: NAME.mp4 is checked first all the same, so a
+        # refusal names the file the user typed.
+        for path in (h264, poster, page):
             refuse_existing(path, overwrite)
         clip = dict(size=scene.output.size, fps=scene.output.fps, crf=scene.output.crf,
                     frames=frames, first=first, overwrite=overwrite,
