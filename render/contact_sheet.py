@@ -29,6 +29,9 @@ def layout(scene: Scene, output: str | Path, first: int = 0, columns: int = COLU
     total = scene.frame_count
     span = total - 1 - first
     picks = sorted({first + round(i * span / max(count - 1, 1)) for i in range(count)})
+    # A clip of fewer frames than cells: as many rows (and columns) as they fill.
+    columns = min(columns, len(picks))
+    rows = -(-len(picks) // columns)
     width, height = scene.output.size
     thumb = (thumb_width, max(1, round(thumb_width * height / width)))
     gap, label = GAP_PX, LABEL_PX
@@ -73,6 +76,7 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
     an existing `output` is kept (UsageError)."""
     require_output(output, overwrite)
     picks, thumb, sheet_size = layout(scene, output, first, columns, rows, thumb_width)
+    columns = min(columns, len(picks))  # as `layout` laid them out
     gap, label = GAP_PX, LABEL_PX
     sheet = Canvas(sheet_size)
     ctx = sheet.context()

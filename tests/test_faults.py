@@ -720,6 +720,25 @@ def test_a_contact_sheet_of_a_range_spreads_its_thumbnails_over_that_range(small
     assert contact_sheet.layout(scene, "sheet.png")[0][:2] == [0, 3]
 
 
+@pytest.mark.parametrize("count, grid", [(3, (3, 1)), (5, (4, 2)), (12, (4, 3)), (40, (4, 3))])
+def test_a_contact_sheet_of_few_frames_has_no_empty_cells(cli, small_scene, tmp_path, count,
+                                                          grid):
+    from PIL import Image
+
+    from render.api import load_scene
+
+    scene = load_scene(small_scene, [("output.frames", str(count), "--frames")])
+    picks, thumb, size = contact_sheet.layout(scene, "sheet.png")
+    columns, rows = grid
+    gap, label = contact_sheet.GAP_PX, contact_sheet.LABEL_PX
+    assert len(picks) == min(count, 12)
+    assert size == (columns * (thumb[0] + gap) + gap, rows * (thumb[1] + gap + label) + gap)
+    if count == 3:  # drawn so
+        r = cli(small_scene, "--contact-sheet", tmp_path / "s.png", "--frames", "3", "-q")
+        assert r.code == 0, r.err
+        assert Image.open(tmp_path / "s.png").size == size
+
+
 def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
         cli, small_scene, tmp_path, monkeypatch):
     locked = tmp_path / "locked"
