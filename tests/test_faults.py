@@ -739,6 +739,19 @@ def test_a_contact_sheet_of_few_frames_has_no_empty_cells(cli, small_scene, tmp_
         assert Image.open(tmp_path / "s.png").size == size
 
 
+def test_a_transparent_contact_sheet_keeps_its_frames_alpha(cli, small_scene, tmp_path):
+    from PIL import Image
+
+    r = cli(small_scene, "--contact-sheet", tmp_path / "s.png", "--frames", "3",
+            "--transparent", "-q")
+    assert r.code == 0, r.err
+    alpha = np.asarray(Image.open(tmp_path / "s.png").convert("RGBA"))[..., 3]
+    gap = contact_sheet.GAP_PX
+    assert (alpha[:gap] == 255).all() and (alpha[:, :gap] == 255).all()  # painted margins
+    cell = alpha[gap:gap + 20, gap:gap + 20]
+    assert (alpha == 0).mean() > 0.3 and (cell < 255).any()  # the frames' sky is clear
+
+
 def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
         cli, small_scene, tmp_path, monkeypatch):
     locked = tmp_path / "locked"
