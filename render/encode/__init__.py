@@ -243,10 +243,10 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
         numbered = name[:hashes.start()] + f"%0{len(hashes[0])}d" + name[hashes.end():]
         raise UsageError(f"{output}: frames are numbered by a %0Nd pattern, not #: write "
                          f"{Path(output).with_name(numbered)}")
-    still = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
+    hint = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
     if not suffix and os.path.isdir(output):
-        still = f"; {output} is a folder: write {output}/ for PNG frames in it"
+        hint = f"; {output} is a folder: write {output}/ for PNG frames in it"
     raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
                      f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "
                      f"such as out/frame_%05d.png (or {', '.join(FRAME_SUFFIXES[1:])}), or "
-                     f"{', '.join(STATE_SUFFIXES)} (trajectories){still}")
+                     f"{', '.join(STATE_SUFFIXES)} (trajectories){hint}")
