@@ -666,7 +666,7 @@ def test_flock_too_large_for_memory_is_refused_with_a_count_that_fits(
 
 
 def test_render_that_would_take_months_is_refused(cli, small_scene, tmp_path, no_allocation):
-    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--set", "scene.dt=1e-9",
+    r = cli(small_scene, "-o", f"{tmp_path}/seq/", "--set", "scene.dt=1e-6",
             "--duration", "1000000", "-q")
     assert r.code == 2
     assert "would take" in r.err and "scene.dt" in r.err

@@ -570,7 +570,9 @@ def test_count_and_spacing_both_from_set_names_the_flag(cli, small_scene):
     ("[world]\nheight = 1e-9", "world.height", "expected a value ≥ 1e-06"),
     ("[field]\nwavelength_x = 5e-324", "field.wavelength_x", "expected a value ≥ 1e-9"),
     ("[field]\ndrift_x = 1e300", "field.drift_x", "between -1e9 and 1e9"),
-    ("[scene]\ndt = 1e-12", "scene.dt", "expected a value ≥ 1e-9"),
+    ("[scene]\ndt = 1e-12", "scene.dt", "expected a value ≥ 1e-06 s"),
+    # rounded to a millionth of a second, it was 0: an internal ZeroDivisionError
+    ("[scene]\ndt = 1e-7", "scene.dt", "expected a value ≥ 1e-06 s"),
     ("[attractor]\nposition = [1e300, 0]", "attractor.position", "between -1e9 and 1e9"),
     ("[flock]\nspacing = 1e-7", "flock.spacing", "expected a spacing ≥ 0.0268"),
     ('[output]\nsize = "2000000x1000"', "output.size",
@@ -631,3 +633,20 @@ def test_a_huge_value_is_refused_in_one_short_line(cli, tmp_path):
         r = cli(scene, "--set", f"flock.count={value}", "--check")
         assert r.code == 2 and len(r.err_lines) == 1 and len(r.err) < 300, r.err[:300]
         assert r.err.startswith("boids-render: --set flock.count: expected"), r.err[:300]
+
+
+@pytest.mark.parametrize("sets, named", [
+    ([("camera.follow_time", "0.01", "--set")], "--set camera.follow_time"),
+    ([("camera.follow_time", "0.1", "scene file"), ("scene.dt", "0.1", "--set")],
+     "--set scene.dt"),
+])
+def test_a_follow_quicker_than_two_steps_is_refused(sets, named):
+    # The follow's spring diverged: a frame of one colour, after numpy's overflow warning.
+    from render.errors import SceneError
+    from render.scene import build_scene
+
+    with pytest.raises(SceneError) as caught:
+        build_scene({"world": {"boundary": "walls"}, "camera": {"follow": "centroid"}},
+                    "t.toml", sets)
+    [problem] = caught.value.problems
+    assert problem.startswith(f"{named}: expected camera.follow_time ≥ 2 × scene.dt"), problem

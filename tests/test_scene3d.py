@@ -146,7 +146,7 @@ def test_a_section_of_the_other_dimension_is_blamed_on_the_set_that_made_it():
     ("world", "boundary", "wrap", "open sky"),
     ("rules", "topological_count", 0, "≥ 1"),
     ("rules", "topological_count", 100, "below the flock size"),
-    ("rules", "blind_angle", 360.0, "below 360"),
+    ("rules", "blind_angle", 360.0, "< 360"),  # a bird must see something
     ("rules", "blind_angle", -1.0, "≥ 0"),
     ("rules", "neighbours", "nearest", "metric | topological"),
     ("roost", "altitude", -5.0, "> 0"),

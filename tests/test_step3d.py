@@ -687,3 +687,19 @@ def test_the_forward_pass_means_are_numpys_to_the_bit():
     assert np.array_equal(centroid, pos.mean(axis=0))
     assert np.array_equal(heading, fwd.mean(axis=0))
     assert fwd[5].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_a_seed_past_int64_flies_after_a_small_one_in_the_same_process():
+    # The step's kernels were typed for int64 by the first seed they saw: 2⁶⁴ − 1 after
+    # seed 0 raised OverflowError (a notebook trying seeds one after another).
+    import render
+    from conftest import SCENES
+
+    def flown(seed):
+        scene = render.load_scene(SCENES / "flock3d.toml", {
+            "flock.count": 60, "scene.settle_steps": 3, "scene.seed": seed,
+            "output.frames": 2})
+        return list(render.simulate(scene))[-1].positions
+
+    first, big = flown(0), flown(2**64 - 1)
+    assert np.isfinite(big).all() and not np.array_equal(first, big)

@@ -49,5 +49,6 @@ def follow_setting(centroid: str, track: str | None = None):
 
 def follow_time_setting():
     """A camera follow's smoothing time (2D and 3D cameras alike)."""
-    return setting(1.5, "Follow's smoothing time: the spring's 1/ω.", unit="s", lo=0,
+    return setting(1.5, "Follow's smoothing time: the spring's 1/ω, at least 2 × "
+                   "scene.dt (the spring is stepped with the flock).", unit="s", lo=0,
                    lo_open=True)

@@ -391,6 +391,15 @@ def _check_relations(values, merged, path, sources, rejected, problems):
                             f"without motion blur: expected 1 with output.loop, got "
                             f"{values['render'].motion_blur}")
     camera = values["camera"]
+    dt = values["scene"].dt
+    if camera is not None and camera.follow != "none" and camera.follow_time < 2 * dt \
+            and usable("camera.follow_time", "scene.dt"):
+        # The follow's spring is stepped with the flock (semi-implicit): past ω·dt = 0.83
+        # it diverges, and the camera flies off to infinity; under 0.5 it never overshoots.
+        key = max(["camera.follow_time", "scene.dt"], key=rank)
+        problems.append(f"{where(key)}: expected camera.follow_time ≥ 2 × scene.dt "
+                        f"({2 * dt:.3g} s: the follow's spring is stepped with the flock), "
+                        f"got {show(camera.follow_time)} s (scene.dt {dt:.3g} s)")
     if camera is not None and camera.follow == "centroid" and world.boundary == "wrap" \
             and usable("camera.follow", "world.boundary"):
         if rank("world.boundary") > rank("camera.follow"):
@@ -439,7 +448,7 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
     """Sections and settings that exist in one dimension only (one problem at
     world.dimensions when the command line changed it under a scene written for the other
     dimension: then False, and the checks that depend on the dimension are not made);
-    topological k below the flock size; the blind cone's aperture below a full turn."""
+    topological k below the flock size."""
     world, rules = values["world"], values["rules"]
     if not usable("world.dimensions"):
         return False
@@ -476,9 +485,6 @@ def _check_dimensions(values, merged, where, usable, problems, rank):
             "world.boundary", "rules.neighbours", "rules.blind_angle"):
         problems.append(_wrapped(max(["world.boundary", *listing], key=rank), listing,
                                  rules, where))
-    if rules.blind_angle >= 360.0 and usable("rules.blind_angle"):
-        problems.append(f"{where('rules.blind_angle')}: expected an aperture below 360 "
-                        f"degrees (a bird must see something), got {show(rules.blind_angle)}")
     flock = values["flock"]
     if rules.neighbours == "topological" and usable(
             "rules.topological_count", "rules.neighbours", "flock.count", "flock.spacing",

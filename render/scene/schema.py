@@ -32,8 +32,9 @@ class SceneSettings:
     settle_steps: int = setting(60, "Simulation steps run before frame 0 (3D: 3000 by "
                                 "default, 30 s of flight).", kind="int", lo=0)
     dt: float = setting(1 / 60, "Fixed simulation step, independent of the output fps "
-                        "(3D: 0.01 by default).",
-                        unit="s", lo=0, hi=1.0, lo_open=True)
+                        "(3D: 0.01 by default); frames are timed by it as an exact ratio of "
+                        "a second, to a millionth.",
+                        unit="s", lo=1e-6, hi=1.0)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class RulesSettings:
     blind_angle: float = setting(0.0, "Full aperture of the cone straight behind a bird in "
                                  "which it sees no one (90: half-angle 45°; 0: none; 3D: 90 "
                                  "by default).",
-                                 unit="degrees", lo=0, hi=360)
+                                 unit="degrees", lo=0, hi=360, hi_open=True)
     separation_sigma: float = setting(1.37, "3D: separation's reach σ, g(d) = "
                                       "exp(−((d − hard_core)/σ)²) beyond the hard core.",
                                       unit="m", lo=0, lo_open=True)
@@ -208,12 +209,12 @@ class HawkSettings:
     period: float = setting(10.33, "Time between the starts of two passes (hunt: the "
                             "shortest time between two dives; 17 s by default in 3D).", unit="s",
                             lo=0, lo_open=True)
-    duration: float = setting(4.3, "Time the hawk is out on each pass (≤ period).", unit="s",
-                              lo=0, lo_open=True)
+    duration: float = setting(4.3, "2D: time the hawk is out on each pass (≤ period).",
+                              unit="s", lo=0, lo_open=True)
     start: float = setting(1.0, "Time the first pass starts (hunt: the pursuit).",
                            unit="s")
-    bearing: float = setting(20.0, "Direction of the first chord; each pass adds the golden "
-                             "angle (≈137.5°).", unit="degrees")
+    bearing: float = setting(20.0, "2D: direction of the first chord; each pass adds the "
+                             "golden angle (≈137.5°).", unit="degrees")
     speed: float = setting(3.0, "The hawk's speed: each pass is a chord of length "
                            "speed·duration centred on the world's centre (hunt: its "
                            "pursuit, 20 m/s by default in 3D).",

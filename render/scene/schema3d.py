@@ -41,8 +41,8 @@ class FlightSettings:
 
     enabled: bool = setting(True, "Set false to switch the section off (plain 3D boids: "
                             "the steering moves the velocity directly).", kind="bool")
-    cruise_speed: float = setting(10.0, "v₀, the speed a bird relaxes toward.", unit="m/s",
-                                  lo=0, lo_open=True)
+    cruise_speed: float = setting(10.0, "v₀, the speed a bird relaxes toward (≥ "
+                                  "flock.min_speed).", unit="m/s", lo=0, lo_open=True)
     speed_time: float = setting(0.5, "τ, the speed's relaxation time toward v₀.", unit="s",
                                 lo=0, lo_open=True)
     roll_in: float = setting(10.0, "Rate at which the bank angle relaxes toward atan(a_lat/g) "

@@ -175,8 +175,11 @@ class Simulation3D:
             idx, kth, count = self._lists
             extra, roll = finale.step(self.step_index, pos, vel, work.fwd, idx, count, kth)
             fin = step3d.Finale3(extra, finale.state, idx, kth, roll)
+        # The seed as uint64 whatever its size: a kernel typed for int64 by a first seed
+        # refused 2⁶⁴ − 1 later in the same process (OverflowError).
         new = step3d.step3(pos, vel, self.bank, self.how, self.rules, home, self.flight,
-                           self.noise, self.scene.scene.seed, self.step_index, work, fin)
+                           self.noise, np.uint64(self.scene.scene.seed), self.step_index,
+                           work, fin)
         if fin is not None:
             np.copyto(self._lists[2], new.count)
         followed = self._follow_step(pos, everyone)
