@@ -362,8 +362,9 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
 
     if clip_only:
         raise TypeError(f"render(still=...) writes one frame: "
-                        f"{', '.join(sorted(clip_only))} apply to clips; valid with still: "
-                        f"{', '.join(_STILL_OPTIONS)}")
+                        f"{', '.join(sorted(clip_only))} "
+                        f"appl{'ies' if len(clip_only) == 1 else 'y'} to clips; valid with "
+                        f"still: {', '.join(_STILL_OPTIONS)}")
     if not isinstance(path, (str, Path)):
         raise UsageError(f"render(still=...) writes one file: expected a path such as "
                          f"FILE.png, got {path!r}")
@@ -430,7 +431,8 @@ def _planned(scene: Scene, path, *, frames=None, workers: int | None = None,
     from .pipeline import Diagnostics
 
     if still_only:
-        raise TypeError(f"{', '.join(sorted(still_only))} apply to stills: add still=t")
+        raise TypeError(f"{', '.join(sorted(still_only))} "
+                        f"appl{'ies' if len(still_only) == 1 else 'y'} to stills: add still=t")
     paths = () if path is None else \
         tuple(_output(p) for p in (path if isinstance(path, (list, tuple)) else [path]))
     if not paths and stats is None and plot is None:

@@ -299,10 +299,12 @@ def test_render_refuses_keywords_it_does_not_take(small_scene, tmp_path):
     scene = render.load_scene(small_scene)
     with pytest.raises(TypeError, match=r"fram\b.*valid: .*frames.*workers"):
         render.render(scene, tmp_path / "x.mp4", fram=3)
-    with pytest.raises(TypeError, match="workers apply to clips"):
+    with pytest.raises(TypeError, match="workers applies to clips"):
         render.render(scene, tmp_path / "x.png", still=1, workers=2)
-    with pytest.raises(TypeError, match="dpi apply to stills"):
+    with pytest.raises(TypeError, match="dpi applies to stills"):
         render.render(scene, tmp_path / "x.mp4", dpi=300)
+    with pytest.raises(TypeError, match="bit_depth, dpi apply to stills"):
+        render.render(scene, tmp_path / "x.mp4", dpi=300, bit_depth=16)
     with pytest.raises(UsageError, match="give a scheduler"):
         render.render(scene, tmp_path / "x.mp4", cache_dir=tmp_path)
     with pytest.raises(UsageError, match="nothing to do"):

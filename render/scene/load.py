@@ -705,7 +705,7 @@ def describe(scene: Scene, drawn: str | None = None) -> str:
     under a line saying what is drawn (`drawn`, by default the clip's frames)."""
     sources = dict(scene.sources)
     drawn = f"{scene.frame_count} frames" if drawn is None else drawn
-    lines = [f"# {scene.path}: {scene.count} birds, {drawn}"]
+    lines = [f"# {scene.path}: {scene.count} bird{'s' * (scene.count != 1)}, {drawn}"]
     for name, body in scene.to_dict().items():
         lines.append(f"[{name}]")
         for key, value in body.items():
