@@ -318,6 +318,10 @@ def test_command_line_value_is_validated_like_the_file(cli, small_scene, argv, k
     ("[output]\ncrf = 52", "output.crf", "expected a value ≤ 51", "got 52"),
     ('[output]\nsize = "1920x"', "output.size", "expected a size", "got '1920x'"),
     ('[output]\nfps = "fast"', "output.fps", "expected a frame rate", "got 'fast'"),
+    # a number is the nearest ratio with a denominator ≤ 1001: 0 here (refused, its range
+    # said to hold it), and 0.0007 silently read 1/1001
+    ("[output]\nfps = 0.0001", "output.fps", 'as a string, such as "1/10000"', "got 0.0001"),
+    ("[output]\nfps = 0.0007", "output.fps", 'such as "7/10000"', "got 0.0007"),
     ('[palette]\nink = "blue"', "palette.ink", "expected a colour", "got 'blue'"),
 ], ids=lambda v: v.replace("\n", " ") if isinstance(v, str) and v.startswith("[") else None)
 def test_bad_scene_file_value_is_one_line_naming_key_expected_and_got(

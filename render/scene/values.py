@@ -111,6 +111,13 @@ def parse_fps(value) -> Fraction:
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"expected a frame rate such as 60, 29.97 or \"24000/1001\", "
                          f"got {show(value)}") from None
+    if isinstance(value, float) and 0 < value <= 1000 and \
+            abs(fps - Fraction(value)) > Fraction(value) / 10**6:
+        # A number is read as the nearest ratio N/D with D ≤ 1001 (100/3 for 33.333…):
+        # a rate that ratio misses (0.0001 read 0, 0.0007 read 1/1001) is said so.
+        raise ValueError(f"expected a frame rate that is a ratio N/D with D ≤ 1001 when "
+                         f"written as a number (or any exact ratio written as a string, "
+                         f"such as \"{Fraction(repr(value))}\"), got {show(value)}")
     if not (0 < fps <= 1000):
         raise ValueError(f"expected a frame rate in (0, 1000], got {show(value)}")
     return ntsc_rate(value, fps)
