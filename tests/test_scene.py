@@ -583,6 +583,10 @@ def test_count_and_spacing_both_from_set_names_the_flag(cli, small_scene):
      "expected each side in 1..1000000 px, got 2000000x1000"),
     ("[attractor]\npath = [[1, 0, 0], [0, 1, 1]]", "attractor.path",
      "expected keyframe times in increasing order, got 1.0, 0.0"),
+    ("[camera]\npath = [[0, 40, 22, 80, 0], [0, 40, 22, 60, 0]]", "camera.path",
+     "expected keyframe times in increasing order, got 0.0, 0.0"),
+    ("[camera]\npath = [[0, 40, 22, 80, 0], [1, 40, 22, 0, 0]]", "camera.path",
+     "expected keyframe widths > 0, got 80.0, 0.0"),
 ], ids=lambda v: v.replace("\n", " ") if isinstance(v, str) and v.startswith("[") else None)
 def test_value_no_render_could_use_is_one_line_saying_what_would_work(
         cli, write_scene, body, key, expected):

@@ -212,8 +212,12 @@ def convert(value, meta):
                              f"got {show(value)}")
         keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
                      for k in value)
-        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])) or any(k[3] <= 0 for k in keys):
-            raise ValueError("expected keyframe times in increasing order and widths > 0")
+        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
+            times = ", ".join(show(k[0]) for k in keys)
+            raise ValueError(f"expected keyframe times in increasing order, got {times}")
+        if any(k[3] <= 0 for k in keys):
+            widths = ", ".join(show(k[3]) for k in keys)
+            raise ValueError(f"expected keyframe widths > 0, got {widths}")
         return keys
     if kind == "path":
         return _keyframes(value, meta, 3, "[[t, x, y], …]")
