@@ -50,7 +50,7 @@ def _read(path: str) -> dict:
         raise SceneError([f"{path}: TOML syntax error: {said}"]) from None
     except UnicodeDecodeError as exc:
         still = f"; a PNG still: --from {path} draws the scene it records" \
-            if exc.object.startswith(b"\x89PNG\r\n\x1a\n") else ""
+            if str(path).lower().endswith(".png") else ""
         raise SceneError([f"{path}: expected UTF-8 text (TOML), got byte "
                           f"0x{exc.object[exc.start]:02x} at offset {exc.start}{still}"]) \
             from None

@@ -206,15 +206,7 @@ def convert(value, meta):
     if kind == "path8":
         return _keyframes3d(value, meta)
     if kind == "path5":
-        if not (isinstance(value, list) and value
-                and all(isinstance(k, list) and len(k) == 5 for k in value)):
-            raise ValueError(f"expected keyframes [[t, x, y, width, rotation], …], "
-                             f"got {show(value)}")
-        keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
-                     for k in value)
-        if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
-            times = ", ".join(show(k[0]) for k in keys)
-            raise ValueError(f"expected keyframe times in increasing order, got {times}")
+        keys = _keyframes(value, meta, 5, "[[t, x, y, width, rotation], …]")
         if any(k[3] <= 0 for k in keys):
             widths = ", ".join(show(k[3]) for k in keys)
             raise ValueError(f"expected keyframe widths > 0, got {widths}")
