@@ -386,11 +386,36 @@ def test_unknown_section_in_set_suggests_the_closest(cli, small_scene):
     assert "did you mean 'world'" in r.err
 
 
+@pytest.mark.parametrize("setting, told", [
+    ("FLOCK.COUNT=50", "--set FLOCK.COUNT: unknown section (did you mean 'flock'?)"),
+    ("flock.separation_weight=2", "--set flock.separation_weight: unknown key (did you mean "
+                                  "rules.separation_weight?)")])
+def test_a_set_in_the_wrong_case_or_section_is_offered_the_right_one(cli, small_scene,
+                                                                     setting, told):
+    r = cli(small_scene, "--check", "--set", setting)
+    assert r.code == 2 and told in r.err, r.err
+
+
 @pytest.mark.parametrize("text, line", [
     ("seed = 3\n[scene]\nduration = 1.0\n",
      "seed: expected under [scene], got it outside any section"),
     ("zoom = 3\n", "zoom: unknown key outside any section; sections: scene, world,"),
     ("[view]\nzoom = 2\n", "[view]: unknown section; sections: scene, world,"),
+    # Spelt wrong above every section: the closest key, and where it goes.
+    ("seeed = 3\n", "seeed: unknown key outside any section (did you mean 'seed' under "
+                   "[scene]?); sections: scene, world,"),
+    ('extend = "base.toml"\n', "extend: unknown key outside any section (did you mean "
+                              "'extends'?)"),
+    # A key of another section: that section's key, before a look-alike of this one's.
+    ("[flock]\nperception_radius = 5.0\n",
+     "flock.perception_radius: unknown key (did you mean rules.perception_radius?); "
+     "valid keys: count,"),
+    ("[world]\ndimensions = 3\n[flock]\nlanding_at = 5.0\n",
+     "flock.landing_at: unknown key (did you mean roost.landing_at?)"),
+    # ... where one section holds it: `enabled` is in many.
+    ("[flock]\nenabled = false\n", "flock.enabled: unknown key; valid keys: count,"),
+    ("[Flock]\ncount = 50\n", "[Flock]: unknown section (did you mean 'flock'?)"),
+    ("[flock]\nCOUNT = 50\n", "flock.COUNT: unknown key (did you mean 'count'?)"),
     ("[[camera]]\nfov = 30.0\n", "[[camera]]: expected one [camera] table, got an array of 1"),
     ("[scene]\nseed = 1\n[scene]\nseed = 2\n",
      "TOML syntax error: [scene] appears twice (at line 3, column 7)"),

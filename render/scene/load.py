@@ -22,7 +22,7 @@ from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, instead,
                      unread_keys)
 from .schema3d import DEFAULTS_3D, HUNT_3D, RoostSettings, default_points, keyframes
-from .values import convert, show, suggest
+from .values import closest, convert, show, suggest
 
 
 def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> Scene:
@@ -160,7 +160,27 @@ def _stray(name: str, body, path: str) -> str:
     if homes:
         return f"{path}: {name}: expected under {' or '.join(f'[{h}]' for h in homes)}, got " \
                f"it outside any section"
-    return f"{path}: {name}: unknown key outside any section; sections: {', '.join(SECTIONS)}"
+    homes = _homes(three=True) | _homes(three=False)
+    # Among every key of the scene, only a near miss: "zoom" is not "loop".
+    close = closest(name, [EXTENDS, *homes], cutoff=0.75)
+    hint = "" if close is None else f" (did you mean '{close}'?)" if close == EXTENDS \
+        else f" (did you mean '{close}' under [{homes[close]}]?)"
+    return f"{path}: {name}: unknown key outside any section{hint}; sections: " \
+           f"{', '.join(SECTIONS)}"
+
+
+def _homes(three: bool) -> dict[str, str]:
+    """Each key a scene of this dimension (`three`) reads in one section only → that
+    section (a key such as `enabled`, in many, points nowhere)."""
+    unread = unread_keys(three)
+    homes: dict[str, list[str]] = {}
+    for name, cls in SECTIONS.items():
+        if name in (SECTIONS_2D if three else SECTIONS_3D):
+            continue
+        for f in dataclasses.fields(SECTIONS_3D_CLASSES.get(name, cls) if three else cls):
+            if f.name not in unread.get(name, ()):
+                homes.setdefault(f.name, []).append(name)
+    return {key: names[0] for key, names in homes.items() if len(names) == 1}
 
 
 def build_scene(raw: dict, path: str = "<scene>",
@@ -232,7 +252,7 @@ def build_scene(raw: dict, path: str = "<scene>",
             values[name] = None
             continue
         values[name] = _build_section(cls, name, merged.get(name, {}), path, sources,
-                                      problems, rejected, unread_keys(three).get(name, ()))
+                                      problems, rejected, three)
         if name in OPTIONAL_SECTIONS and not values[name].enabled:
             values[name] = None
 
@@ -274,26 +294,30 @@ def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
     return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
 
 
-def _build_section(cls, name, body, path, sources, problems, rejected, unread=()):
-    """`cls` from the section's `body`; its problems appended. `unread`: keys of `cls`
-    that the scene's dimension does not read (refused elsewhere), left out of the valid
-    keys an unknown one is offered."""
+def _build_section(cls, name, body, path, sources, problems, rejected, three=None):
+    """`cls` from the section's `body`; its problems appended. `three`: whether the scene
+    is 3D (None: not known), whose keys an unknown one is offered: the valid keys of this
+    section, or the same key in another section."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    unread = () if three is None else unread_keys(three).get(name, ())
     readable = [key for key in fields if key not in unread]
+    elsewhere = {} if three is None else _homes(three)
     # A section with a class of its own in 3D (the camera): the other dimension's keys.
-    three = SECTIONS_3D_CLASSES.get(name) is cls
-    other = SECTIONS[name] if three else SECTIONS_3D_CLASSES.get(name)
+    own_3d = SECTIONS_3D_CLASSES.get(name) is cls
+    other = SECTIONS[name] if own_3d else SECTIONS_3D_CLASSES.get(name)
     others = {f.name for f in dataclasses.fields(other)} if other else set()
     kwargs = {}
     for key, value in body.items():
         prefix = _where(f"{name}.{key}", path, sources)
         if key not in fields and key in others:
-            problems.append(f"{prefix}: a {2 if three else 3}D-only key: expected "
-                            f"world.dimensions = {2 if three else 3}, got {3 if three else 2}"
-                            f"{instead(f'{name}.{key}', three)}")
+            problems.append(f"{prefix}: a {2 if own_3d else 3}D-only key: expected "
+                            f"world.dimensions = {2 if own_3d else 3}, got "
+                            f"{3 if own_3d else 2}{instead(f'{name}.{key}', own_3d)}")
             continue
         if key not in fields:
-            problems.append(f"{prefix}: unknown key{suggest(key, readable)}; "
+            hint = f" (did you mean {elsewhere[key]}.{key}?)" if key in elsewhere \
+                else suggest(key, readable)
+            problems.append(f"{prefix}: unknown key{hint}; "
                             f"valid keys: {', '.join(readable)}")
             continue
         try:

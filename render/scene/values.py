@@ -13,10 +13,18 @@ from fractions import Fraction
 from .schema import MAX_MAGNITUDE, MIN_POSITIVE
 
 
+def closest(word: str, options, cutoff: float = 0.5) -> str | None:
+    """The option closest to `word`, whatever its case (FLOCK is flock), or None when none
+    is as close as `cutoff` (difflib's ratio)."""
+    spelt = {option.lower(): option for option in reversed(list(options))}
+    close = difflib.get_close_matches(word.lower(), list(spelt), n=1, cutoff=cutoff)
+    return spelt[close[0]] if close else None
+
+
 def suggest(word: str, options) -> str:
     """" (did you mean 'x'?)" for the closest of `options`, or "" when none is close."""
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    close = closest(word, options)
+    return f" (did you mean '{close}'?)" if close else ""
 
 
 # A message shows this much of a value: a 10 MB string pasted by mistake is not echoed.
