@@ -285,13 +285,14 @@ def _seconds(t, fps: Fraction, name: str = "t") -> Fraction:
 
     given = f"{name}={t!r}"
     value = _plain(t)  # a numpy number as Python's
-    if isinstance(value, Fraction):
+    if isinstance(value, (Fraction, Decimal)):
         return parse_time(str(value), fps, given)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return parse_time(repr(value), fps, given)  # 0.1 is 1/10, not its binary value
     if isinstance(value, str):
         return parse_time(value, fps, given)
-    raise TypeError(f"{name}: expected seconds (a number, a Fraction or a string) or "
+    raise TypeError(f"{name}: expected seconds (a number, a Fraction, a Decimal or a "
+                    f"string) or "
                     f"\"frame:N\", got {t!r}")
 
 

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -166,6 +167,14 @@ def test_frame_flies_to_its_time_quietly_when_asked(capfd):
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.parametrize("t", [0.5, np.float32(0.5), Fraction(1, 2), Decimal("0.50"), "0.5",
+                               "frame:30"])
+def test_a_time_is_the_same_seconds_whatever_its_type(t):
+    from render.api import _seconds
+
+    assert _seconds(t, Fraction(60)) == Fraction(1, 2)
+
+
 @pytest.mark.parametrize("options, says", [
     (dict(still=0.5, tile_size=0), "tile_size: expected a whole number of px ≥ 1"),
     (dict(still=0.5, bit_depth=12), "bit_depth: expected 8 or 16, got 12"),
@@ -196,8 +205,6 @@ def test_load_scene_names_a_path_or_overrides_of_the_wrong_kind():
 def test_fractions_and_decimals_are_numbers_in_overrides():
     # Fraction(2000) read "expected an integer, got '2000'", Decimal("1.5") "expected a
     # number, got 1.5"; a frame rate stays exact.
-    from decimal import Decimal
-
     from conftest import SCENES
 
     scene = render.load_scene(SCENES / "plate.toml", {
