@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import budget
 from .draw.surface import Canvas
-from .encode.files import place_or_refuse, refuse_existing
+from .encode.files import folders_made_for, place_or_refuse, refuse_existing
 from .encode.images import encode_png
 from .errors import UsageError
 from .progress import progress_bar
@@ -75,6 +75,11 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
     units). Unless `quiet`, a first run's kernel compilation is announced. overwrite=False:
     an existing `output` is kept (UsageError)."""
     require_output(output, overwrite)
+    with folders_made_for([output]):
+        _draw_sheet(scene, output, first, columns, rows, thumb_width, quiet, overwrite)
+
+
+def _draw_sheet(scene, output, first, columns, rows, thumb_width, quiet, overwrite) -> None:
     picks, thumb, sheet_size = layout(scene, output, first, columns, rows, thumb_width)
     columns = min(columns, len(picks))  # as `layout` laid them out
     gap, label = GAP_PX, LABEL_PX

@@ -242,12 +242,14 @@ def test_resume_keeps_complete_frames_and_renders_the_rest_identically(
 
 @pytest.mark.parametrize("args", [("-o", "new/deeper/clip.mp4"), ("-o", "new/seq/"),
                                   ("-o", "new/clip.webm", "--stats", "new/too/s.csv"),
-                                  ("--still", "0", "-o", "new/still.png")])
+                                  ("--still", "0", "-o", "new/still.png"),
+                                  ("--contact-sheet", "new/deeper/sheet.png")])
 def test_an_interrupted_render_leaves_no_folder_it_made(cli, small_scene, tmp_path,
                                                        monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     count_draws(monkeypatch, fail_at=0)
-    r = cli(small_scene, *args, *(() if "--still" in args else ("--frames", "3")), "-q")
+    r = cli(small_scene, *args, *(() if "-o" not in args or "--still" in args
+                                  else ("--frames", "3")), "-q")
     assert r.code == 130, r.err
     assert frame_names(tmp_path) == ["small.toml"]
 
@@ -467,6 +469,17 @@ def test_full_disk_is_one_line_naming_the_cause_and_leaves_nothing(
     assert leftovers(out) == []
     if output == "seq/":  # no frame was finished: the folder made for them is gone too
         assert not (out / "seq").exists()
+
+
+@pytest.mark.parametrize("args", [("--contact-sheet", "new/deeper/sheet.png"),
+                                  ("--still", "0", "-o", "new/deeper/still.png")])
+def test_a_still_or_sheet_the_disk_cannot_hold_leaves_no_folder_it_made(small_scene,
+                                                                        tmp_path, args):
+    proc = render_subprocess([small_scene, *args, "--size", "320x180", "-q"],
+                             preexec_fn=limit_file_size(2_000), cwd=tmp_path)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "File too large" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
 
 
 def test_ffmpeg_killed_by_a_signal_is_named(cli, small_scene, tmp_path, monkeypatch):
