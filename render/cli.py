@@ -188,8 +188,8 @@ def _scene(args: argparse.Namespace):
 
     def sheet(scene) -> list:
         """The overrides with --paper's size, the sheet turned as --landscape or
-        --portrait say, else as `scene`'s frame is: a portrait sheet keeps a landscape 3D
-        frame's height of view and cuts its sides, where its subject may well be."""
+        --portrait say, else as `scene`'s frame is (a portrait sheet of a landscape 3D
+        scene shows its whole width of view, the flock smaller in more sky)."""
         width, height = scene.output.size
         landscape = args.landscape or (not args.portrait and width > height)
         dpi = args.dpi or 300

@@ -129,7 +129,7 @@ def parser() -> argparse.ArgumentParser:
                            "recorded still)")
     turn.add_argument("--portrait", action="store_true",
                       help="with --paper: the long side up, e.g. --paper A2 --portrait "
-                           "(a landscape 3D scene's view is then cut at its sides)")
+                           "(a landscape 3D scene's whole width of view, with more sky)")
     still.add_argument("--bit-depth", type=int, choices=(8, 16),
                        help="PNG stills: 16 draws the still 4x larger and averages it down "
                             "into 16-bit channels (smooth gradients for print); 8 by "

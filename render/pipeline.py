@@ -259,8 +259,9 @@ class _Hunt:
 
 class _Framing:
     """How often a 3D clip's camera lost the flock: the frames with under LOST of the birds
-    still flying in view. A fixed camera framed at 16:9 loses a circling flock off a
-    portrait frame's sides (its fov is vertical), with nothing to say why."""
+    still flying in view. A fixed camera loses a flock that circles wider than its view
+    (a narrow fov, a camera moved close, a look_at away from the roost), with nothing to
+    say why."""
 
     SAMPLE = 16   # every 16th bird: the share in view, cheaply
     LOST = 0.5
@@ -291,8 +292,7 @@ class _Framing:
 
         p = self.pose
         return (f"the flock is mostly out of the frame in {self.lost} of its {self.frames} "
-                f"frames ({p.width}x{p.height} px see {across_deg(p):.0f}° across: the "
-                f"field of view is vertical); follow it "
+                f"frames ({p.width}x{p.height} px see {across_deg(p):.0f}° across); follow it "
                 f"({option('--set camera.follow=centroid')}) or widen camera.fov "
                 f"(docs/model.md, the 3D camera)")
 

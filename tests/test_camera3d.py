@@ -23,9 +23,9 @@ BASE = {"world": {"dimensions": 3}, "flock": {"count": 100},
         "rules": {"neighbours": "topological"}, "flight": {}, "roost": {}}
 
 
-def north(width=1920, height=1080, fov=30.0, near=0.1):
+def north(width=1920, height=1080, fov=30.0, near=0.1, aspect=16 / 9):
     """A camera at the origin looking along +y, level, z up."""
-    return pose((0, 0, 0), (0, 1, 0), (0, 0, 1), fov, width, height, near)
+    return pose((0, 0, 0), (0, 1, 0), (0, 0, 1), fov, width, height, near, aspect)
 
 
 def one(cam, position, velocity=(10.0, 0.0, 0.0), bank=0.0, shutter=0.0, look=STARLING):
@@ -54,17 +54,66 @@ def test_a_starling_at_100_m_is_8_px_wide_at_30_degrees_and_1080_rows(size):
 
 
 def test_what_a_frame_sees_across_and_which_points_are_in_it():
-    """320x180 at 30° (vertical) sees 2·atan(160/f) = 50.9° across, f = 90/tan 15°; the
-    same camera's 180x320 frame 2·atan(0.5625·tan 15°) = 17.1°. A point 25° right of the
-    axis is inside, 26° not."""
-    wide, tall = north(320, 180), north(180, 320)
+    """320x180 at 30° (vertical, at 16:9) sees 2·atan(160/f) = 50.9° across, f = 90/tan 15°.
+    A point 25° right of the axis is inside, 26° not."""
+    wide = north(320, 180)
     assert across_deg(wide) == pytest.approx(50.94, abs=0.01)
-    assert across_deg(tall) == pytest.approx(17.14, abs=0.01)
     right = [(100 * math.tan(math.radians(a)), 100, 0) for a in (25, 26)]
     points = np.array([(0, 100, 0), (0, -100, 0), (0, 0.05, 0), *right, (0, 100, 27)])
     assert in_frame(wide, points).tolist() == [True, False, False, True, False, False]
     # 27 m up at 100 m is 15.1°, just above the top edge; 26 m (14.6°) is inside
     assert in_frame(wide, np.array([(0, 100, 26)])).tolist() == [True]
+
+
+def test_a_frame_of_another_shape_shows_at_least_the_view_of_the_cameras_aspect():
+    """By hand, 30° at 16:9 (tan 15° = 0.2679 up, 16/9 of it = 0.4763 across: 50.9°):
+    - 180x320, portrait: the same 50.9° across, f = 90/0.4763 = 188.9 px, and
+      2·atan(160/f) = 80.5° up (the height's view alone would see 17.1° across);
+    - 3200x1000, wider than 16:9: 30° up, f = 500/0.2679 = 1866 px, more across;
+    - 180x320 at aspect 9:16: 30° up again, the portrait frame composed for itself."""
+    tall, wider = north(180, 320), north(3200, 1000)
+    assert tall.focal == pytest.approx(90 / (16 / 9 * math.tan(math.radians(15))))
+    assert across_deg(tall) == pytest.approx(50.94, abs=0.01)
+    assert math.degrees(2 * math.atan(160 / tall.focal)) == pytest.approx(80.5, abs=0.05)
+    assert wider.focal == pytest.approx(500 / math.tan(math.radians(15)))
+    assert north(180, 320, aspect=9 / 16).focal == pytest.approx(160 / math.tan(
+        math.radians(15)))
+    # At its own shape, and a hair either side of it, the two rules agree.
+    for width in (319.99, 320, 320.01):
+        assert north(width, 180).focal == pytest.approx(90 / math.tan(math.radians(15)),
+                                                        rel=1e-4)
+    # A point 25° right, seen by the wide frame, stays in the tall one.
+    point = np.array([(100 * math.tan(math.radians(25)), 100, 0)])
+    assert in_frame(tall, point).tolist() == [True]
+
+
+@pytest.mark.parametrize("value, ratio", [("9:16", 9 / 16), ("2.39:1", 2.39), (1.5, 1.5),
+                                          (4, 4.0)])
+def test_the_cameras_aspect_is_a_shape_or_a_ratio(value, ratio):
+    scene = build_scene({**BASE, "camera": {"aspect": value}})
+    assert scene.camera.aspect == ratio
+    assert pose_at(scene, 0.0, None, 90, 160).focal == pytest.approx(
+        80 / math.tan(math.radians(15)) if ratio < 1 else 45 / (ratio * math.tan(
+            math.radians(15))))
+
+
+@pytest.mark.parametrize("value", ["16x9", "16:0", "-16:9", "16:", 0, 1000, "nan:1", True])
+def test_an_aspect_that_is_no_frame_shape_is_refused(value):
+    with pytest.raises(SceneError, match=r"camera.aspect: expected a frame shape \"W:H\" "
+                                         r"such as \"16:9\", or W/H as a number in "
+                                         r"\[0.01, 100\], got "):
+        build_scene({**BASE, "camera": {"aspect": value}})
+
+
+@pytest.mark.parametrize("shape", [(180, 320), (320, 320), (640, 180), (500, 354)])
+def test_a_camera_resized_to_another_shape_is_the_camera_posed_at_it(shape):
+    # A still, a thumbnail or a loop's sky drawn at another size sees what a pose made at
+    # that size sees.
+    for made in [(320, 180), (180, 320), (333, 333)]:
+        moved = resized(north(*made), *shape)
+        posed = north(*shape)
+        assert (moved.width, moved.height) == shape
+        assert moved.focal == pytest.approx(posed.focal, rel=1e-12), made
 
 
 def test_a_bird_behind_the_camera_draws_nothing():

@@ -1,6 +1,7 @@
 """The 3D camera at one instant (`pose_at`): a pinhole at a position, looking at a point
 (keyframed, eased as the 2D camera, or the flock's followed centroid), with the scene's up
-and vertical field of view (docs/optics.md)."""
+and vertical field of view, that of a frame of the camera's aspect: a frame of another shape
+shows at least that frame's view (docs/model.md, "The 3D camera")."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def pose_at(scene: Scene, time_s: float, followed: tuple[float, ...] | None,
     camera = scene.camera or Camera3DSettings()
     key = key_at(keyframes(camera, scene.world, scene.roost), time_s, camera.easing)
     position, look_at, fov = key[1:4], key[4:7], key[7]
-    frame = (fov, width, height, camera.near)
+    frame = (fov, width, height, camera.near, camera.aspect)
     if followed is not None and camera.follow == "track":
         return pose(*tracked(position, look_at, followed), camera.up, *frame)
     if followed is not None:
@@ -40,7 +41,7 @@ def tracked(position, look_at, followed) -> tuple[np.ndarray, np.ndarray]:
 
 
 def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, height: int,
-                  near: float) -> Pose:
+                  near: float, aspect: float) -> Pose:
     """The camera at `position` looking at the `followed` centroid, with screen-up nearest
     `up`. A flock can fly where that cannot be: onto the camera (then it looks at its
     keyframed `keyed` point instead) or straight along `up` (overhead with up = z: then
@@ -51,10 +52,10 @@ def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, hei
     view = np.asarray(followed, np.float64) - position
     length = float(np.linalg.norm(view))
     if length < MIN_VIEW_M:
-        return pose(position, keyed, up, fov_deg, width, height, near)
+        return pose(position, keyed, up, fov_deg, width, height, near, aspect)
     forward = view / length
     if not parallel(forward, np.asarray(up, np.float64)):
-        return pose(position, followed, up, fov_deg, width, height, near)
+        return pose(position, followed, up, fov_deg, width, height, near, aspect)
     # Tilted a hair from this view toward the keyframed point, screen-up would be
     # −(up·forward) times that point's direction across the view: the limit, so a flock
     # passing overhead does not flip the frame.
@@ -64,7 +65,7 @@ def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, hei
     for candidate in across:
         side = candidate - (candidate @ forward) * forward
         if float(np.linalg.norm(side)) > 1e-3 * float(np.linalg.norm(candidate)):
-            return pose(position, followed, side, fov_deg, width, height, near)
+            return pose(position, followed, side, fov_deg, width, height, near, aspect)
     raise AssertionError("a world axis lies across any view")  # unreachable
 
 
@@ -84,9 +85,10 @@ def key_at(keys: tuple[tuple[float, ...], ...], time_s: float, easing: str) -> n
 
 
 def pose(position, look_at, up, fov_deg: float, width: int, height: int,
-         near: float) -> Pose:
-    """The pinhole at `position` (m) looking at `look_at` with screen-up nearest `up`,
-    vertical field of view `fov_deg`, for a frame of width × height px."""
+         near: float, aspect: float = 16 / 9) -> Pose:
+    """The pinhole at `position` (m) looking at `look_at` with screen-up nearest `up`, for
+    a frame of width × height px that shows at least the view of a frame of shape `aspect`
+    (width / height) with vertical field of view `fov_deg` (see `focal_length`)."""
     position = np.asarray(position, np.float64)
     view = np.asarray(look_at, np.float64) - position
     length = float(np.linalg.norm(view))
@@ -99,18 +101,31 @@ def pose(position, look_at, up, fov_deg: float, width: int, height: int,
                          f"{forward.round(6).tolist()}")
     right = np.cross(forward, up)
     right /= float(np.linalg.norm(right))
-    focal = 0.5 * height / math.tan(math.radians(0.5 * fov_deg))
+    focal = focal_length(math.tan(math.radians(0.5 * fov_deg)), aspect, width, height)
     return Pose(position, right, np.cross(right, forward), forward, focal, int(width),
-                int(height), float(near))
+                int(height), float(near), float(aspect))
+
+
+def focal_length(half: float, aspect: float, width: int, height: int) -> float:
+    """px: the focal length at which a width × height frame shows at least the view of a
+    frame of shape `aspect` whose half height of view is `half` (tan of half its vertical
+    field of view): that height of view in a frame as wide or wider, so a wider one sees
+    more across; that width of view, aspect · half, in a narrower one (square, portrait,
+    an A sheet), which sees more above and below rather than cutting the sides off."""
+    if width >= aspect * height:
+        return 0.5 * height / half
+    return 0.5 * width / (aspect * half)
 
 
 def resized(pose_: Pose, width: int, height: int) -> Pose:
-    """The same camera for a frame of another size (the same picture: the focal length
-    follows the height)."""
+    """The same camera for a frame of another size (the same picture at the same shape;
+    another shape shows at least the view of the camera's aspect, as `focal_length`)."""
     if (width, height) == (pose_.width, pose_.height):
         return pose_
-    return pose_._replace(focal=pose_.focal * height / pose_.height, width=int(width),
-                          height=int(height))
+    fits_height = pose_.width >= pose_.aspect * pose_.height
+    half = 0.5 * (pose_.height if fits_height else pose_.width / pose_.aspect) / pose_.focal
+    return pose_._replace(focal=focal_length(half, pose_.aspect, width, height),
+                          width=int(width), height=int(height))
 
 
 def on_screen(pose_: Pose, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

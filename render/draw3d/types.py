@@ -20,10 +20,13 @@ class Pose(NamedTuple):
     right: np.ndarray  # (3,) unit
     up: np.ndarray  # (3,) unit, the screen's up (orthogonal to forward)
     forward: np.ndarray  # (3,) unit, the optical axis
-    focal: float  # px: (height/2) / tan(fov/2)
+    focal: float  # px: (height/2) / tan(fov/2) where width ≥ aspect·height
     width: int
     height: int
     near: float  # m: the near plane's distance along forward
+    # The frame shape (width / height) whose view any shape shows at least of (its
+    # vertical field of view the scene's fov): a frame of another size keeps it.
+    aspect: float = 16 / 9
 
 
 class Streaks(NamedTuple):

@@ -131,7 +131,8 @@ EYE_HEIGHT_M = 1.7
 
 @dataclass(frozen=True)
 class Camera3DSettings:
-    """3D: a pinhole camera (docs/optics.md). Focal length f = (h/2)/tan(fov/2) px. Default: a
+    """3D: a pinhole camera (docs/optics.md). Focal length f = (h/2)/tan(fov/2) px for a frame
+    as wide as `aspect` or wider, (w/2)/(aspect·tan(fov/2)) for a narrower one. Default: a
     viewer on the ground 300 m from the roost, eyes 1.7 m up, looking at the flock's
     altitude over the roost."""
 
@@ -145,8 +146,14 @@ class Camera3DSettings:
     up: tuple[float, float, float] = setting(
         (0.0, 0.0, 1.0), "Which way is up on screen [x, y, z] (not along the view).",
         kind="point3")
-    fov: float = setting(30.0, "Vertical field of view, in (0, 180).", unit="degrees",
-                         lo=0, lo_open=True, hi=180, hi_open=True)
+    fov: float = setting(30.0, "Vertical field of view of a frame of the shape `aspect`, "
+                         "in (0, 180).", unit="degrees", lo=0, lo_open=True, hi=180,
+                         hi_open=True)
+    aspect: float = setting(16 / 9, "The frame shape \"W:H\" (or W/H) the view is composed "
+                            "for: a frame of another shape shows at least its view, more "
+                            "across if wider, more above and below if narrower (a square, "
+                            "portrait or A-sheet frame keeps the whole width of view).",
+                            kind="aspect")
     near: float = setting(0.1, "Near plane: what is closer along the view is clipped "
                           "(closer than the roost).",
                           unit="m", lo=0, lo_open=True)

@@ -131,6 +131,28 @@ def parse_fps(value) -> Fraction:
     return ntsc_rate(value, fps)
 
 
+def parse_aspect(value) -> float:
+    """A frame's shape: "W:H" ("16:9", "2.39:1") or the number W/H, as W/H."""
+    ratio = None
+    if isinstance(value, str):
+        w, sep, h = value.partition(":")
+        try:
+            w, h = float(w), float(h)
+            ratio = w / h if sep and w > 0 and h > 0 else None
+        except (ValueError, ZeroDivisionError):
+            pass
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        ratio = float(value)
+    if ratio is None or not ASPECT_RANGE[0] <= ratio <= ASPECT_RANGE[1]:
+        raise ValueError(f"expected a frame shape \"W:H\" such as \"16:9\", or W/H as a "
+                         f"number in [{ASPECT_RANGE[0]:g}, {ASPECT_RANGE[1]:g}], got "
+                         f"{show(value)}")
+    return ratio
+
+
+ASPECT_RANGE = (0.01, 100.0)
+
+
 NTSC_BASES = (24, 30, 48, 60, 96, 120, 240)  # rates whose NTSC twin is N·1000/1001
 
 
@@ -203,6 +225,8 @@ def convert(value, meta):
         return parse_size(value)
     if kind == "fps":
         return parse_fps(value)
+    if kind == "aspect":
+        return parse_aspect(value)
     if kind == "point":
         if not (isinstance(value, list) and len(value) == 2):
             raise ValueError(f"expected a point [x, y], got {show(value)}")
