@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .encode import (VIDEO_SUFFIXES, WEB_MIN_SIDE, encoder_max_side, is_state_output,
                      keeps_straight)
+from .encode.files import require_folder
 from .executor import drawing_threads
 from .errors import UsageError, option
 from .scene import Scene
@@ -544,6 +545,8 @@ def require_disk(output: str, size: float, *, trajectories: bool = True) -> None
                          f"{Path(output).with_suffix('.usdc')}, or fewer frames or birds")
     free = available_disk(Path(output).parent)
     if free is not None and size > free:
+        # A place no file can be made in (/proc reads 0 bytes free) is named as such.
+        require_folder(Path(output))
         fewer = "fewer birds" if trajectories else f"a smaller frame {option('(--size)')}"
         raise UsageError(f"{output}: needs about {_bytes(size)} on disk, but only "
                          f"{_bytes(free)} is free there: use fewer frames "

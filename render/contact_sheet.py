@@ -29,9 +29,7 @@ def layout(scene: Scene, output: str | Path, first: int = 0, columns: int = COLU
     total = scene.frame_count
     span = total - 1 - first
     picks = sorted({first + round(i * span / max(count - 1, 1)) for i in range(count)})
-    # A clip of fewer frames than cells: as many rows (and columns) as they fill.
-    columns = min(columns, len(picks))
-    rows = -(-len(picks) // columns)
+    columns, rows = grid(len(picks), columns)
     width, height = scene.output.size
     thumb = (thumb_width, max(1, round(thumb_width * height / width)))
     gap, label = GAP_PX, LABEL_PX
@@ -43,6 +41,13 @@ def layout(scene: Scene, output: str | Path, first: int = 0, columns: int = COLU
                          f"wide thumbnails are drawn on one cairo surface, at most "
                          f"{budget.IMAGE_MAX_SIDE} px a side), got {width}x{height}")
     return picks, thumb, sheet_size
+
+
+def grid(count: int, columns: int) -> tuple[int, int]:
+    """(columns, rows) of a sheet of `count` thumbnails, at most `columns` to a row: the
+    fewest rows that hold them, filled evenly (5 frames: 3 and 2, not 4 and 1)."""
+    rows = -(-count // columns)
+    return -(-count // rows), rows
 
 
 def require_output(output: str | Path, overwrite: bool = True) -> None:
@@ -81,7 +86,7 @@ def render_contact_sheet(scene: Scene, output: str | Path, *, first: int = 0,
 
 def _draw_sheet(scene, output, first, columns, rows, thumb_width, quiet, overwrite) -> None:
     picks, thumb, sheet_size = layout(scene, output, first, columns, rows, thumb_width)
-    columns = min(columns, len(picks))  # as `layout` laid them out
+    columns = grid(len(picks), columns)[0]  # as `layout` laid them out
     gap, label = GAP_PX, LABEL_PX
     sheet = Canvas(sheet_size)
     ctx = sheet.context()

@@ -733,8 +733,9 @@ def test_a_contact_sheet_of_a_range_spreads_its_thumbnails_over_that_range(small
     assert contact_sheet.layout(scene, "sheet.png")[0][:2] == [0, 3]
 
 
-@pytest.mark.parametrize("count, grid", [(3, (3, 1)), (5, (4, 2)), (12, (4, 3)), (40, (4, 3))])
-def test_a_contact_sheet_of_few_frames_has_no_empty_cells(cli, small_scene, tmp_path, count,
+@pytest.mark.parametrize("count, grid", [(3, (3, 1)), (5, (3, 2)), (6, (3, 2)), (7, (4, 2)),
+                                         (9, (3, 3)), (12, (4, 3)), (40, (4, 3))])
+def test_a_contact_sheet_of_few_frames_has_its_fewest_rows_filled_evenly(cli, small_scene, tmp_path, count,
                                                           grid):
     from PIL import Image
 
@@ -811,6 +812,16 @@ def test_a_folder_that_takes_no_file_whatever_its_permissions_is_refused_before_
     assert len(r.err_lines) == 1 and r.err_lines[0].startswith(
         "boids-render: /proc/s.csv: cannot write in /proc ("), r.err
     assert not list(tmp_path.glob("*.npz")) and not list(tmp_path.glob(".*"))
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("output", ["/proc/nope/", "/proc/nope/f_%03d.png"])
+def test_frames_to_a_place_that_takes_no_file_are_refused_for_it_not_for_the_disk(
+        cli, small_scene, output):
+    # /proc reads 0 bytes free: the sequence was told to use fewer frames.
+    r = cli(small_scene, "-o", output, "--frames", "2", "-q")
+    assert r.code == 2, r.err
+    assert len(r.err_lines) == 1 and "cannot write in /proc (" in r.err_lines[0], r.err
 
 
 # Diagnostics, plots and contact sheets: refused before any work, written whole
