@@ -97,6 +97,17 @@ def test_the_cameras_aspect_is_a_shape_or_a_ratio(value, ratio):
             math.radians(15))))
 
 
+@pytest.mark.parametrize("value, written", [("16:9", '"16:9"'), ("2.39:1", '"2.39:1"'),
+                                            (0.7071067811865476, "0.7071067811865476")])
+def test_the_aspect_is_written_as_given_and_reads_back_the_same(value, written):
+    import tomllib
+
+    scene = build_scene({**BASE, "camera": {"aspect": value}})
+    assert f"aspect = {written}\n" in scene.to_toml()
+    again = build_scene(tomllib.loads(scene.to_toml()))
+    assert again.camera.aspect == scene.camera.aspect
+
+
 @pytest.mark.parametrize("value", ["16x9", "16:0", "-16:9", "16:", 0, 1000, "nan:1", True])
 def test_an_aspect_that_is_no_frame_shape_is_refused(value):
     with pytest.raises(SceneError, match=r"camera.aspect: expected a frame shape \"W:H\" "
@@ -664,3 +675,25 @@ def test_each_key_named_in_the_other_dimensions_place_exists(three):
         for other in re.findall(r"\b[a-z]+\.[a-z_]+\b", named):
             assert other in here, (key, other)
 
+
+
+def test_check_shows_the_default_camera_where_it_stands(cli, write_scene):
+    """Without [camera] a 3D scene is filmed from 300 m on the roost's −y side, eyes 1.7 m
+    up, looking at its altitude over it: here the roost at the world's centre (200, 150),
+    altitude 40 m. --check lists that camera, its settings named as the default camera's,
+    and loads back to the same view."""
+    import tomllib
+
+    path = write_scene('[world]\ndimensions = 3\nwidth = 400.0\nheight = 300.0\n'
+                       '[flock]\ncount = 100\n[roost]\naltitude = 40.0\n')
+    r = cli(path, "--check")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    camera = lines[lines.index("[camera]") + 1:]
+    camera = camera[:next(i for i, line in enumerate(camera) if line.startswith("["))]
+    assert camera[1] == "position = [200.0, -150.0, 1.7] # default camera"
+    assert camera[2] == "look_at = [200.0, 150.0, 40.0] # default camera"
+    assert all(line.endswith("# default camera") for line in camera)
+    shown, given = (pose_at(scene, 0.0, None, 64, 36) for scene in (
+        build_scene(tomllib.loads(r.out)), build_scene(tomllib.loads(path.read_text()))))
+    assert all(np.array_equal(a, b) for a, b in zip(shown, given))

@@ -21,7 +21,8 @@ from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, instead,
                      unread_keys)
-from .schema3d import DEFAULTS_3D, HUNT_3D, RoostSettings, default_points, keyframes
+from .schema3d import (DEFAULTS_3D, HUNT_3D, Camera3DSettings, RoostSettings, default_points,
+                       keyframes)
 from .values import closest, convert, show, suggest
 
 
@@ -730,7 +731,16 @@ def describe(scene: Scene, drawn: str | None = None) -> str:
     sources = dict(scene.sources)
     drawn = f"{scene.frame_count} frames" if drawn is None else drawn
     lines = [f"# {scene.path}: {scene.count} bird{'s' * (scene.count != 1)}, {drawn}"]
-    for name, body in scene.to_dict().items():
+    sections = scene.to_dict()
+    if scene.dimensions == 3 and scene.camera is None:
+        # The camera a 3D scene without one is filmed by, where it stands and looks.
+        position, look_at = default_points(scene.world, scene.roost)
+        camera = Scene.to_dict(dataclasses.replace(
+            scene, camera=Camera3DSettings(position=position, look_at=look_at)))["camera"]
+        sections = {name: camera if name == "camera" else sections[name]
+                    for name in SECTIONS if name in sections or name == "camera"}
+        sources |= {f"camera.{key}": "default camera" for key in camera}
+    for name, body in sections.items():
         lines.append(f"[{name}]")
         for key, value in body.items():
             text = f'"{value}"' if isinstance(value, str) else str(value).lower() \

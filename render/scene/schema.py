@@ -19,6 +19,7 @@ from .fields import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, easing_s
                      follow_setting, follow_time_setting, setting)
 from .schema3d import (HAWK_3D_KEYS, MIN_WIDTH_3D_PX, PALETTE_3D_KEYS, AtmosphereSettings,
                        BirdSettings, Camera3DSettings, FlightSettings, RoostSettings)
+from .values import aspect_text
 
 
 @dataclass(frozen=True)
@@ -530,7 +531,8 @@ class Scene:
             section = getattr(self, name)
             if section is None:
                 continue
-            out[name] = {f.name: _plain(getattr(section, f.name))
+            out[name] = {f.name: aspect_text(getattr(section, f.name))
+                         if f.metadata["kind"] == "aspect" else _plain(getattr(section, f.name))
                          for f in dataclasses.fields(section)
                          if getattr(section, f.name) is not None
                          and f.name not in unread.get(name, ())}

@@ -10,7 +10,7 @@ import math
 import re
 from fractions import Fraction
 
-from .schema import MAX_MAGNITUDE, MIN_POSITIVE
+from .fields import MAX_MAGNITUDE, MIN_POSITIVE
 
 
 def closest(word: str, options, cutoff: float = 0.5) -> str | None:
@@ -151,6 +151,16 @@ def parse_aspect(value) -> float:
 
 
 ASPECT_RANGE = (0.01, 100.0)
+
+
+def aspect_text(ratio: float) -> str | float:
+    """A frame shape as a person writes it, reading back to the same float: "16:9" for
+    16/9, "2.39:1" for 2.39; a ratio no such text gives exactly, as the number."""
+    small = Fraction(ratio).limit_denominator(16)
+    for text in (f"{small.numerator}:{small.denominator}", f"{ratio:g}:1"):
+        if parse_aspect(text) == ratio:
+            return text
+    return ratio
 
 
 NTSC_BASES = (24, 30, 48, 60, 96, 120, 240)  # rates whose NTSC twin is N·1000/1001
