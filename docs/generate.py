@@ -108,7 +108,7 @@ Shipped scenes:
 
 | file | what it is |
 |---|---|
-| `scenes/murmuration.toml` | the default (`make render`): the 3D murmuration, 20,000 starlings over a roost, k = 7, banked flight, a hunting hawk from 2 s, the landing from 60 s, 98 s filmed from the ground by the default camera ([the 3D flock](model.md#the-3d-flock-world-dimensions--3), [the optics](optics.md)) |
+| `scenes/murmuration.toml` | the default (`make render`): the 3D murmuration, 20,000 starlings over a roost, k = 7, banked flight, a hunting hawk from 2 s, the landing from 60 s, 94.5 s filmed from the ground by the default camera ([the 3D flock](model.md#the-3d-flock-world-dimensions--3), [the optics](optics.md)) |
 | `scenes/web-loop.toml` | the film as a 6 s seamless loop for a web page: extends `murmuration.toml` with `--loop` and a 4 s morph, a camera flying beside the flock and the roost's gentler turn ([loops in 3D](loops.md#loops-in-3d)) |
 | `scenes/plate.toml` | the 2D plate: 3,600 birds at spacing 1 in an 80 x 45 open world, steering field, soft elliptical containment, hawk ([the plate](model.md#the-plate-the-2d-scene)) |
 | `scenes/classic.toml` | the minimal three-rule flock on a torus: 120 birds, 400 x 260, r = 50, unit separation within 16; the classic per-step constants converted to per-second units (comments in the file) |
