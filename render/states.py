@@ -23,6 +23,7 @@ from .draw.streaks import draw_exposure, draw_frame
 from .draw.surface import Canvas
 from .draw3d.camera import pose_at
 from .draw3d.frame import draw3d, hawk_drawn
+from .draw3d.sky import behind_treeline, sky_for
 from .draw3d.streaks import look_of, loop_wingbeat, wing_phases
 from .draw3d.types import Pose
 from .loop import crossfade_frames
@@ -111,18 +112,25 @@ class FrameState:
         return draw_frame(canvas, scene, *state.drawn(), view=state.view)
 
     def visible(self, scene: Scene | None) -> FrameState:
-        """The state of the birds drawn: this one, or (with `[roost] landed = "hidden"`)
-        one without the landed birds (rows still in bird order)."""
+        """The state of the birds drawn: this one, or one without the birds out of sight
+        (rows still in bird order): those landed, with `[roost] landed = "hidden"`, and
+        in 3D those behind the treeline (`draw3d.sky.behind_treeline`: a landing bird
+        goes into the reeds before it is down), unless the frame leaves the treeline out
+        (`--transparent`: a plate to composite over another view)."""
         r = scene.roost if scene is not None else None
-        if self.landed is None or r is None or r.landed != "hidden":
+        keep = np.ones(len(self.positions), bool)
+        if self.landed is not None and r is not None and r.landed == "hidden":
+            keep &= ~self.landed
+        if scene is not None and self.pose is not None and not scene.output.transparent:
+            keep &= ~behind_treeline(sky_for(scene, self.pose), self.positions)
+        if keep.all():
             return self
-        keep = ~self.landed
         return replace(self, positions=self.positions[keep],
                        velocities=self.velocities[keep], neighbours=self.neighbours[keep],
                        accent=self.accent[keep],
                        exposure=tuple((p[keep], v[keep]) for p, v in self.exposure),
                        bank=None if self.bank is None else self.bank[keep],
-                       landed=self.landed[keep],
+                       landed=None if self.landed is None else self.landed[keep],
                        flap=None if self.flap is None else self.flap[keep])
 
     def drawn(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

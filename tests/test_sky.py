@@ -399,3 +399,54 @@ def test_bad_3d_palette_values_are_named(palette, message):
 def test_visibility_must_be_positive():
     with pytest.raises(SceneError, match="atmosphere.visibility: expected a value > 0"):
         scene3d(atmosphere={"visibility": 0.0})
+
+
+REEDS = {"treeline": "reeds", "treeline_distance": 300.0, "treeline_height": 4.0}
+
+
+def test_what_lies_behind_the_treeline_by_hand():
+    """The eye 1.7 m up; the reed bed's outline due ahead (+y, azimuth 90°, one of its
+    samples) `top` m high, 300 m off. A point 600 m off is seen over the ring at
+    1.7 + (z − 1.7)·300/600 m: hidden below z = 1.7 + 2·(top − 1.7), seen above it; one
+    400 m off at 0.6 m is seen at 0.875 m; one 299 m off, in front of the reeds, is seen
+    however low."""
+    from render.draw3d.sky import PROFILE_SAMPLES, _ring, behind_treeline
+
+    sky = sky_for(scene3d(REEDS), looking((64, 36), 0.0))
+    _, _, top = _ring("reeds", 0, 300.0, 4.0)
+    ahead = top[PROFILE_SAMPLES // 4]
+    assert 0.875 < ahead <= 4.0
+    edge = 1.7 + 2 * (ahead - 1.7)
+    points = np.array([(0, 600, edge - 0.01), (0, 600, edge + 0.01), (0, 400, 0.6),
+                       (0, 299, 0.1), (0, 600, 30.0)])
+    assert behind_treeline(sky, points).tolist() == [True, False, True, False, False]
+    # Between two samples the outline is the straight edge the silhouette draws.
+    step = 2 * math.pi / PROFILE_SAMPLES
+    mid = 0.5 * (top[PROFILE_SAMPLES // 4] + top[PROFILE_SAMPLES // 4 + 1])
+    at = math.pi / 2 + 0.5 * step
+    edge = 1.7 + 2 * (mid - 1.7)
+    pair = np.array([(600 * math.cos(at), 600 * math.sin(at), z)
+                     for z in (edge - 1e-6, edge + 1e-6)])
+    assert behind_treeline(sky, pair).tolist() == [True, False]
+    assert not behind_treeline(sky_for(scene3d({"treeline": "none"}), sky.pose),
+                               points).any()
+
+
+def test_birds_behind_the_treeline_are_not_drawn_unless_it_is_left_out():
+    """A landing bird goes into the reeds before it is down: the frame drops it (rows kept
+    in bird order), as it drops a landed one; a transparent plate, without the reeds,
+    keeps it."""
+    from render.states import FrameState
+
+    pose = looking((64, 36), 0.0)
+    positions = np.array([(0.0, 400.0, 0.6), (0.0, 400.0, 50.0), (5.0, 400.0, 40.0)])
+    state = FrameState(0, positions, np.tile((10.0, 0.0, 0.0), (3, 1)), np.full(3, 7.0),
+                       np.zeros(3, bool), pose=pose, landed=np.array([False, False, True]))
+    for roost, kept in (({"landed": "hidden"}, [[0, 400, 50]]),
+                        ({"landed": "ground"}, [[0, 400, 50], [5, 400, 40]])):
+        raw = {"world": {"dimensions": 3}, "flock": {"count": 10}, "palette": REEDS,
+               "roost": roost}
+        scene = build_scene(raw)
+        assert state.visible(scene).positions.tolist() == kept
+        raw["output"] = {"transparent": True}
+        assert len(state.visible(build_scene(raw)).positions) == len(kept) + 1

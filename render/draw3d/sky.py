@@ -611,6 +611,32 @@ def _ring(kind: str, seed: int, distance: float, height: float):
     return arrays
 
 
+def behind_treeline(sky: Sky, points: np.ndarray) -> np.ndarray:
+    """(n,) bool: whether each of the (n, 3) points (m) lies behind the treeline the sky
+    draws: beyond its ring, below the sight line from the eye over the ring's outline at
+    that azimuth (a bird down in the film's reed bed, which stands on the roost, or low
+    over the fields beyond a row of trees; a tree's crown hides nothing, its hedge does).
+    None drawn, none hidden."""
+    hidden = np.zeros(len(points), bool)
+    if sky.treeline == "none":
+        return hidden
+    azimuth, _, top = _ring(sky.treeline, sky.seed, sky.treeline_distance,
+                            sky.treeline_height)
+    rel = np.asarray(points, np.float64) - sky.pose.position
+    reach = np.hypot(rel[:, 0], rel[:, 1])
+    with np.errstate(divide="ignore", invalid="ignore"):  # a point over the eye: not beyond
+        sight = sky.pose.position[2] + rel[:, 2] * sky.treeline_distance / reach
+    # Only a sight line under the outline's tallest can pass under it (a few birds of a
+    # flock, so the azimuths are found for those alone).
+    low = np.flatnonzero((reach > sky.treeline_distance) & (sight < top.max()))
+    if len(low) == 0:
+        return hidden
+    # The outline between its samples is the straight edge the silhouette draws.
+    at = np.arctan2(rel[low, 1], rel[low, 0]) % (2 * np.pi)
+    hidden[low] = sight[low] < np.interp(at, azimuth, top, period=2 * np.pi)
+    return hidden
+
+
 def airlight(sky: Sky) -> np.ndarray:
     """(3,) linear RGB the haze between the camera and the ground or the treeline tends
     to. Sunlit, it is the horizon's colour. With the sun below the horizon the air near
