@@ -24,8 +24,8 @@ class Pose(NamedTuple):
     width: int
     height: int
     near: float  # m: the near plane's distance along forward
-    # The frame shape (width / height) whose view any shape shows at least of (its
-    # vertical field of view the scene's fov): a frame of another size keeps it.
+    # The frame shape (width / height) the view is composed for, its vertical field of
+    # view the scene's fov: a frame of any other shape shows at least that view.
     aspect: float = 16 / 9
 
 

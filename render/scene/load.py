@@ -302,7 +302,6 @@ def _build_section(cls, name, body, path, sources, problems, rejected, three=Non
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unread = () if three is None else unread_keys(three).get(name, ())
     readable = [key for key in fields if key not in unread]
-    elsewhere = {} if three is None else _homes(three)
     # A section with a class of its own in 3D (the camera): the other dimension's keys.
     own_3d = SECTIONS_3D_CLASSES.get(name) is cls
     other = SECTIONS[name] if own_3d else SECTIONS_3D_CLASSES.get(name)
@@ -316,8 +315,8 @@ def _build_section(cls, name, body, path, sources, problems, rejected, three=Non
                             f"{3 if own_3d else 2}{instead(f'{name}.{key}', own_3d)}")
             continue
         if key not in fields:
-            hint = f" (did you mean {elsewhere[key]}.{key}?)" if key in elsewhere \
-                else suggest(key, readable)
+            home = None if three is None else _homes(three).get(key)
+            hint = f" (did you mean {home}.{key}?)" if home else suggest(key, readable)
             problems.append(f"{prefix}: unknown key{hint}; "
                             f"valid keys: {', '.join(readable)}")
             continue
@@ -735,8 +734,8 @@ def describe(scene: Scene, drawn: str | None = None) -> str:
     if scene.dimensions == 3 and scene.camera is None:
         # The camera a 3D scene without one is filmed by, where it stands and looks.
         position, look_at = default_points(scene.world, scene.roost)
-        camera = Scene.to_dict(dataclasses.replace(
-            scene, camera=Camera3DSettings(position=position, look_at=look_at)))["camera"]
+        camera = dataclasses.replace(scene, camera=Camera3DSettings(
+            position=position, look_at=look_at)).to_dict()["camera"]
         sections = {name: camera if name == "camera" else sections[name]
                     for name in SECTIONS if name in sections or name == "camera"}
         sources |= {f"camera.{key}": "default camera" for key in camera}
