@@ -52,7 +52,7 @@ def flock_streaks(size, count: int, seed: int = 0, visibility_m: float = 10_000.
         rel = p - pose.position
         depth = rel @ pose.forward
         uv.append((pose.width / 2 + pose.focal * (rel @ pose.right) / depth,
-                   pose.height / 2 - pose.focal * (rel @ pose.up) / depth, depth))
+                   pose.cy - pose.focal * (rel @ pose.up) / depth, depth))
     (u0, v0, d0), (u1, v1, d1) = uv
     depth = 0.5 * (d0 + d1)
     width = np.maximum(0.4 * pose.focal / depth, 1.0)

@@ -167,7 +167,7 @@ def project(pose: Pose, points: np.ndarray):
     """(u, v) px of camera-coordinate points in front of the pinhole (as `Pose`)."""
     z = np.maximum(points[:, 2], pose.near)
     return (0.5 * pose.width + pose.focal * points[:, 0] / z,
-            0.5 * pose.height - pose.focal * points[:, 1] / z)
+            pose.cy - pose.focal * points[:, 1] / z)
 
 
 def clip_to_frame(pose: Pose, x0, y0, x1, y1):

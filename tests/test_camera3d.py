@@ -11,7 +11,8 @@ import pytest
 
 import naive_streaks3d
 from render import cli
-from render.draw3d.camera import across_deg, in_frame, key_at, pose, pose_at, resized
+from render.draw3d.camera import (across_deg, in_frame, key_at, on_screen, pose, pose_at,
+                                  resized)
 from render.draw3d.streaks import Look, far_to_near, streaks
 from render.errors import SceneError
 from render.scene.load import build_scene
@@ -87,6 +88,43 @@ def test_a_frame_of_another_shape_shows_at_least_the_view_of_the_cameras_aspect(
     assert in_frame(tall, point).tolist() == [True]
 
 
+def raised(elevation_deg, width, height, up=(0, 0, 1)):
+    """A camera at the origin looking north, `elevation_deg` up, 30° at 16:9."""
+    a = math.radians(elevation_deg)
+    return pose((0, 0, 0), (0, math.cos(a), math.sin(a)), up, 30.0, width, height, 0.1)
+
+
+def row_elevation_deg(cam, v):
+    """The elevation of the ray through row `v` (px) of the middle column."""
+    ray = cam.forward - (v - cam.cy) / cam.focal * cam.up
+    return math.degrees(math.asin(ray[2] / np.linalg.norm(ray)))
+
+
+def test_a_taller_frame_keeps_the_horizon_where_the_cameras_aspect_has_it():
+    """By hand, 30° at 16:9 looking 9° up: the horizon is tan 9° / tan 15° = 0.591
+    half-heights below the centre, at 0.5 + 0.591/2 = 79.55% of the way down a 320x180
+    frame. A 180x320 portrait composes that 16:9 view 101.25 px tall and puts its extra
+    218.75 px 79.55% above it, 20.45% below: the axis at 0.7955·218.75 + 50.625 = 224.65
+    px, the horizon again 79.55% down. Looking 20° up the horizon is below the 16:9 view
+    and all the extra height goes to the sky: the frames' bottom rows see the same
+    elevation, 5°; looking 20° down, all of it goes below: their top rows see −5°. Level,
+    or upside down, the view stays centred."""
+    wide, tall = raised(9.0, 320, 180), raised(9.0, 180, 320)
+    assert wide.cy == 90 and tall.cy == pytest.approx(224.65, abs=0.01)
+    horizon = np.array([(0.0, 1e9, 0.0)])
+    for cam in (wide, tall):
+        assert on_screen(cam, horizon)[1][0] / cam.height == pytest.approx(0.79555, abs=1e-5)
+    assert on_screen(tall, horizon)[1][0] == pytest.approx(254.6, abs=0.1)
+    for elevation, row in [(20.0, lambda c: c.height), (-20.0, lambda c: 0)]:
+        edges = [row_elevation_deg(c, row(c)) for c in (raised(elevation, 320, 180),
+                                                        raised(elevation, 180, 320))]
+        assert edges == pytest.approx([math.copysign(5.0, elevation)] * 2, abs=1e-9)
+    assert raised(0.0, 180, 320).cy == 160
+    assert raised(9.0, 180, 320, up=(0, 0, -1)).cy == 160
+    # A frame as wide as 16:9 or wider has no extra height: the axis at its middle.
+    assert raised(9.0, 640, 180).cy == 90
+
+
 @pytest.mark.parametrize("value, ratio", [("9:16", 9 / 16), ("2.39:1", 2.39), (1.5, 1.5),
                                           (4, 4.0)])
 def test_the_cameras_aspect_is_a_shape_or_a_ratio(value, ratio):
@@ -125,6 +163,10 @@ def test_a_camera_resized_to_another_shape_is_the_camera_posed_at_it(shape):
         posed = north(*shape)
         assert (moved.width, moved.height) == shape
         assert moved.focal == pytest.approx(posed.focal, rel=1e-12), made
+        assert moved.cy == pytest.approx(posed.cy, rel=1e-12), made
+    for made in [(320, 180), (180, 320)]:  # looking up: the view not centred in a tall one
+        moved, posed = resized(raised(9.0, *made), *shape), raised(9.0, *shape)
+        assert moved.cy == pytest.approx(posed.cy, rel=1e-12), made
 
 
 def test_a_bird_behind_the_camera_draws_nothing():

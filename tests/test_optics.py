@@ -41,7 +41,7 @@ def project(pose: Pose, points: np.ndarray):
     p = points - pose.position
     depth = p @ pose.forward
     u = pose.width / 2 + pose.focal * (p @ pose.right) / depth
-    v = pose.height / 2 - pose.focal * (p @ pose.up) / depth
+    v = pose.cy - pose.focal * (p @ pose.up) / depth
     return u, v, depth
 
 

@@ -50,7 +50,7 @@ def rgb(frame, y, x):
 
 
 def elevation_of_row(pose, v):
-    y = (v + 0.5 - pose.height / 2) / pose.focal
+    y = (v + 0.5 - pose.cy) / pose.focal
     d = pose.forward - y * pose.up
     return math.degrees(math.asin(d[2] / np.linalg.norm(d)))
 
@@ -73,7 +73,7 @@ def exact_srgb(pose, stops):
     """(h, w, 3) sRGB values 0…255 (R, G, B) of each pixel's ray, blended in linear light
     between `stops` by elevation: the sky without rounding (plain numpy)."""
     x, y = np.meshgrid(np.arange(pose.width) + 0.5, np.arange(pose.height) + 0.5)
-    u, v = (x - pose.width / 2) / pose.focal, (y - pose.height / 2) / pose.focal
+    u, v = (x - pose.width / 2) / pose.focal, (y - pose.cy) / pose.focal
     d = pose.forward + u[..., None] * pose.right - v[..., None] * pose.up
     elevation = np.degrees(np.arcsin(d[..., 2] / np.linalg.norm(d, axis=-1)))
     colours = np.array([srgb_decode([int(c[i:i + 2], 16) for i in (1, 3, 5)])

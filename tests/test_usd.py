@@ -129,11 +129,18 @@ def test_usda_is_refused_above_2_gb_suggesting_usdc(cli, small_scene, tmp_path):
     assert usdc.bytes > budget.estimate(scene, "f.npz").bytes + 3e9
 
 
+# The portrait's view: 40° up at 16:9 kept across, 2·atan(96 / f) up with
+# f = 54 / (16/9 · tan 20°).
+PORTRAIT_FOV = 2 * math.degrees(math.atan(96 * 16 / 9 * math.tan(math.radians(20)) / 54))
+
+
+@pytest.mark.parametrize("size, fov", [("192x108", 40.0), ("108x192", PORTRAIT_FOV)])
 def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do(
-        cli, write_scene, tmp_path):
+        cli, write_scene, tmp_path, size, fov):
     """Each frame's points, projected through /flock/camera by pxr's own camera maths,
     land on the birds the PNG frame of the same time draws: the camera follows the flock,
-    so a wrong pose or lens would miss them."""
+    so a wrong pose or lens would miss them. In the portrait the camera looks up at the
+    flock, its view raised off the axis (an aperture offset): a centred lens would miss."""
     from PIL import Image
 
     from test_outputs3d import SMALL_3D
@@ -141,7 +148,8 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     scene = write_scene(SMALL_3D)
     for out in ("f.usda", "frames/"):  # transparent frames: their alpha is the birds'
         transparent = ("--transparent",) if out == "frames/" else ()
-        r = cli(scene, "-o", f"{tmp_path}/{out}", "--frames", "5:8", *transparent, "-q")
+        r = cli(scene, "-o", f"{tmp_path}/{out}", "--frames", "5:8", *transparent, "-q",
+                "--size", size)
         assert r.code == 0, r.err
     stage = Usd.Stage.Open(str(tmp_path / "f.usda"))
     camera = UsdGeom.Camera(stage.GetPrimAtPath("/flock/camera"))
@@ -149,7 +157,7 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     seen = []
     for k in (5, 6, 7):
         lens = camera.GetCamera(k)
-        assert lens.GetFieldOfView(lens.FOVVertical) == pytest.approx(40.0, abs=1e-4)
+        assert lens.GetFieldOfView(lens.FOVVertical) == pytest.approx(fov, abs=1e-4)
         frustum = lens.frustum
         view, project = frustum.ComputeViewMatrix(), frustum.ComputeProjectionMatrix()
         with Image.open(tmp_path / "frames" / f"frame_{k:05d}.png") as im:

@@ -1,7 +1,8 @@
 """The 3D camera at one instant (`pose_at`): a pinhole at a position, looking at a point
 (keyframed, eased as the 2D camera, or the flock's followed centroid), with the scene's up
 and vertical field of view, that of a frame of the camera's aspect: a frame of another shape
-shows at least that frame's view (docs/model.md, "The 3D camera")."""
+shows at least that frame's view, a taller one with the horizon where that frame has it
+(docs/model.md, "The 3D camera")."""
 
 from __future__ import annotations
 
@@ -101,9 +102,11 @@ def pose(position, look_at, up, fov_deg: float, width: int, height: int,
                          f"{forward.round(6).tolist()}")
     right = np.cross(forward, up)
     right /= float(np.linalg.norm(right))
-    focal = focal_length(math.tan(math.radians(0.5 * fov_deg)), aspect, width, height)
-    return Pose(position, right, np.cross(right, forward), forward, focal, int(width),
-                int(height), float(near), float(aspect))
+    half = math.tan(math.radians(0.5 * fov_deg))
+    screen_up = np.cross(right, forward)
+    return Pose(position, right, screen_up, forward, focal_length(half, aspect, width, height),
+                int(width), int(height), float(near), float(aspect),
+                lift(forward, screen_up, half))
 
 
 def focal_length(half: float, aspect: float, width: int, height: int) -> float:
@@ -111,10 +114,23 @@ def focal_length(half: float, aspect: float, width: int, height: int) -> float:
     frame of shape `aspect` whose half height of view is `half` (tan of half its vertical
     field of view): that height of view in a frame as wide or wider, so a wider one sees
     more across; that width of view, aspect · half, in a narrower one (square, portrait,
-    an A sheet), which sees more above and below rather than cutting the sides off."""
+    an A sheet), which sees more above and below (how much of each: `lift`) rather than
+    cutting the sides off."""
     if width >= aspect * height:
         return 0.5 * height / half
     return 0.5 * width / (aspect * half)
+
+
+def lift(forward: np.ndarray, screen_up: np.ndarray, half: float) -> float:
+    """Where a frame taller than the camera's aspect puts the view composed at that
+    aspect (0 at its top, 1 at its bottom): as high as the horizon sits in that view, so
+    the horizon keeps its height in the frame, and the extra height goes mostly to the
+    sky of a camera looking up, all of it once the horizon is below the view. The
+    horizon crosses the middle column at forward_z / (screen_up_z · half) half-heights
+    below the centre; a camera upside down keeps the view centred."""
+    if screen_up[2] <= 0.0:
+        return 0.5
+    return min(max(0.5 + 0.5 * float(forward[2]) / (float(screen_up[2]) * half), 0.0), 1.0)
 
 
 def resized(pose_: Pose, width: int, height: int) -> Pose:
@@ -135,7 +151,7 @@ def on_screen(pose_: Pose, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     depth = rel @ pose_.forward
     with np.errstate(divide="ignore", invalid="ignore"):
         u = 0.5 * pose_.width + pose_.focal * (rel @ pose_.right) / depth
-        v = 0.5 * pose_.height - pose_.focal * (rel @ pose_.up) / depth
+        v = pose_.cy - pose_.focal * (rel @ pose_.up) / depth
     return u, v, depth
 
 

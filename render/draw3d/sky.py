@@ -315,9 +315,9 @@ def _window_key(sky: Sky, window) -> tuple:
     p = sky.pose
     arrays = (p.position[2:], p.right, p.up, p.forward, sky.lut, sky.ground, sky.sun,
               sky.sun_colour, sky.treeline_colour)
-    return (tuple(a.tobytes() for a in arrays), p.focal, p.width, p.height, sky.visibility,
-            sky.glow, sky.treeline, sky.treeline_distance, sky.treeline_height, sky.seed,
-            tuple(window))
+    return (tuple(a.tobytes() for a in arrays), p.focal, p.width, p.height, p.cy,
+            sky.visibility, sky.glow, sky.treeline, sky.treeline_distance,
+            sky.treeline_height, sky.seed, tuple(window))
 
 
 # The last window asked for, and its pixels once asked for twice running: one tuple, read
@@ -340,7 +340,7 @@ def paint_sky(sky: Sky, window, out: np.ndarray) -> None:
     x, y = int(window[0]), int(window[1])
     p = sky.pose
     eye_m = max(float(p.position[2]), 0.0)
-    _sky_kernel(x, y, grid_px(float(p.focal)), 0.5 * p.width, 0.5 * p.height,
+    _sky_kernel(x, y, grid_px(float(p.focal)), 0.5 * p.width, p.cy,
                 float(p.focal), p.right.astype(np.float64), p.up.astype(np.float64),
                 p.forward.astype(np.float64), elevation_table(sky, eye_m), glow_table(sky),
                 sky.sun, sky.sun_colour, ground_band(sky, eye_m), LEVELS, DITHER,
@@ -521,7 +521,8 @@ def tree_polygons(sky: Sky, window) -> np.ndarray | None:
     azimuth, widths, shapes = _tree_shapes(sky.seed, sky.treeline_distance,
                                            sky.treeline_height)
     heading = math.atan2(p.forward[1], p.forward[0])
-    reach = math.atan(0.5 * math.hypot(p.width, p.height) / p.focal) + 0.05
+    corner = math.hypot(0.5 * p.width, max(p.cy, p.height - p.cy))  # the farthest, px
+    reach = math.atan(corner / p.focal) + 0.05
     near = np.abs((azimuth - heading + np.pi) % (2 * np.pi) - np.pi) <= reach
     if math.hypot(p.forward[0], p.forward[1]) < 0.5:  # looking steeply up or down
         near[:] = True

@@ -141,7 +141,8 @@ def streaks(pose: Pose, positions: np.ndarray, velocities: np.ndarray,
            np.ascontiguousarray(velocities, np.float64),
            np.zeros(n) if bank is None else np.ascontiguousarray(bank, np.float64),
            np.zeros(n) if wings is None else np.ascontiguousarray(wings, np.float64), camera,
-           float(pose.focal), float(pose.width), float(pose.height), float(pose.near),
+           float(pose.focal), float(pose.width), float(pose.height), pose.cy,
+           float(pose.near),
            np.array([look.wingspan, look.body_length, look.wing_area, look.body_area]),
            float(look.min_width_px), float(shutter_s), out, seen)
     # Birds far to near (a bird's two streaks share its depth), then each bird's streaks
@@ -186,7 +187,7 @@ def _gathered(out, seen, birds, visibility, accent):
 
 
 @serial
-def _birds(positions, velocities, bank, wings, camera, focal, width_px, height_px, near,
+def _birds(positions, velocities, bank, wings, camera, focal, width_px, height_px, cy, near,
            body, min_width, shutter, out, seen):
     """Each bird's two streaks into rows 2i (its body) and 2i + 1 (its wings) of `out`
     (N_OUT columns), and whether the frame shows each into seen[2i], seen[2i + 1].
@@ -214,7 +215,7 @@ def _birds(positions, velocities, bank, wings, camera, focal, width_px, height_p
     wings' times how much of them faces the viewer. A bird cut by the near plane keeps its
     wings' ink along its body's streak, as wide as they reach across it."""
     wingspan, body_length, wing_area, body_area = body[0], body[1], body[2], body[3]
-    cx, cy = 0.5 * width_px, 0.5 * height_px
+    cx = 0.5 * width_px
     for i in range(positions.shape[0]):
         px, py, pz = positions[i, 0], positions[i, 1], positions[i, 2]
         vx, vy, vz = velocities[i, 0], velocities[i, 1], velocities[i, 2]

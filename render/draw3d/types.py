@@ -12,7 +12,7 @@ class Pose(NamedTuple):
     """A pinhole camera at one instant, for a full frame of width × height pixels.
 
     A world point x projects to u = width/2 + focal·(p·right)/(p·forward),
-    v = height/2 − focal·(p·up)/(p·forward), p = x − position; u grows to the right and v
+    v = cy − focal·(p·up)/(p·forward), p = x − position; u grows to the right and v
     downward, in pixels, (0, 0) the top-left corner of the full frame (a tile or window
     is a part of that frame, not another camera)."""
 
@@ -27,6 +27,15 @@ class Pose(NamedTuple):
     # The frame shape (width / height) the view is composed for, its vertical field of
     # view the scene's fov: a frame of any other shape shows at least that view.
     aspect: float = 16 / 9
+    # Where a frame taller than that shape puts the view it is composed for: 0 at its top,
+    # 1 at its bottom, 0.5 centred (camera.lift).
+    lift: float = 0.5
+
+    @property
+    def cy(self) -> float:
+        """px from the top: the row the optical axis meets, the composed view's centre."""
+        composed = min(float(self.height), self.width / self.aspect)
+        return self.lift * (self.height - composed) + 0.5 * composed
 
 
 class Streaks(NamedTuple):

@@ -35,7 +35,7 @@ def ray_sine(sky: Sky, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """sin(elevation) of the rays through full-frame pixels (u, v)."""
     p = sky.pose
     x = (u - 0.5 * p.width) / p.focal
-    y = (v - 0.5 * p.height) / p.focal
+    y = (v - p.cy) / p.focal
     d = p.forward + x[:, None] * p.right - y[:, None] * p.up
     return d[:, 2] / np.linalg.norm(d, axis=1)
 
@@ -44,7 +44,7 @@ def sky_gradient(sky: Sky) -> cairo.LinearGradient:
     """The sky and ground as one linear gradient across the frame, along the direction in
     which elevation climbs at its centre; colours sampled from the raster's table."""
     p = sky.pose
-    cx, cy = 0.5 * p.width, 0.5 * p.height
+    cx, cy = 0.5 * p.width, p.cy
     s = ray_sine(sky, np.array([cx, cx + 1, cx]), np.array([cy, cy, cy - 1]))
     g = np.array([s[1] - s[0], s[0] - s[2]])  # d sin / d(u, −v)
     g = np.array([0.0, 1.0]) if not np.any(g) else g / np.hypot(*g)
@@ -71,7 +71,7 @@ def sun_glow(sky: Sky) -> cairo.RadialGradient | None:
     if sky.glow <= 0 or ahead <= 0.05:
         return None
     u = 0.5 * p.width + p.focal * float(sky.sun @ p.right) / ahead
-    v = 0.5 * p.height - p.focal * float(sky.sun @ p.up) / ahead
+    v = p.cy - p.focal * float(sky.sun @ p.up) / ahead
     reach = 3.0 * np.sqrt(2 * sky.glow)  # radians: the glow is exp(−θ²/2r²), 1 − cos r ≈ r²/2
     gradient = cairo.RadialGradient(u, v, 0, u, v, p.focal * math.tan(min(reach, 1.5)))
     colour = to_srgb(sky.sun_colour / sky.sun_colour.max())
@@ -89,7 +89,7 @@ def clip_to_sky(ctx: cairo.Context, sky: Sky) -> None:
     if p.up[2] <= 1e-9:
         return  # looking straight up or down: no horizon across the frame
     x = (np.array([0.0, p.width]) - 0.5 * p.width) / p.focal
-    v = 0.5 * p.height + p.focal * (p.forward[2] + x * p.right[2]) / p.up[2]
+    v = p.cy + p.focal * (p.forward[2] + x * p.right[2]) / p.up[2]
     ctx.move_to(0, 0)
     ctx.line_to(p.width, 0)
     ctx.line_to(p.width, v[1])

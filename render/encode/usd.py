@@ -178,7 +178,7 @@ class UsdWriter:
     def _film(self, pose, index: int) -> None:
         """The camera's pose at time code `index`: USD's camera looks down its −Z with +Y
         up, so its rows are the pose's right, up, −forward and position; the focal length
-        follows a zoom (a keyframed fov)."""
+        follows a zoom (a keyframed fov), the aperture's offset a taller frame's shift."""
         from pxr import Gf
 
         _, _, UsdGeom, _ = self.modules
@@ -188,11 +188,15 @@ class UsdWriter:
             camera.CreateHorizontalApertureAttr(APERTURE)
             camera.CreateVerticalApertureAttr(APERTURE * pose.height / pose.width)
             camera.CreateClippingRangeAttr(Gf.Vec2f(pose.near, FAR_M))
-            self.camera = camera, camera.AddTransformOp(), camera.CreateFocalLengthAttr()
-        _, transform, focal = self.camera
+            self.camera = (camera, camera.AddTransformOp(), camera.CreateFocalLengthAttr(),
+                           camera.CreateVerticalApertureOffsetAttr())
+        _, transform, focal, offset = self.camera
         rows = (*pose.right, 0.0, *pose.up, 0.0, *(-pose.forward), 0.0, *pose.position, 1.0)
         transform.Set(Gf.Matrix4d(*map(float, rows)), index)
         focal.Set(APERTURE * pose.focal / pose.width, index)
+        # A frame taller than the camera's aspect is moved off the axis as a shift lens
+        # moves it (types.Pose.cy): up, for a camera looking up.
+        offset.Set(APERTURE * (pose.cy - 0.5 * pose.height) / pose.width, index)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:

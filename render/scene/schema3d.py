@@ -141,8 +141,9 @@ class Camera3DSettings:
         None, "The pinhole [x, y, z] (z ≥ 0: on or above the ground); default 300 m from "
         "the roost at eye height 1.7 m.", kind="point3", unit="m", optional=True)
     look_at: tuple[float, float, float] | None = setting(
-        None, "The point at the frame's centre [x, y, z]; default the roost at the "
-        "preferred altitude.", kind="point3", unit="m", optional=True)
+        None, "The point at the view's centre [x, y, z] (the frame's, at the shape "
+        "`aspect`); default the roost at the preferred altitude.", kind="point3", unit="m",
+        optional=True)
     up: tuple[float, float, float] = setting(
         (0.0, 0.0, 1.0), "Which way is up on screen [x, y, z] (not along the view).",
         kind="point3")
@@ -152,7 +153,8 @@ class Camera3DSettings:
     aspect: float = setting(16 / 9, "The frame shape \"W:H\" (or W/H) the view is composed "
                             "for: a frame of another shape shows at least its view, more "
                             "across if wider, more above and below if narrower (a square, "
-                            "portrait or A-sheet frame keeps the whole width of view).",
+                            "portrait or A-sheet frame keeps the whole width of view), "
+                            "where the horizon keeps its height in the frame.",
                             kind="aspect")
     near: float = setting(0.1, "Near plane: what is closer along the view is clipped "
                           "(closer than the roost).",
