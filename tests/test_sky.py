@@ -12,9 +12,10 @@ import pytest
 
 from naive_optics import srgb_decode
 from render.draw3d.optics import compose
+from render.draw3d.camera import pose as posed
 from render.draw3d.sky import (COARSE_DEG, COARSE_PX, GRID_PX, TREELINE_DISTANCE_M,
-                               TREELINE_HEIGHT_M, elevation_table, glow_table, grid_px,
-                               sky_for, sky_pixels, treeline_polygon)
+                               TREELINE_HEIGHT_M, _shoulder, elevation_table, glow_table,
+                               grid_px, sky_for, sky_pixels, treeline_polygon)
 from render.draw3d.types import Pose
 from render.draw3d.vector import LAYERS, BINS, paint_vector, write_vector
 from render.errors import SceneError
@@ -170,10 +171,57 @@ def test_the_ground_just_below_the_horizon_is_hazed_row_by_row_not_interpolated(
         column = [np.interp(ray[:, 2], np.linspace(-1, 1, len(table)), table[:, c])
                   for c in range(4)]
         shine = np.interp(ray @ sky.sun, np.linspace(-1, 1, len(glow)), glow) * column[3]
-        lin = np.clip(np.stack(column[:3], axis=1) + shine[:, None] * sky.sun_colour, 0, 1)
+        lin = np.clip(rolled_off(np.stack(column[:3], axis=1),
+                                 shine[:, None] * sky.sun_colour), 0, 1)
         exact = 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
         codes = frame[v, :, 2::-1].astype(float)
         assert np.abs(codes.mean(axis=0) - exact.mean(axis=0)).max() < 1.0, v
+
+
+def rolled_off(base, light, knee=0.8):
+    """base + light, with what passes max(base, knee) bent toward 1 on an exponential
+    shoulder (plain numpy)."""
+    start = np.maximum(base, knee)
+    total = base + light
+    over, room = total - start, 1.0 - start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bent = start + room * -np.expm1(-over / room)
+    return np.where((over > 0) & (room > 0), bent, total)
+
+
+def test_the_glow_rolls_off_by_hand():
+    """0.5 + 0.2 is under the knee: 0.7. 0.5 + 0.5 passes it by 0.2, a whole headroom of
+    0.2: 0.8 + 0.2·(1 − e⁻¹) = 0.92642. Over a base of 0.9 the knee is the base: 0.9 +
+    0.1 → 0.9 + 0.1·(1 − e⁻¹) = 0.96321. Just past the knee the slope is still 1."""
+    assert _shoulder(0.5, 0.2) == pytest.approx(0.7, abs=1e-15)
+    assert _shoulder(0.5, 0.5) == pytest.approx(0.92642, abs=1e-5)
+    assert _shoulder(0.9, 0.1) == pytest.approx(0.96321, abs=1e-5)
+    assert _shoulder(0.5, 0.300001) - _shoulder(0.5, 0.3) == pytest.approx(1e-6, rel=1e-4)
+    assert _shoulder(0.5, 2.0) < 1.0
+    base, light = np.linspace(0, 0.99, 12)[:, None], np.linspace(0, 3, 13)[None, :]
+    assert np.allclose([[_shoulder(b, g) for g in light[0]] for b in base[:, 0]],
+                       rolled_off(base, light), atol=1e-12)
+
+
+def test_the_glow_meets_full_scale_without_an_edge():
+    """A row through the dusk glow, near the horizon where its red reaches full scale:
+    the slope of the red across 32 px either side of any point changes by under 0.09
+    codes a pixel. Clipped, it read up to 0.17 where it met 255: an arc round the sun."""
+    sky0 = sky_for(scene3d({"theme": "dusk", "treeline": "none"}), looking((64, 64), 0.0))
+    azimuth = math.atan2(sky0.sun[1], sky0.sun[0])
+    w, h = 1600, 400
+    cam = posed((0, 0, 1.7), (math.cos(azimuth), math.sin(azimuth),
+                              1.7 + math.tan(math.radians(8))), (0, 0, 1), 20.0, w, h, 0.1,
+                w / h)
+    frame = sky_pixels(sky0._replace(pose=cam), (0, 0, w, h)).astype(float)
+    k = 32
+    jumps = []
+    for row in range(20, 390, 10):
+        red = frame[row - 4:row + 4, :, 2].mean(axis=0)  # dithered: a few rows' mean
+        slope = (red[k:] - red[:-k]) / k
+        jumps.append(np.abs(slope[k:] - slope[:-k]).max())
+    assert max(jumps) < 0.09, np.round(jumps, 3)
+    assert frame[350, w // 2, 2] == 255  # it does reach full scale there
 
 
 def test_the_sun_glows_around_its_direction():

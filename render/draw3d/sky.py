@@ -185,7 +185,7 @@ def _ray(X, Y, cx, cy, focal, right, up, forward, sun):
 @inline
 def _colour(sine, sun_cos, table, glow, sun_colour, rgb):
     """Linear RGB (into rgb (3,)) of a ray (see `_ray`): `table` at its sine plus the
-    sun's glow at its angle off the sun."""
+    sun's glow at its angle off the sun, rolled off toward full scale (`_shoulder`)."""
     half = (table.shape[0] - 1) / 2.0
     glow_half = (glow.shape[0] - 1) / 2.0
     f = (sine + 1.0) * half
@@ -196,8 +196,25 @@ def _colour(sine, sun_cos, table, glow, sun_colour, rgb):
     g = glow[j] + (glow[j + 1] - glow[j]) * (f - j)
     g *= table[i, 3] + (table[i + 1, 3] - table[i, 3]) * t
     for c in range(3):
-        lin = table[i, c] + (table[i + 1, c] - table[i, c]) * t + g * sun_colour[c]
-        rgb[c] = min(max(lin, 0.0), 1.0)
+        base = table[i, c] + (table[i + 1, c] - table[i, c]) * t
+        rgb[c] = min(max(_shoulder(base, g * sun_colour[c]), 0.0), 1.0)
+
+
+@inline
+def _shoulder(base, light):
+    """`light` (≥ 0) added to `base` in linear light, rolled off toward 1 as film's
+    shoulder does: the sum as it is up to the knee, max(base, KNEE), and over it
+    knee + (1 − knee)·(1 − exp(−(sum − knee)/(1 − knee))), which meets the straight line
+    with its slope and never reaches 1. Clipped instead, a channel meeting full scale
+    turns the glow's hue along an arc round the sun (its red 13° off it, at dusk)."""
+    knee = max(base, KNEE)
+    over = base + light - knee
+    if over <= 0.0 or knee >= 1.0:
+        return base + light
+    return knee + (1.0 - knee) * (1.0 - math.exp(-over / (1.0 - knee)))
+
+
+KNEE = 0.8  # linear (sRGB 231): where the glow's shoulder begins
 
 
 @serial
