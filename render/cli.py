@@ -200,6 +200,9 @@ def _scene(args: argparse.Namespace):
                              f"1..{MAX_SIDE} px, got {size[0]}x{size[1]}: on this sheet the "
                              f"most is --dpi {most} (a transparent, 16-bit, JPEG or "
                              f"OpenEXR still less)")
+        if min(size) < 1:
+            raise UsageError(f"--paper {args.paper} --dpi {dpi:g}: the sheet would be "
+                             f"{size[0]}x{size[1]} px: use --dpi 1 or more")
         return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
 
     if args.from_png:

@@ -116,7 +116,8 @@ def parser() -> argparse.ArgumentParser:
                             "frame:750")
     paper = still.add_mutually_exclusive_group()
     paper.add_argument("--paper", choices=sorted(PAPER_MM), type=str.upper,
-                       help="size the still for a paper format at --dpi, e.g. --paper A3")
+                       help="size the still for a paper format at --dpi, e.g. --paper A3 "
+                            "or --paper letter")
     still.add_argument("--dpi", type=_positive_float, metavar="N",
                        help="print resolution: recorded in a PNG or JPEG still, the page size "
                             "of a PDF or SVG one, and with --paper its size in pixels; "
@@ -199,9 +200,11 @@ QUALITY = {
              "render.motion_blur": "8", "render.shutter_angle": "180"},
 }
 
-# ISO 216 A sizes, portrait (width, height) in millimetres.
+# ISO 216 A sizes and the North American ones (8.5 x 11, 8.5 x 14 and 11 x 17 inches),
+# portrait (width, height) in millimetres.
 PAPER_MM = {"A0": (841, 1189), "A1": (594, 841), "A2": (420, 594), "A3": (297, 420),
-            "A4": (210, 297)}
+            "A4": (210, 297), "A5": (148, 210), "A6": (105, 148), "LETTER": (215.9, 279.4),
+            "LEGAL": (215.9, 355.6), "TABLOID": (279.4, 431.8)}
 
 
 def _positive_float(text: str) -> float:
@@ -215,7 +218,7 @@ def _positive_float(text: str) -> float:
 
 
 def paper_size(paper: str, dpi: float, landscape: bool) -> tuple[int, int]:
-    """Pixels for an A-series sheet at `dpi`."""
+    """Pixels for a `PAPER_MM` sheet at `dpi`."""
     w_mm, h_mm = PAPER_MM[paper]
     if landscape:
         w_mm, h_mm = h_mm, w_mm

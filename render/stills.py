@@ -20,6 +20,7 @@ from .encode.still import provenance
 from .errors import UsageError, option
 from .options import seconds
 from .scene import Scene
+from .scene.schema3d import camera_placed
 from .sim.simulate import frames
 from .states import FrameState, exposure, require_finite, simulated, simulation
 
@@ -102,7 +103,7 @@ def render_still(scene: Scene, output: str | Path, time: Fraction, *, dpi: float
                                   tile_size=tile_size).tile
     # Only the birds drawn, for every way of drawing the still below.
     still = state_at(scene, time, quiet=quiet).visible(scene)
-    text = provenance(scene.to_toml(), scene.scene.seed, time, __version__)
+    text = provenance(camera_placed(scene).to_toml(), scene.scene.seed, time, __version__)
     suffix = output.suffix.lower()
     if suffix in VECTOR:
         title = f"{scene.scene.name}, seed {scene.scene.seed}, t = {seconds(time)} s"

@@ -125,6 +125,26 @@ def test_a_taller_frame_keeps_the_horizon_where_the_cameras_aspect_has_it():
     assert raised(9.0, 640, 180).cy == 90
 
 
+@pytest.mark.parametrize("follow", ["centroid", "none"])
+def test_a_followed_flock_stays_at_a_tall_frames_centre(follow):
+    """Followed, the flock is the composition: its centroid is the centre of a portrait
+    frame, as of a 16:9 one, however far up the camera tilts to it. A fixed camera
+    looking at the same point keeps the horizon instead, the point below the centre."""
+    scene = build_scene({**BASE, "camera": {"position": [0.0, 0.0, 1.7],
+                                            "look_at": [0.0, 300.0, 50.0],
+                                            "follow": follow}})
+    flocks = [(0.0, 300.0, 50.0), (40.0, 200.0, 120.0)]
+    for flock in flocks if follow == "centroid" else flocks[:1]:
+        followed = flock if follow == "centroid" else None
+        for size in ((320, 180), (180, 320)):
+            cam = pose_at(scene, 0.0, followed, *size)
+            u, v, _ = on_screen(cam, np.array([flock]) - cam.position)
+            if follow == "centroid" or size == (320, 180):
+                assert (u[0], v[0]) == pytest.approx((size[0] / 2, size[1] / 2), abs=1e-6)
+            else:
+                assert v[0] > 0.6 * size[1]
+
+
 @pytest.mark.parametrize("value, ratio", [("9:16", 9 / 16), ("2.39:1", 2.39), (1.5, 1.5),
                                           (4, 4.0)])
 def test_the_cameras_aspect_is_a_shape_or_a_ratio(value, ratio):
@@ -481,7 +501,7 @@ def test_a_flock_on_the_camera_leaves_it_looking_at_its_keyframed_point():
                                             "follow": "centroid"}})
     cam = pose_at(scene, 1.0, (0.0, 0.0, 2.0), 640, 360)
     fixed = pose((0, 0, 2), (0, 300, 50), (0, 0, 1), scene.camera.fov, 640, 360,
-                 scene.camera.near)
+                 scene.camera.near, centred=True)  # still following: centred
     assert all(np.array_equal(a, b) for a, b in zip(cam, fixed))
 
 

@@ -224,6 +224,7 @@ def test_29_97_writes_the_ntsc_rate_not_the_decimal(cli, small_scene, tmp_path):
 def test_odd_size_for_mp4_is_bad_input(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", tmp_path / "out" / "odd.mp4", "--size", "321x180", "-q")
     assert "even" in r.err and "321x180" in r.err
+    assert r.err.rstrip().endswith("try 320x180 or 322x180"), r.err  # either way
     assert len(r.err_lines) == 1, r.err
     assert r.code == 2  # bad input (scene or options), as the CLI's exit-status table says
 
@@ -283,6 +284,29 @@ def test_a_paper_size_may_be_given_in_lower_case(cli, small_scene, tmp_path):
     from PIL import Image
 
     assert Image.open(tmp_path / "a.png").size == (117, 83)  # A4 landscape at 10 dpi
+
+
+@pytest.mark.parametrize("paper, size", [("letter", (110, 85)), ("Tabloid", (170, 110)),
+                                         ("LEGAL", (140, 85)), ("a6", (58, 41))])
+def test_north_american_and_small_sheets_are_papers_too(cli, small_scene, tmp_path, paper,
+                                                        size):
+    # By hand at 10 dpi, landscape: 11 x 8.5, 17 x 11 and 14 x 8.5 inches; A6 148 x 105 mm
+    # is 5.83 x 4.13 inches.
+    from PIL import Image
+
+    r = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--paper", paper,
+            "--dpi", "10", "-q")
+    assert r.code == 0, r.err
+    assert Image.open(tmp_path / "a.png").size == size
+
+
+def test_a_sheet_too_small_for_a_pixel_names_the_dpi(cli, small_scene, tmp_path):
+    r = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--paper", "A4", "--dpi",
+            "0.01")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err.rstrip().endswith("--paper A4 --dpi 0.01: the sheet would be 0x0 px: use "
+                                   "--dpi 1 or more")
+    assert list(tmp_path.iterdir()) == [small_scene]
 
 
 @pytest.mark.parametrize("args", [
@@ -785,7 +809,7 @@ def test_a_3d_plot_says_attacks_are_shaded_only_when_there_are_some(tmp_path, mo
     (["--", "--size", "320x180"], "unrecognized arguments: --size 320x180 (--size after "
                                   "`--` is read as a name: put options before it)"),
     (["--workers", "0"], "argument --workers: expected a whole number ≥ 1, got '0'"),
-    (["--paper", "A5"], "argument --paper: invalid choice: 'A5'"),
+    (["--paper", "A7"], "argument --paper: invalid choice: 'A7'"),
 ])
 def test_a_bad_option_is_one_line_naming_the_closest(cli, small_scene, args, line):
     r = cli(small_scene, *args)

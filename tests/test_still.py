@@ -318,6 +318,27 @@ def test_from_re_renders_a_still_of_a_clip_that_ends_before_its_landing(cli, tmp
     assert first.read_bytes() == again.read_bytes()
 
 
+@pytest.mark.parametrize("fov", [None, "20.0"])
+def test_a_3d_still_records_where_its_default_camera_stood(cli, tmp_path, fov):
+    """The film leaves its camera to the default, 300 m on the roost's −y side at eye
+    height looking at the roost's altitude: the still names that place (with another
+    fov too), so --from draws the same picture whatever the default becomes."""
+    first = tmp_path / "still.png"
+    more = () if fov is None else ("--set", f"camera.fov={fov}")
+    r = cli(SCENES / "murmuration.toml", "--set", "flock.count=200", "--set",
+            "scene.settle_steps=20", "--size", "96x54", "--still", "0.5", "-o", first, "-q",
+            *more)
+    assert r.code == 0, r.err
+    info = cli("--info", first).out
+    camera = info[info.index("[camera]"):].split("\n[")[0]
+    assert "position = [300.0, -131.25, 1.7]\n" in camera, camera
+    assert "look_at = [300.0, 168.75, 50.0]\n" in camera, camera
+    assert f"fov = {fov or '30.0'}\n" in camera, camera
+    again = tmp_path / "again.png"
+    assert cli("--from", first, "-o", again, "-q").code == 0
+    assert first.read_bytes() == again.read_bytes()
+
+
 def test_from_a_png_without_a_scene_is_bad_input(cli, tmp_path):
     plain = tmp_path / "plain.png"
     cairo.ImageSurface(cairo.FORMAT_RGB24, 4, 4).write_to_png(str(plain))

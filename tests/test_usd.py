@@ -134,13 +134,15 @@ def test_usda_is_refused_above_2_gb_suggesting_usdc(cli, small_scene, tmp_path):
 PORTRAIT_FOV = 2 * math.degrees(math.atan(96 * 16 / 9 * math.tan(math.radians(20)) / 54))
 
 
-@pytest.mark.parametrize("size, fov", [("192x108", 40.0), ("108x192", PORTRAIT_FOV)])
+@pytest.mark.parametrize("size, fov, follow", [("192x108", 40.0, "centroid"),
+                                               ("108x192", PORTRAIT_FOV, "none")])
 def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do(
-        cli, write_scene, tmp_path, size, fov):
+        cli, write_scene, tmp_path, size, fov, follow):
     """Each frame's points, projected through /flock/camera by pxr's own camera maths,
     land on the birds the PNG frame of the same time draws: the camera follows the flock,
-    so a wrong pose or lens would miss them. In the portrait the camera looks up at the
-    flock, its view raised off the axis (an aperture offset): a centred lens would miss."""
+    so a wrong pose or lens would miss them. In the portrait a fixed camera looks 25° up
+    at the roost, its view raised off the axis to keep the horizon (an aperture offset):
+    a centred lens would miss."""
     from PIL import Image
 
     from test_outputs3d import SMALL_3D
@@ -149,7 +151,7 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     for out in ("f.usda", "frames/"):  # transparent frames: their alpha is the birds'
         transparent = ("--transparent",) if out == "frames/" else ()
         r = cli(scene, "-o", f"{tmp_path}/{out}", "--frames", "5:8", *transparent, "-q",
-                "--size", size)
+                "--size", size, "--set", f"camera.follow={follow}")
         assert r.code == 0, r.err
     stage = Usd.Stage.Open(str(tmp_path / "f.usda"))
     camera = UsdGeom.Camera(stage.GetPrimAtPath("/flock/camera"))
@@ -182,7 +184,13 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     moved = [camera.GetCamera(k).transform.ExtractTranslation() for k in (5, 7)]
     assert moved[0] == moved[1]  # the camera stands; it turns to follow
     turned = [camera.GetCamera(k).transform.TransformDir(Gf.Vec3d(0, 0, -1)) for k in (5, 7)]
-    assert turned[0] != turned[1]
+    assert (turned[0] != turned[1]) == (follow == "centroid")
+    offsets = [camera.GetVerticalApertureOffsetAttr().Get(k) for k in (5, 7)]
+    # The fixed camera's horizon is under its 16:9 view (60.75 px of the portrait's 192):
+    # the extra height all above it, the frame's centre (192 − 60.75) / 2 px above the
+    # axis, 0.36 · 65.625 / 108 = 0.219 in aperture units; a followed flock is centred.
+    want = 0.36 * (192 - 108 / (16 / 9)) / 2 / 108 if follow == "none" else 0.0
+    assert offsets == pytest.approx([want, want], abs=1e-6)
 
 
 def test_a_banked_birds_up_vector_is_worked_by_hand():

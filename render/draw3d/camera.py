@@ -44,7 +44,9 @@ def tracked(position, look_at, followed) -> tuple[np.ndarray, np.ndarray]:
 def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, height: int,
                   near: float, aspect: float) -> Pose:
     """The camera at `position` looking at the `followed` centroid, with screen-up nearest
-    `up`. A flock can fly where that cannot be: onto the camera (then it looks at its
+    `up`, the centroid at the centre of a frame of any shape (a followed flock is the
+    composition, where the horizon is a fixed camera's). A flock can fly where that
+    cannot be: onto the camera (then it looks at its
     keyframed `keyed` point instead) or straight along `up` (overhead with up = z: then
     screen-up is what it tends to as the view tilts toward the keyframed point, or failing
     that the world axis least along the view). Each frame decides from its own numbers alone, so a
@@ -53,10 +55,12 @@ def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, hei
     view = np.asarray(followed, np.float64) - position
     length = float(np.linalg.norm(view))
     if length < MIN_VIEW_M:
-        return pose(position, keyed, up, fov_deg, width, height, near, aspect)
+        return pose(position, keyed, up, fov_deg, width, height, near, aspect,
+                    centred=True)
     forward = view / length
     if not parallel(forward, np.asarray(up, np.float64)):
-        return pose(position, followed, up, fov_deg, width, height, near, aspect)
+        return pose(position, followed, up, fov_deg, width, height, near, aspect,
+                    centred=True)
     # Tilted a hair from this view toward the keyframed point, screen-up would be
     # −(up·forward) times that point's direction across the view: the limit, so a flock
     # passing overhead does not flip the frame.
@@ -66,7 +70,8 @@ def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, hei
     for candidate in across:
         side = candidate - (candidate @ forward) * forward
         if float(np.linalg.norm(side)) > 1e-3 * float(np.linalg.norm(candidate)):
-            return pose(position, followed, side, fov_deg, width, height, near, aspect)
+            return pose(position, followed, side, fov_deg, width, height, near, aspect,
+                        centred=True)
     raise AssertionError("a world axis lies across any view")  # unreachable
 
 
@@ -86,10 +91,12 @@ def key_at(keys: tuple[tuple[float, ...], ...], time_s: float, easing: str) -> n
 
 
 def pose(position, look_at, up, fov_deg: float, width: int, height: int,
-         near: float, aspect: float = 16 / 9) -> Pose:
+         near: float, aspect: float = 16 / 9, centred: bool = False) -> Pose:
     """The pinhole at `position` (m) looking at `look_at` with screen-up nearest `up`, for
     a frame of width × height px that shows at least the view of a frame of shape `aspect`
-    (width / height) with vertical field of view `fov_deg` (see `focal_length`)."""
+    (width / height) with vertical field of view `fov_deg` (see `focal_length`): in a
+    taller frame that view placed by `lift`, or `centred` (look_at at the frame's
+    centre)."""
     position = np.asarray(position, np.float64)
     view = np.asarray(look_at, np.float64) - position
     length = float(np.linalg.norm(view))
@@ -106,7 +113,7 @@ def pose(position, look_at, up, fov_deg: float, width: int, height: int,
     screen_up = np.cross(right, forward)
     return Pose(position, right, screen_up, forward, focal_length(half, aspect, width, height),
                 int(width), int(height), float(near), float(aspect),
-                lift(forward, screen_up, half))
+                0.5 if centred else lift(forward, screen_up, half))
 
 
 def focal_length(half: float, aspect: float, width: int, height: int) -> float:

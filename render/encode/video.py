@@ -154,6 +154,7 @@ def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
     width, height = size
     if suffix in (".mp4", ".webm") and (width % 2 or height % 2):
         raise UsageError(f"{path}: 4:2:0 video needs even sizes, got {width}x{height}; try "
+                         f"{width - width % 2}x{height - height % 2} or "
                          f"{width + width % 2}x{height + height % 2}")
 
 

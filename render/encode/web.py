@@ -160,10 +160,11 @@ class WebWriter(Together):
                     transparent=scene.output.transparent, dither=scene.dimensions == 3)
         size, fps = scene.output.size, scene.output.fps
         from .. import __version__
+        from ..scene.schema3d import camera_placed
         from .still import provenance
 
-        text = provenance(scene.to_toml(), scene.scene.seed, first / Fraction(fps),
-                          __version__)
+        text = provenance(camera_placed(scene).to_toml(), scene.scene.seed,
+                          first / Fraction(fps), __version__)
         super().__init__([_WebClip(h264, h264_args(size, fps), **clip),
                           _WebClip(av1, av1_args(fps), **clip),
                           PosterWriter(poster, first=first, text=text)],

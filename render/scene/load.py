@@ -21,7 +21,7 @@ from .checks3d import check_hunt_and_landing
 from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS_2D,
                      SECTIONS_3D, SECTIONS_3D_CLASSES, Scene, bird_estimate, instead,
                      unread_keys)
-from .schema3d import (DEFAULTS_3D, HUNT_3D, Camera3DSettings, RoostSettings, default_points,
+from .schema3d import (DEFAULTS_3D, HUNT_3D, RoostSettings, camera_placed, default_points,
                        keyframes)
 from .values import closest, convert, show, suggest
 
@@ -730,15 +730,13 @@ def describe(scene: Scene, drawn: str | None = None) -> str:
     sources = dict(scene.sources)
     drawn = f"{scene.frame_count} frames" if drawn is None else drawn
     lines = [f"# {scene.path}: {scene.count} bird{'s' * (scene.count != 1)}, {drawn}"]
-    sections = scene.to_dict()
-    if scene.dimensions == 3 and scene.camera is None:
-        # The camera a 3D scene without one is filmed by, where it stands and looks.
-        position, look_at = default_points(scene.world, scene.roost)
-        camera = dataclasses.replace(scene, camera=Camera3DSettings(
-            position=position, look_at=look_at)).to_dict()["camera"]
-        sections = {name: camera if name == "camera" else sections[name]
-                    for name in SECTIONS if name in sections or name == "camera"}
-        sources |= {f"camera.{key}": "default camera" for key in camera}
+    # The camera a 3D scene is filmed by, where it stands and looks.
+    sections = camera_placed(scene).to_dict()
+    if scene.dimensions == 3:
+        given = dataclasses.asdict(scene.camera) if scene.camera else {}
+        sources |= {f"camera.{key}": "default camera" for key in sections["camera"]
+                    if given.get(key) is None and key in ("position", "look_at")
+                    or scene.camera is None}
     for name, body in sections.items():
         lines.append(f"[{name}]")
         for key, value in body.items():

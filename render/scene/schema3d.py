@@ -3,7 +3,7 @@ docs/optics.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .fields import easing_setting, follow_setting, follow_time_setting, setting
 
@@ -199,6 +199,18 @@ def default_points(world, roost) -> tuple[tuple[float, float, float],
             else (0.5 * world.width, 0.5 * world.height))
     altitude = roost.altitude if roost is not None else RoostSettings.altitude
     return (x, y - VIEWER_DISTANCE_M, EYE_HEIGHT_M), (x, y, altitude)
+
+
+def camera_placed(scene):
+    """`scene` (a Scene) with the position and look_at its 3D camera leaves to the
+    default (`default_points`) written in, so what records it (a still, --check) names
+    where the camera stood; unchanged in 2D or with a keyframed path."""
+    if scene.world.dimensions != 3 or (scene.camera and scene.camera.path is not None):
+        return scene
+    camera = scene.camera or Camera3DSettings()
+    position, look_at = default_points(scene.world, scene.roost)
+    return replace(scene, camera=replace(camera, position=camera.position or position,
+                                         look_at=camera.look_at or look_at))
 
 
 def keyframes(camera: Camera3DSettings | None, world, roost) -> tuple[tuple[float, ...], ...]:
