@@ -64,23 +64,85 @@ def test_the_gradient_follows_elevation_and_hits_its_stops():
     # (within a code: the sky is interpolated between grid points 4 px apart)
     assert rows and np.abs(np.subtract(rgb(frame, rows[0], 32), (0x80, 0x40, 0xC0))).max() <= 1
     assert np.abs(np.subtract(rgb(frame, 0, 32), (0, 0x10, 0x40))).max() <= 1  # 90° up
-    # between stops the blend is in linear light: halfway in elevation, halfway in light
+    # Between stops the blend is in linear light, on a monotone cubic. By hand, red at 15°
+    # (linear 1, 0.2159 and 0 at 0°, 30° and 90°: slopes δ = −0.026137 and −0.0035983 a
+    # degree): at 30° the harmonic mean 270 / (150/δ₀ + 120/δ₁) = −0.0069074, at 0°
+    # ((2·30 + 60)·δ₀ − 30·δ₁) / 90 = −0.033650, so halfway the cubic reads
+    # (1 + 0.2159)/2 + 30·(−0.033650 + 0.0069074)/8 = 0.5077, where a straight line
+    # read 0.6080.
     mid = [v for v in range(size[1]) if abs(elevation_of_row(pose, v) - 15.0) < 0.15][0]
-    want = 0.5 * (srgb_decode([0xFF, 0x80, 0]) + srgb_decode([0x80, 0x40, 0xC0]))
+    red = srgb_decode(list(rgb(frame, mid, 32)))[0]
+    assert red == pytest.approx(0.5077, abs=0.005)
+    want = monotone_cubic(15.0, [0.0, 30.0, 90.0], np.array(
+        [srgb_decode([0xFF, 0x80, 0]), srgb_decode([0x80, 0x40, 0xC0]),
+         srgb_decode([0, 0x10, 0x40])]))
     assert np.allclose(srgb_decode(list(rgb(frame, mid, 32))), want, atol=0.01)
+
+
+def monotone_cubic(x, xs, ys):
+    """Fritsch and Carlson's monotone cubic through (xs, ys) (ys (k, c): c channels) at x
+    (any shape), held beyond the ends: slopes at the inner points the weighted harmonic
+    mean of the two secants (0 where they differ in sign), at the ends the one-sided
+    three-point estimate kept within the secant's sign and three times it (plain numpy)."""
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    h = np.diff(xs)
+    delta = np.diff(ys, axis=0) / h[:, None]
+    d = np.zeros_like(ys)
+    if len(xs) == 2:
+        d[:] = delta[0]
+    else:
+        for k in range(1, len(xs) - 1):
+            w1, w2 = 2 * h[k] + h[k - 1], h[k] + 2 * h[k - 1]
+            a, b = delta[k - 1], delta[k]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d[k] = np.where(a * b > 0, (w1 + w2) / (w1 / a + w2 / b), 0.0)
+        for end, (h0, h1, a, b) in ((0, (h[0], h[1], delta[0], delta[1])),
+                                    (-1, (h[-1], h[-2], delta[-1], delta[-2]))):
+            e = ((2 * h0 + h1) * a - h0 * b) / (h0 + h1)
+            e = np.where(np.sign(e) != np.sign(a), 0.0, e)
+            d[end] = np.where((np.sign(a) != np.sign(b)) & (np.abs(e) > 3 * np.abs(a)),
+                              3 * a, e)
+    x = np.clip(np.asarray(x, float), xs[0], xs[-1])
+    k = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
+    t = ((x - xs[k]) / h[k])[..., None]
+    hk = h[k][..., None]
+    return ((2 * t ** 3 - 3 * t ** 2 + 1) * ys[k] + (t ** 3 - 2 * t ** 2 + t) * hk * d[k]
+            + (-2 * t ** 3 + 3 * t ** 2) * ys[k + 1] + (t ** 3 - t ** 2) * hk * d[k + 1])
+
+
+@pytest.mark.parametrize("theme", ["dusk", "light", "dark"])
+def test_the_gradient_turns_smoothly_through_its_stops(theme):
+    """Each theme's sky against the monotone cubic through its stops (plain numpy) across
+    the whole lookup table; and at each inner stop the slope just either side agrees,
+    where straight lines turned it there (at the dusk sky's 50° stop, red's slope fell to
+    a seventh)."""
+    from render.draw3d.sky import SKY_LUT, THEMES_3D, gradient_lut
+
+    stops = THEMES_3D[theme]["sky"]
+    lut = gradient_lut(stops)
+    colours = np.array([srgb_decode([int(c[i:i + 2], 16) for i in (1, 3, 5)])
+                        for _, c in stops])
+    angles = [a for a, _ in stops]
+    elevation = np.degrees(np.arcsin(np.linspace(0.0, 1.0, SKY_LUT)))
+    assert np.abs(lut - monotone_cubic(elevation, angles, colours)).max() < 1e-12
+    step = 0.01  # degrees
+    for at in angles[1:-1]:
+        here = monotone_cubic(at, angles, colours)
+        before = (here - monotone_cubic(at - step, angles, colours)) / step
+        after = (monotone_cubic(at + step, angles, colours) - here) / step
+        assert np.allclose(before, after, rtol=0.02, atol=2e-5), (at, before, after)
 
 
 def exact_srgb(pose, stops):
     """(h, w, 3) sRGB values 0…255 (R, G, B) of each pixel's ray, blended in linear light
-    between `stops` by elevation: the sky without rounding (plain numpy)."""
+    through `stops` by elevation (`monotone_cubic`): the sky without rounding."""
     x, y = np.meshgrid(np.arange(pose.width) + 0.5, np.arange(pose.height) + 0.5)
     u, v = (x - pose.width / 2) / pose.focal, (y - pose.cy) / pose.focal
     d = pose.forward + u[..., None] * pose.right - v[..., None] * pose.up
     elevation = np.degrees(np.arcsin(d[..., 2] / np.linalg.norm(d, axis=-1)))
     colours = np.array([srgb_decode([int(c[i:i + 2], 16) for i in (1, 3, 5)])
                         for _, c in stops])
-    lin = np.stack([np.interp(elevation, [a for a, _ in stops], colours[:, c])
-                    for c in range(3)], axis=-1)
+    lin = monotone_cubic(elevation, [a for a, _ in stops], colours)
     return 255 * np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
 
 

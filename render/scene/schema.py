@@ -306,7 +306,8 @@ class PaletteSettings:
     accent: str | None = setting(None, "Override, #RRGGBB.", kind="color", optional=True)
     sky: tuple[tuple[float, str], ...] | None = setting(
         None, "3D: the sky's colour stops [[elevation, \"#RRGGBB\"], …] by elevation angle "
-        "seen from the camera, increasing, interpolated in linear light and held beyond "
+        "seen from the camera, increasing, interpolated in linear light (a monotone "
+        "cubic, no corner at a stop) and held beyond "
         "the first and last; default the theme's.", kind="stops", unit="degrees",
         optional=True)
     ground: str | None = setting(None, "3D: the ground below the horizon, hazed toward the "
