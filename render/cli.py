@@ -201,8 +201,10 @@ def _scene(args: argparse.Namespace):
                              f"most is --dpi {most} (a transparent, 16-bit, JPEG or "
                              f"OpenEXR still less)")
         if min(size) < 1:
+            # A side rounds to a pixel from half a pixel up.
+            least = math.ceil(0.5 * 25.4 / min(PAPER_MM[args.paper]) * 1000) / 1000
             raise UsageError(f"--paper {args.paper} --dpi {dpi:g}: the sheet would be "
-                             f"{size[0]}x{size[1]} px: use --dpi 1 or more")
+                             f"{size[0]}x{size[1]} px: the least is --dpi {least:g}")
         return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
 
     if args.from_png:

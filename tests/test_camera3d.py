@@ -145,6 +145,28 @@ def test_a_followed_flock_stays_at_a_tall_frames_centre(follow):
                 assert v[0] > 0.6 * size[1]
 
 
+def test_a_tilting_shot_keeps_its_shift_from_its_first_key():
+    """A crane tilting from 9° to 20° up over 4 s: in a 180x320 portrait the shift is the
+    first key's all through (the axis 224.65 px down, as `raised(9.0, ...)`), so the
+    horizon moves as in the 16:9 frame, by the same share of the height, and ends 20° up
+    below the frame (tan 20° / tan 15° = 1.358 half-heights under the 16:9 view's
+    centre: 0.5 + 1.358 / 2 = 117.9% of its height)."""
+    up9, up20 = (300 * math.tan(math.radians(a)) for a in (9.0, 20.0))
+    scene = build_scene({**BASE, "camera": {"path": [[0, 0, 0, 0, 0, 300, up9, 30],
+                                                     [4, 0, 0, 0, 0, 300, up20, 30]]}})
+    horizon = np.array([(0.0, 1e9, 0.0)])
+    for size in ((320, 180), (180, 320)):
+        cams = [pose_at(scene, t, None, *size) for t in (0.0, 4.0)]
+        assert cams[0].lift == cams[1].lift == pytest.approx(0.79555, abs=1e-5)
+        rows = [on_screen(c, horizon)[1][0] / c.height for c in cams]
+        assert rows[0] == pytest.approx(0.79555, abs=1e-5)
+        if size == (320, 180):
+            assert rows[1] == pytest.approx(1.1792, abs=1e-4)
+        composed = 180 * 9 / 16  # the portrait's 16:9 view, px tall
+        share = (rows[1] - rows[0]) * (1 if size == (320, 180) else size[1] / composed)
+        assert share == pytest.approx(1.1792 - 0.79555, abs=1e-4)
+
+
 @pytest.mark.parametrize("value, ratio", [("9:16", 9 / 16), ("2.39:1", 2.39), (1.5, 1.5),
                                           (4, 4.0)])
 def test_the_cameras_aspect_is_a_shape_or_a_ratio(value, ratio):
@@ -501,7 +523,7 @@ def test_a_flock_on_the_camera_leaves_it_looking_at_its_keyframed_point():
                                             "follow": "centroid"}})
     cam = pose_at(scene, 1.0, (0.0, 0.0, 2.0), 640, 360)
     fixed = pose((0, 0, 2), (0, 300, 50), (0, 0, 1), scene.camera.fov, 640, 360,
-                 scene.camera.near, centred=True)  # still following: centred
+                 scene.camera.near, shift=0.5)  # still following: centred
     assert all(np.array_equal(a, b) for a, b in zip(cam, fixed))
 
 
@@ -759,3 +781,13 @@ def test_check_shows_the_default_camera_where_it_stands(cli, write_scene):
     shown, given = (pose_at(scene, 0.0, None, 64, 36) for scene in (
         build_scene(tomllib.loads(r.out)), build_scene(tomllib.loads(path.read_text()))))
     assert all(np.array_equal(a, b) for a, b in zip(shown, given))
+    # A [camera] that leaves its place to the default: that place is the default camera's,
+    # the rest the file's or the defaults'.
+    path.write_text(path.read_text() + "[camera]\nfov = 20.0\n")
+    r = cli(path, "--check")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert "position = [200.0, -150.0, 1.7] # default camera" in lines
+    assert "look_at = [200.0, 150.0, 40.0] # default camera" in lines
+    assert "fov = 20.0                     # scene file" in lines
+    assert "near = 0.1                     # default" in lines

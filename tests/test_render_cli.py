@@ -304,9 +304,13 @@ def test_a_sheet_too_small_for_a_pixel_names_the_dpi(cli, small_scene, tmp_path)
     r = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--paper", "A4", "--dpi",
             "0.01")
     assert r.code == 2 and len(r.err_lines) == 1, r.err
-    assert r.err.rstrip().endswith("--paper A4 --dpi 0.01: the sheet would be 0x0 px: use "
-                                   "--dpi 1 or more")
+    # half a pixel on A4's 210 mm: 0.5 · 25.4 / 210 = 0.0605 dpi
+    assert r.err.rstrip().endswith("--paper A4 --dpi 0.01: the sheet would be 0x0 px: the "
+                                   "least is --dpi 0.061")
     assert list(tmp_path.iterdir()) == [small_scene]
+    least = cli(small_scene, "--still", "0", "-o", tmp_path / "a.png", "--paper", "A4",
+                "--dpi", "0.061", "-q")
+    assert least.code == 0, least.err
 
 
 @pytest.mark.parametrize("args", [

@@ -24,14 +24,20 @@ def pose_at(scene: Scene, time_s: float, followed: tuple[float, ...] | None,
     ValueError if a keyframed camera looks at its own position or along its up vector
     (the loader refuses both for fixed points)."""
     camera = scene.camera or Camera3DSettings()
-    key = key_at(keyframes(camera, scene.world, scene.roost), time_s, camera.easing)
+    keys = keyframes(camera, scene.world, scene.roost)
+    key = key_at(keys, time_s, camera.easing)
     position, look_at, fov = key[1:4], key[4:7], key[7]
     frame = (fov, width, height, camera.near, camera.aspect)
-    if followed is not None and camera.follow == "track":
-        return pose(*tracked(position, look_at, followed), camera.up, *frame)
-    if followed is not None:
+    if followed is not None and camera.follow != "track":
         return followed_pose(position, look_at, followed, camera.up, *frame)
-    return pose(position, look_at, camera.up, *frame)
+    # A shift lens is set once for the shot: by the first key's horizon, so a keyframed
+    # tilt moves a tall frame's picture as it moves the aspect's, the shift staying put.
+    first = keys[0]
+    shift = pose(first[1:4], first[4:7], camera.up, first[7], width, height, camera.near,
+                 camera.aspect).lift
+    if followed is not None:
+        return pose(*tracked(position, look_at, followed), camera.up, *frame, shift=shift)
+    return pose(position, look_at, camera.up, *frame, shift=shift)
 
 
 def tracked(position, look_at, followed) -> tuple[np.ndarray, np.ndarray]:
@@ -56,11 +62,11 @@ def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, hei
     length = float(np.linalg.norm(view))
     if length < MIN_VIEW_M:
         return pose(position, keyed, up, fov_deg, width, height, near, aspect,
-                    centred=True)
+                    shift=0.5)
     forward = view / length
     if not parallel(forward, np.asarray(up, np.float64)):
         return pose(position, followed, up, fov_deg, width, height, near, aspect,
-                    centred=True)
+                    shift=0.5)
     # Tilted a hair from this view toward the keyframed point, screen-up would be
     # −(up·forward) times that point's direction across the view: the limit, so a flock
     # passing overhead does not flip the frame.
@@ -71,7 +77,7 @@ def followed_pose(position, keyed, followed, up, fov_deg: float, width: int, hei
         side = candidate - (candidate @ forward) * forward
         if float(np.linalg.norm(side)) > 1e-3 * float(np.linalg.norm(candidate)):
             return pose(position, followed, side, fov_deg, width, height, near, aspect,
-                        centred=True)
+                        shift=0.5)
     raise AssertionError("a world axis lies across any view")  # unreachable
 
 
@@ -91,12 +97,12 @@ def key_at(keys: tuple[tuple[float, ...], ...], time_s: float, easing: str) -> n
 
 
 def pose(position, look_at, up, fov_deg: float, width: int, height: int,
-         near: float, aspect: float = 16 / 9, centred: bool = False) -> Pose:
+         near: float, aspect: float = 16 / 9, shift: float | None = None) -> Pose:
     """The pinhole at `position` (m) looking at `look_at` with screen-up nearest `up`, for
     a frame of width × height px that shows at least the view of a frame of shape `aspect`
     (width / height) with vertical field of view `fov_deg` (see `focal_length`): in a
-    taller frame that view placed by `lift`, or `centred` (look_at at the frame's
-    centre)."""
+    taller frame that view placed at `shift` (Pose.lift; 0.5: look_at at the frame's
+    centre), by default by this view's own horizon (`lift`)."""
     position = np.asarray(position, np.float64)
     view = np.asarray(look_at, np.float64) - position
     length = float(np.linalg.norm(view))
@@ -113,7 +119,7 @@ def pose(position, look_at, up, fov_deg: float, width: int, height: int,
     screen_up = np.cross(right, forward)
     return Pose(position, right, screen_up, forward, focal_length(half, aspect, width, height),
                 int(width), int(height), float(near), float(aspect),
-                0.5 if centred else lift(forward, screen_up, half))
+                lift(forward, screen_up, half) if shift is None else float(shift))
 
 
 def focal_length(half: float, aspect: float, width: int, height: int) -> float:
@@ -134,7 +140,8 @@ def lift(forward: np.ndarray, screen_up: np.ndarray, half: float) -> float:
     the horizon keeps its height in the frame, and the extra height goes mostly to the
     sky of a camera looking up, all of it once the horizon is below the view. The
     horizon crosses the middle column at forward_z / (screen_up_z · half) half-heights
-    below the centre; a camera upside down keeps the view centred."""
+    below the centre (a rolled camera's, tilted, is measured there); a camera upside
+    down keeps the view centred."""
     if screen_up[2] <= 0.0:
         return 0.5
     return min(max(0.5 + 0.5 * float(forward[2]) / (float(screen_up[2]) * half), 0.0), 1.0)

@@ -153,9 +153,11 @@ def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,
                          f"sequence")
     width, height = size
     if suffix in (".mp4", ".webm") and (width % 2 or height % 2):
+        larger = f"{width + width % 2}x{height + height % 2}"
+        smaller = f"{width - width % 2}x{height - height % 2}"
+        either = larger if min(width, height) < 2 else f"{smaller} or {larger}"
         raise UsageError(f"{path}: 4:2:0 video needs even sizes, got {width}x{height}; try "
-                         f"{width - width % 2}x{height - height % 2} or "
-                         f"{width + width % 2}x{height + height % 2}")
+                         f"{either}")
 
 
 # ffmpeg tags its messages with the component that wrote them: "[out#0/mp4 @ 0x55…] ".

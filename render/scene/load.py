@@ -735,8 +735,8 @@ def describe(scene: Scene, drawn: str | None = None) -> str:
     if scene.dimensions == 3:
         given = dataclasses.asdict(scene.camera) if scene.camera else {}
         sources |= {f"camera.{key}": "default camera" for key in sections["camera"]
-                    if given.get(key) is None and key in ("position", "look_at")
-                    or scene.camera is None}
+                    if scene.camera is None
+                    or (given.get(key) is None and key in ("position", "look_at"))}
     for name, body in sections.items():
         lines.append(f"[{name}]")
         for key, value in body.items():

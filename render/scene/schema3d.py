@@ -154,7 +154,8 @@ class Camera3DSettings:
                             "for: a frame of another shape shows at least its view, more "
                             "across if wider, more above and below if narrower (a square, "
                             "portrait or A-sheet frame keeps the whole width of view), "
-                            "where the horizon keeps its height in the frame.",
+                            "where the horizon keeps its height in the frame (a camera "
+                            "following the centroid: the flock at its centre).",
                             kind="aspect")
     near: float = setting(0.1, "Near plane: what is closer along the view is clipped "
                           "(closer than the roost).",
