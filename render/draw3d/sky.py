@@ -75,21 +75,27 @@ class Sky(NamedTuple):
     accent: np.ndarray
 
 
+@lru_cache(maxsize=8)
 def gradient_lut(stops) -> np.ndarray:
     """(SKY_LUT, 3) linear RGB over sin(elevation) from 0 to 1 through `stops` ((elevation
     °, "#RRGGBB"), …, increasing), held beyond the first and last: in linear light, each
     channel a monotone cubic in elevation (PCHIP). Straight lines between the stops would
     turn the gradient's slope at each one, a corner the eye reads as a band across the sky
     (the dusk sky's 50° stop arched across a portrait frame); the cubic passes each stop
-    with one slope and never leaves the range of the two stops either side."""
+    with one slope and never leaves the range of the two stops either side. Kept for
+    the stops (a tuple): every frame's sky asks for it, and the cubic takes a quarter of
+    a millisecond."""
     from scipy.interpolate import PchipInterpolator
 
     angles = np.array([s[0] for s in stops], dtype=np.float64)
     colours = np.array([hex_linear(s[1]) for s in stops])
     if len(stops) == 1:
-        return np.tile(colours[0], (SKY_LUT, 1))
-    elevation = np.degrees(np.arcsin(np.linspace(0.0, 1.0, SKY_LUT)))
-    return PchipInterpolator(angles, colours)(np.clip(elevation, angles[0], angles[-1]))
+        lut = np.tile(colours[0], (SKY_LUT, 1))
+    else:
+        elevation = np.degrees(np.arcsin(np.linspace(0.0, 1.0, SKY_LUT)))
+        lut = PchipInterpolator(angles, colours)(np.clip(elevation, angles[0], angles[-1]))
+    lut.setflags(write=False)  # shared by every frame
+    return lut
 
 
 def sun_direction(azimuth_deg: float, elevation_deg: float) -> np.ndarray:
