@@ -232,6 +232,31 @@ KNEE = 0.8  # linear (sRGB 231): where the glow's shoulder begins
 
 
 @serial
+def _ray_colours(u, v, cx, cy, focal, right, up, forward, table, glow, sun, sun_colour, out):
+    """out (n, 3): `_colour` of the ray through each point (u[n], v[n]) of the frame."""
+    rgb = np.empty(3)
+    for n in range(u.shape[0]):
+        sine, sun_cos = _ray(u[n] - 0.5, v[n] - 0.5, cx, cy, focal, right, up, forward, sun)
+        _colour(sine, sun_cos, table, glow, sun_colour, rgb)
+        for c in range(3):
+            out[n, c] = rgb[c]
+
+
+def sky_colours(sky: Sky, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(n, 3) linear RGB of the sky and ground, glow included, at points (u, v) px of the
+    full frame (a pixel's centre at +0.5): what `paint_sky` draws there, before its
+    dither and the treeline."""
+    p = sky.pose
+    u, v = (np.ascontiguousarray(np.ravel(a), np.float64) for a in (u, v))
+    out = np.empty((len(u), 3))
+    _ray_colours(u, v, 0.5 * p.width, p.cy, float(p.focal), p.right.astype(np.float64),
+                 p.up.astype(np.float64), p.forward.astype(np.float64),
+                 elevation_table(sky, max(float(p.position[2]), 0.0)), glow_table(sky),
+                 sky.sun, sky.sun_colour, out)
+    return out
+
+
+@serial
 def _sky_kernel(ox, oy, grid, cx, cy, focal, right, up, forward, table, glow, sun,
                 sun_colour, band, levels, dither, out, words):
     """Each pixel of `out` (h, 4·w) BGRA bytes, seen as `words` (h, w) cairo ARGB32 words,

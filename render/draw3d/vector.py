@@ -1,5 +1,5 @@
-"""3D vector stills (PDF, SVG): the sky as a vector gradient, the treeline as a path, the
-birds as depth-sorted translucent fills, drawn by cairo's own vector surfaces.
+"""3D vector stills (PDF, SVG): the sky and ground as strips of gradients, the treeline as a
+path, the birds as depth-sorted translucent fills, drawn by cairo's own vector surfaces.
 
 A vector file cannot hold the raster drawing's optics: a viewer blends each fill in sRGB,
 and one path's overlapping streaks fill as their union. So the birds go in `LAYERS` depth
@@ -22,12 +22,11 @@ import numpy as np
 from ..draw.paths import append_polygons, polygon_records
 from ..draw.streaks import FINE_CAP_TOLERANCE_PX, cap_sides, outline_polygons
 from .colour import to_srgb
-from .sky import Sky, elevation_table, hazed_treeline, treeline_path
+from .sky import Sky, hazed_treeline, sky_colours, treeline_path
 from .types import Streaks
 
 LAYERS = 8
 BINS = 6
-GRADIENT_STOPS = 128
 SURFACES = {".pdf": cairo.PDFSurface, ".svg": cairo.SVGSurface}
 
 
@@ -40,62 +39,98 @@ def ray_sine(sky: Sky, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return d[:, 2] / np.linalg.norm(d, axis=1)
 
 
-def sky_gradient(sky: Sky) -> cairo.LinearGradient:
-    """The sky and ground as one linear gradient across the frame, along the direction in
-    which elevation climbs at its centre; colours sampled from the raster's table."""
-    p = sky.pose
-    cx, cy = 0.5 * p.width, p.cy
-    s = ray_sine(sky, np.array([cx, cx + 1, cx]), np.array([cy, cy, cy - 1]))
-    g = np.array([s[1] - s[0], s[0] - s[2]])  # d sin / d(u, −v)
-    g = np.array([0.0, 1.0]) if not np.any(g) else g / np.hypot(*g)
-    corners = np.array([[0, 0], [p.width, 0], [0, p.height], [p.width, p.height]]) - [cx, cy]
-    along = corners @ np.array([g[0], -g[1]])
-    t = np.linspace(along.min(), along.max(), GRADIENT_STOPS)
-    u, v = cx + t * g[0], cy - t * g[1]
-    table = elevation_table(sky, max(float(p.position[2]), 0.0))
-    index = (ray_sine(sky, u, v) + 1.0) * 0.5 * (len(table) - 1)
-    colours = np.column_stack([np.interp(index, np.arange(len(table)), table[:, c])
-                               for c in range(3)])
-    gradient = cairo.LinearGradient(u[0], v[0], u[-1], v[-1])
-    for k, colour in enumerate(to_srgb(colours)):
-        gradient.add_color_stop_rgb(k / (GRADIENT_STOPS - 1), *colour)
-    return gradient
-
-
-def sun_glow(sky: Sky) -> cairo.RadialGradient | None:
-    """The sun's glow as a radial gradient of sun_colour fading out around the sun's
-    projection (painted OVER the sky: the raster adds it), or None when there is none or
-    the sun is behind the camera."""
-    p = sky.pose
-    ahead = float(sky.sun @ p.forward)
-    if sky.glow <= 0 or ahead <= 0.05:
-        return None
-    u = 0.5 * p.width + p.focal * float(sky.sun @ p.right) / ahead
-    v = p.cy - p.focal * float(sky.sun @ p.up) / ahead
-    reach = 3.0 * np.sqrt(2 * sky.glow)  # radians: the glow is exp(−θ²/2r²), 1 − cos r ≈ r²/2
-    gradient = cairo.RadialGradient(u, v, 0, u, v, p.focal * math.tan(min(reach, 1.5)))
-    colour = to_srgb(sky.sun_colour / sky.sun_colour.max())
-    for k in range(9):
-        theta = reach * k / 8
-        gradient.add_color_stop_rgba(k / 8, *colour,
-                                     float(sky.sun_colour.max() * np.exp(-theta ** 2 /
-                                                                         (2 * sky.glow))))
-    return gradient
-
-
-def clip_to_sky(ctx: cairo.Context, sky: Sky) -> None:
-    """Clip to the frame above the horizon (where the rays' elevation is positive)."""
+def horizon(sky: Sky) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The frame's axes for the sky's strips: a point on the horizon's line at u = 0, the
+    line's unit direction and the unit normal toward the ground (px). Looking straight up
+    or down no horizon crosses the frame's width: then the frame's own rows, from its
+    top-left corner."""
     p = sky.pose
     if p.up[2] <= 1e-9:
-        return  # looking straight up or down: no horizon across the frame
+        return np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])
     x = (np.array([0.0, p.width]) - 0.5 * p.width) / p.focal
     v = p.cy + p.focal * (p.forward[2] + x * p.right[2]) / p.up[2]
-    ctx.move_to(0, 0)
-    ctx.line_to(p.width, 0)
-    ctx.line_to(p.width, v[1])
-    ctx.line_to(0, v[0])
-    ctx.close_path()
-    ctx.clip()
+    start = np.array([0.0, v[0]])
+    along = np.array([float(p.width), v[1] - v[0]])
+    along /= np.hypot(*along)
+    down = np.array([-along[1], along[0]])
+    probe = start + 0.5 * p.width * along + down
+    if ray_sine(sky, probe[:1], probe[1:])[0] > 0:
+        down = -down
+    return start, along, down
+
+
+# Rows of the sky half a pixel apart join a strip while they stay within STRIP_TOLERANCE
+# (a code) of its first; along a strip, its colours every STRIP_DEG of view at most,
+# then only the stops a straight line between neighbours cannot stand in for within
+# STOP_TOLERANCE.
+STRIP_TOLERANCE, STRIP_DEG, STOP_TOLERANCE = 1.0 / 255, 0.5, 0.5 / 255
+
+
+def sky_strips(sky: Sky) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """The sky and ground as strips along the horizon (`horizon`'s axes): each strip's
+    top edge (its distance below the horizon, px, negative above), then its stops along
+    the horizon's direction (px from `horizon`'s point) and their sRGB colours, sampled
+    from the raster's colours on the strip's middle line. A strip runs down to the
+    frame's far edge, so each is painted over the one above it and no seam opens
+    between two antialiased edges; the horizon is a strip's edge, so the ground's
+    haze does not bleed into the sky."""
+    p = sky.pose
+    start, along, down = horizon(sky)
+    corners = np.array([[0, 0], [p.width, 0], [0, p.height], [p.width, p.height]]) - start
+    depth, span = corners @ down, corners @ along
+    rows = np.arange(math.floor(2 * depth.min()) / 2 + 0.25, depth.max() + 0.5, 0.5)
+    count = max(64, math.ceil(np.ptp(span) / (p.focal * math.tan(math.radians(STRIP_DEG)))))
+    across = np.linspace(span.min(), span.max(), count)
+    points = start + across[None, :, None] * along + rows[:, None, None] * down
+    colours = to_srgb(sky_colours(sky, points[..., 0], points[..., 1]))
+    colours = colours.reshape(len(rows), count, 3)
+    strips, first = [], 0
+    while first < len(rows):
+        last = first + 1
+        while last < len(rows) and (rows[last] > 0) == (rows[first] > 0) and \
+                np.abs(colours[last] - colours[first]).max() <= STRIP_TOLERANCE:
+            last += 1
+        middle = colours[(first + last - 1) // 2]
+        keep = line_stops(middle)
+        strips.append((rows[first] - 0.25, across[keep], middle[keep]))
+        first = last
+    return strips
+
+
+def line_stops(colours: np.ndarray) -> np.ndarray:
+    """Indices of the stops of `colours` (n, 3) to keep: from each kept stop, the
+    farthest next one whose straight line stays within STOP_TOLERANCE of every colour
+    between (the ends always kept)."""
+    keep, i, n = [0], 0, len(colours)
+    while i < n - 1:
+        j = i + 1
+        while j + 1 < n:
+            t = np.linspace(0.0, 1.0, j + 2 - i)[:, None]
+            line = colours[i] + t * (colours[j + 1] - colours[i])
+            if np.abs(line - colours[i:j + 2]).max() > STOP_TOLERANCE:
+                break
+            j += 1
+        keep.append(j)
+        i = j
+    return np.array(keep)
+
+
+def paint_strips(ctx: cairo.Context, sky: Sky) -> None:
+    """`sky_strips`, top to bottom, each a gradient along the horizon."""
+    p = sky.pose
+    start, along, down = horizon(sky)
+    far = abs(p.width) + abs(p.height)  # past every corner
+    for top, stops, colours in sky_strips(sky):
+        a, b = start + stops[0] * along, start + stops[-1] * along
+        for point in (a - far * along + top * down, b + far * along + top * down,
+                      b + far * along + far * down, a - far * along + far * down):
+            ctx.line_to(*point)
+        ctx.close_path()
+        gradient = cairo.LinearGradient(*a, *b)
+        for offset, colour in zip((stops - stops[0]) / (stops[-1] - stops[0]), colours):
+            gradient.add_color_stop_rgb(offset, *colour)
+        ctx.set_source(gradient)
+        ctx.fill()
 
 
 def groups(streaks: Streaks, transparent: bool) -> np.ndarray:
@@ -141,7 +176,6 @@ def paint_birds(ctx: cairo.Context, streaks: Streaks, sky: Sky, transparent: boo
     outline_polygons(np.ascontiguousarray(tails), np.ascontiguousarray(heads),
                      radius[order], sides, out=points)
     bounds = np.searchsorted(group[order], np.arange(LAYERS * BINS + 1))
-    table = elevation_table(sky, max(float(sky.pose.position[2]), 0.0))
     ctx.set_fill_rule(cairo.FILL_RULE_WINDING)
     for k in range(LAYERS * BINS):
         lo, hi = bounds[k], bounds[k + 1]
@@ -155,9 +189,7 @@ def paint_birds(ctx: cairo.Context, streaks: Streaks, sky: Sky, transparent: boo
         else:
             u = 0.5 * (streaks.x0[pick] + streaks.x1[pick])
             v = 0.5 * (streaks.y0[pick] + streaks.y1[pick])
-            index = (ray_sine(sky, u, v) + 1.0) * 0.5 * (len(table) - 1)
-            behind = table[np.clip(np.round(index).astype(np.int64), 0, len(table) - 1), :3]
-            behind = behind.mean(axis=0)
+            behind = sky_colours(sky, u, v).mean(axis=0)
             colour = contrast * sky.bird + (1 - contrast) * behind
             alpha = srgb_alpha(behind, colour, alpha)
         append_polygons(ctx, records[lo:hi])
@@ -170,16 +202,7 @@ def paint_vector(ctx: cairo.Context, streaks: Streaks, sky: Sky, transparent: bo
     pixels (transparent: the birds alone)."""
     p = sky.pose
     if not transparent:
-        ctx.rectangle(0, 0, p.width, p.height)
-        ctx.set_source(sky_gradient(sky))
-        ctx.fill()
-        glow = sun_glow(sky)
-        if glow is not None:
-            ctx.save()
-            clip_to_sky(ctx, sky)
-            ctx.set_source(glow)
-            ctx.paint()
-            ctx.restore()
+        paint_strips(ctx, sky)
         if sky.treeline != "none" and treeline_path(ctx, sky, (0, 0, p.width, p.height)):
             ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
             ctx.fill()
