@@ -10,6 +10,7 @@ honoured, both `render.errors.BoidsError`s; a keyword that does not exist is a T
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -21,7 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import SceneError, UsageError, api_names
+from .errors import SceneError, UsageError, api_names, caused_by_interrupt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,14 +36,27 @@ __all__ = ["State", "frame", "load_scene", "render", "simulate"]
 def _keywords(**renamed: str):
     """The function's errors name the options it took as its keywords (dpi=0.1, not
     --dpi 0.1; `renamed`: its own names, see `errors.api_names`), unless the command line
-    called it."""
+    called it; Ctrl-C is a KeyboardInterrupt (`_interruptible`)."""
     def wrap(fn):
         @functools.wraps(fn)
         def named(*args, **kwargs):
-            with api_names(**renamed):
+            with api_names(**renamed), _interruptible():
                 return fn(*args, **kwargs)
         return named
     return wrap
+
+
+@contextlib.contextmanager
+def _interruptible():
+    """Ctrl-C that lands while a numba kernel runs surfaces as a SystemError whose cause
+    is the KeyboardInterrupt (`errors.caused_by_interrupt`): raised as what it is, so a
+    notebook's `except KeyboardInterrupt` catches it."""
+    try:
+        yield
+    except Exception as exc:
+        if caused_by_interrupt(exc):
+            raise KeyboardInterrupt from exc
+        raise
 
 
 def load_scene(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scene:
@@ -208,7 +222,13 @@ def simulate(scene: Scene, frames: int | tuple[int, int] | None = None, *,
     scene, first = _clip(scene, frames)
     states = simulated(scene, first, scene.frame_count - first,
                        quiet=_switch("quiet", quiet))
-    return (State.of(state) for state in states)
+    return _states(states)
+
+
+def _states(states) -> Iterator[State]:
+    with _interruptible():
+        for state in states:
+            yield State.of(state)
 
 
 def _clip(scene: Scene, frames) -> tuple[Scene, int]:
@@ -359,6 +379,7 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
            quiet: bool = False, **clip_only) -> Path:
     """render(..., still=t): one frame as a PNG, JPEG, OpenEXR, PDF or SVG."""
     from .encode.files import folders_made_for
+    from .options import MAX_DPI
     from .stills import render_still, still_path
 
     if clip_only:
@@ -375,8 +396,8 @@ def _still(scene: Scene, path, *, still, dpi: float = 72, bit_depth: int = 8,
     if tile_size is not None and (isinstance(tile_size, bool) or
                                   not isinstance(tile_size, int) or tile_size < 1):
         raise UsageError(f"tile_size: expected a whole number of px ≥ 1, got {tile_size!r}")
-    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 0 < dpi < math.inf:
-        raise UsageError(f"dpi: expected a number > 0, got {dpi!r}")
+    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 0 < dpi <= MAX_DPI:
+        raise UsageError(f"dpi: expected a number in (0, {MAX_DPI}], got {dpi!r}")
     time = _seconds(still, scene.output.fps, "still")
     path = still_path(path, scene, time)
     with folders_made_for([path]):

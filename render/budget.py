@@ -438,12 +438,15 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
     UsageError (exit 2) saying what would fit when it does not."""
     if cost is None:
         if output is not None and not is_state_output(output):
-            require_size(scene, output, IMAGE_MAX_SIDE,
-                         "a clip or PNG sequence (cairo draws each frame whole)",
-                         f"{option('a PNG still (--still TIME -o FILE.png)')} has no such "
-                         f"limit: it is drawn in tiles", even=True)
+            # An encoder's limit is the lower: checked alone, so the largest frame the
+            # message offers is one this output takes.
             encoder = encoder_max_side(output, web)
-            if encoder is not None:
+            if encoder is None:
+                require_size(scene, output, IMAGE_MAX_SIDE,
+                             "a clip or PNG sequence (cairo draws each frame whole)",
+                             f"{option('a PNG still (--still TIME -o FILE.png)')} has no "
+                             f"such limit: it is drawn in tiles", even=True)
+            else:
                 larger = f"without {option('--quality web')}, " if web else ""
                 require_size(scene, output, encoder[0], encoder[1],
                              f"{larger}.webm, .mov, .gif, .apng and frame sequences take "

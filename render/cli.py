@@ -16,7 +16,7 @@ import threading
 import traceback
 from pathlib import Path
 
-from .errors import BoidsError, SceneError, UsageError, cli_names
+from .errors import BoidsError, SceneError, UsageError, caused_by_interrupt, cli_names
 from .options import (PAPER_MM, frame_range, loop_range_error, overrides_from, paper_size,
                       parse_time, parser, seconds)
 from .scene.values import MAX_SIDE
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"boids-render: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        if _caused_by_interrupt(exc):
+        if caused_by_interrupt(exc):
             print("boids-render: interrupted", file=sys.stderr)
             return 130
         if os.environ.get("BOIDS_RENDER_DEBUG", "0").strip().lower() not in ("", "0", "false",
@@ -325,13 +325,20 @@ def _refuse_unused_by_outputs(args: argparse.Namespace) -> None:
     one expects it to act)."""
     from .encode import CRF_SUFFIXES, is_state_output
 
+    outputs = args.outputs
+    # .npz holds the states alone; a USD's camera takes the frame's shape from --size
+    unframed = bool(outputs) and all(Path(out).suffix.lower() == ".npz" for out in outputs)
     if args.paper:
-        raise UsageError(f"--paper {args.paper} sizes a still's sheet: add --still TIME, or "
-                         f"give a clip's size with --size WxH")
+        instead = "" if unframed else ", or give a clip's size with --size WxH"
+        raise UsageError(f"--paper {args.paper} sizes a still's sheet: add --still "
+                         f"TIME{instead}")
+    if args.size and unframed:
+        raise UsageError(f"--size sets the frames' size; {', '.join(outputs)} "
+                         f"hold{'s' if len(outputs) == 1 else ''} the flock's states, in "
+                         f"world units, whatever the frame: drop --size")
     if args.resume and args.quality == "web":
         raise UsageError("--resume applies to PNG sequences (and EXR or JPEG ones); "
                          "--quality web renders its clips whole: drop --resume")
-    outputs = args.outputs
     if not outputs:
         unused = [flag for flag, given in (("--crf", args.crf), ("--motion-blur",
                                                                   args.motion_blur),
@@ -424,17 +431,6 @@ def _embedded_scene(path: str, overrides):
     again = [] if duration is None else [("scene.duration", duration, f"--from {path}")]
     scene = build_scene(raw, f"{path} (recorded scene)", again + list(overrides))
     return scene, recorded
-
-
-def _caused_by_interrupt(exc: BaseException | None) -> bool:
-    """Whether `exc` is Ctrl-C in disguise: a signal that lands while a numba kernel runs
-    surfaces as SystemError ("… returned a result with an exception set") whose cause is
-    the KeyboardInterrupt; an error raised while unwinding from one counts as well."""
-    while exc is not None:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 @contextlib.contextmanager

@@ -82,3 +82,14 @@ def cli_names() -> Iterator[None]:
         yield
     finally:
         _NAMES.reset(token)
+
+
+def caused_by_interrupt(exc: BaseException | None) -> bool:
+    """Whether `exc` is Ctrl-C in disguise: a signal that lands while a numba kernel runs
+    surfaces as SystemError ("… returned a result with an exception set") whose cause is
+    the KeyboardInterrupt; an error raised while unwinding from one counts as well."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -45,6 +45,12 @@ class _Parser(argparse.ArgumentParser):
             else:
                 close = difflib.get_close_matches(given, flags, n=1)
                 message += f" (did you mean {close[0]}?)" if close else ""
+        choice = re.fullmatch(r"argument \S+: invalid choice: '?(.*?)'? \(choose from (.*)\)",
+                              message)
+        if choice:  # the choices quoted or not, as Python versions differ
+            choices = re.findall(r"'([^']*)'", choice[2]) or choice[2].split(", ")
+            close = difflib.get_close_matches(choice[1], choices, n=1, cutoff=0.5)
+            message += f" (did you mean {close[0]}?)" if close else ""
         self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
 
 
@@ -207,13 +213,16 @@ PAPER_MM = {"A0": (841, 1189), "A1": (594, 841), "A2": (420, 594), "A3": (297, 4
             "LEGAL": (215.9, 355.6), "TABLOID": (279.4, 431.8)}
 
 
+MAX_DPI = 100_000
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (0 < value <= 100_000):
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 100000], got {text!r}")
+    if not (0 < value <= MAX_DPI):
+        raise argparse.ArgumentTypeError(f"expected a number in (0, {MAX_DPI}], got {text!r}")
     return value
 
 

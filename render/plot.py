@@ -76,7 +76,7 @@ def plot(rows: list[dict], path: str | Path, title: str = "", *,
         twin.legend(loc="lower right")
     ax.set_xlabel("time (s)")
     for ax in axes[:2]:
-        ax.legend(loc="upper right", ncol=3)
+        ax.legend(loc="best", ncol=3)  # the polarisation runs along the top
     for ax in axes:
         ax.grid(alpha=0.3)
     if title:

@@ -41,8 +41,12 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
         raise UsageError(f"{output}: is a folder; a still is one file: give its name, "
                          f"e.g. {Path(output) / 'still.png'}")
     if suffix not in STILLS or str(output).endswith(("/", os.sep)):
+        from .encode import VIDEO_SUFFIXES
+
+        clip = f" ({suffix} is a clip's: drop {option('--still')})" \
+            if suffix in VIDEO_SUFFIXES else ""
         raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
-                         f"or SVG: expected a name ending in {', '.join(STILLS)}")
+                         f"or SVG: expected a name ending in {', '.join(STILLS)}{clip}")
     if suffix in (".jpg", ".jpeg") and dpi is not None and \
             (dpi != round(dpi) or not JPEG_DPI[0] <= dpi <= JPEG_DPI[1]):
         raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a JPEG records its "

@@ -380,7 +380,9 @@ def test_a_count_of_no_frames_is_refused_in_the_apis_terms(small_scene, frames):
     (lambda path, scene: render.frame(scene, "abc"), UsageError,
      "t='abc': expected seconds (12.5) or frame:N"),
     (lambda path, scene: render.render(scene, path.parent / "x.png", still=0.5, dpi="high"),
-     UsageError, "dpi: expected a number > 0, got 'high'"),
+     UsageError, "dpi: expected a number in (0, 100000], got 'high'"),
+    (lambda path, scene: render.render(scene, path.parent / "x.png", still=0.5, dpi=1e9),
+     UsageError, "dpi: expected a number in (0, 100000], got 1000000000.0"),
 ])
 def test_a_slip_in_python_is_named_in_python_terms(small_scene, call, error, says):
     scene = render.load_scene(small_scene)
@@ -458,3 +460,30 @@ def test_the_apis_overwrite_loop_and_web_errors_speak_its_terms(small_scene, tmp
         render.simulate(loop, frames=(5, 20))
     with pytest.raises(UsageError, match=r"^t=0\.51: a loop's still .*: t=1/2$"):
         render.frame(loop, 0.51, quiet=True)
+
+
+INTERRUPTED = """
+import os, signal, sys, threading
+import render
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job ignores it
+scene = render.load_scene("scenes/plate.toml", {"scene.duration": 600.0,
+                          "flock.count": 100000, "world.width": 400.0, "world.height": 225.0})
+threading.Timer(float(sys.argv[1]), lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    for _ in render.simulate(scene, quiet=True):
+        pass
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+except BaseException as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_ctrl_c_in_python_is_a_keyboard_interrupt():
+    # Ctrl-C that lands while a numba kernel runs (100,000 birds: most of the time)
+    # surfaced as a SystemError, "... returned a result with an exception set", which a
+    # notebook's `except KeyboardInterrupt` does not catch.
+    for delay in ("2.5", "3.5"):
+        done = subprocess.run([sys.executable, "-c", INTERRUPTED, delay], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.stdout.strip() == "KeyboardInterrupt", (done.stdout, done.stderr[-2000:])

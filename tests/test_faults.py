@@ -583,7 +583,7 @@ def test_impossible_request_is_refused_saying_what_would_work(
     assert frame_names(tmp_path) == ["small.toml"]
 
 
-@pytest.mark.parametrize("output", ["clip.mp4", "clip.gif", "seq/"])
+@pytest.mark.parametrize("output", ["clip.webm", "clip.gif", "seq/"])
 def test_clip_or_sequence_larger_than_cairo_draws_is_refused_pointing_to_stills(
         cli, small_scene, tmp_path, no_allocation, output):
     r = cli(small_scene, "-o", f"{tmp_path}/{output}", "--size", "100000x100000", "-q")
@@ -593,6 +593,17 @@ def test_clip_or_sequence_larger_than_cairo_draws_is_refused_pointing_to_stills(
     assert "got 100000x100000" in r.err and "the largest is 32766x32766" in r.err
     assert "PNG still (--still" in r.err
     assert frame_names(tmp_path) == ["small.toml"]
+
+
+def test_a_frame_past_both_limits_is_offered_the_size_its_encoder_takes(
+        cli, small_scene, tmp_path, no_allocation):
+    # Past cairo's 32767 px and H.264's 16384: offered 32766x32766 first, which the
+    # encoder then refused in turn.
+    r = cli(small_scene, "-o", f"{tmp_path}/clip.mp4", "--size", "100000x100000", "-q")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert "≤ 16384 px for H.264 (x264)" in r.err and "the largest is 16384x16384" in r.err
+    r = cli(small_scene, "-o", f"{tmp_path}/clip.mp4", "--size", "16384x16384", "--check")
+    assert "output.size" not in r.err, r.err
 
 
 @pytest.mark.parametrize("argv, expected", [

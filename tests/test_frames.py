@@ -98,6 +98,25 @@ def test_a_compositors_padding_is_refused_with_the_pattern_to_write(cli, small_s
     assert list(tmp_path.iterdir()) == [tmp_path / "small.toml"]
 
 
+@pytest.mark.parametrize("pattern, said, meant", [
+    ("f_%03x.png", "%03x is not a frame number", "f_%03d.png"),
+    ("f_%3i.exr", "%3i is not a frame number", "f_%03d.exr"),
+    ("f_%s.jpg", "%s is not a frame number", "f_%05d.jpg"),
+    ("100%.png", "a % alone is not a frame number", "100%%_%05d.png"),
+])
+def test_a_conversion_other_than_a_frame_number_is_refused_with_the_pattern_to_write(
+        cli, small_scene, tmp_path, pattern, said, meant):
+    # These read as an unknown suffix ("unsupported output .png; expected one of ...,
+    # a pattern such as out/frame_%05d.png"), the .png they had among those listed.
+    r = cli(small_scene, "-o", f"{tmp_path}/{pattern}", "--frames", "1")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert said in r.err and r.err.strip().endswith(f"write {tmp_path}/{meant}"), r.err
+    r = cli(small_scene, "-o", f"{tmp_path}/{meant}", "--frames", "1", "-q")
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["small.toml", meant % 0])
+
+
 @pytest.mark.parametrize("name", ["clip.tif", "clip.avi", "clip", "clip.png.part"])
 def test_a_clip_of_an_unknown_suffix_is_refused_with_those_it_can_write(
         cli, small_scene, tmp_path, name):

@@ -348,9 +348,9 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("--quality", "web", "-o", "a.mp4", "-o", "b.npz"), "--quality web writes one -o"),
     (("-o", "a.webm", "--crossfade", "0.5"), "--crossfade sets a loop's morph: add --loop"),
     (("-o", "a.webm", "--loop", "--crossfade", "0.01"),
-     "--crossfade output.crossfade: expected a crossfade of at least 2 frames"),
+     "--crossfade (output.crossfade): expected a crossfade of at least 2 frames"),
     (("-o", "a.webm", "--loop"),  # the test's --frames 2 under the default 1 s crossfade
-     "--frames output.frames: expected a clip longer than the loop's crossfade"),
+     "--frames (output.frames): expected a clip longer than the loop's crossfade"),
     (("-o", "a.webp", "--crf", "45"), "--crf sets the quality of .mp4 (H.264) and .webm "
                                       "(VP9) clips; a.webp takes none: drop --crf"),
     (("-o", "a.mov", "-o", "sq/", "--crf", "5"), "a.mov, sq/ take none: drop --crf"),
@@ -362,6 +362,10 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("--stats", "s.csv", "--plot", "p.png", "--resume"),
      "--resume acts on the frames written to -o; --stats and --plot draw none"),
     (("-o", "a.mp4", "--paper", "A4"), "--paper A4 sizes a still's sheet: add --still"),
+    (("-o", "a.npz", "--size", "320x180"), "--size sets the frames' size; a.npz holds the "
+                                           "flock's states, in world units, whatever the "
+                                           "frame: drop --size"),
+    (("-o", "a.npz", "--paper", "A4"), "sizes a still's sheet: add --still TIME\n"),
     (("--quality", "web", "-o", "a.mp4", "--resume"),
      "--quality web renders its clips whole: drop --resume"),
     (("--from", "a.png", "-o", "b.png"), "--from draws the scene a.png records: drop the "
@@ -814,9 +818,25 @@ def test_a_3d_plot_says_attacks_are_shaded_only_when_there_are_some(tmp_path, mo
                                   "`--` is read as a name: put options before it)"),
     (["--workers", "0"], "argument --workers: expected a whole number ≥ 1, got '0'"),
     (["--paper", "A7"], "argument --paper: invalid choice: 'A7'"),
+    (["--paper", "letr"], "(did you mean LETTER?)"),
+    (["--quality", "webb"], "(did you mean web?)"),
 ])
 def test_a_bad_option_is_one_line_naming_the_closest(cli, small_scene, args, line):
     r = cli(small_scene, *args)
     assert r.code == 2 and len(r.err_lines) == 1, r.err
-    assert r.err_lines[0].startswith(f"boids-render: {line}")
+    assert r.err_lines[0].startswith(f"boids-render: {line}") or \
+        (line.startswith("(") and f"{line}; see" in r.err_lines[0]), r.err
     assert r.err_lines[0].endswith("; see boids-render --help")
+
+
+def test_a_clip_shorter_than_half_a_frame_is_refused(cli, small_scene, tmp_path):
+    # 0.001 s at 30 fps rounds to no frame at all: it was drawn as one, unasked.
+    for flag in (("--duration", "0.001"), ("--set", "scene.duration=0.001")):
+        r = cli(small_scene, "-o", tmp_path / "a.mp4", *flag)
+        label = "--duration (scene.duration)" if flag[0] == "--duration" else \
+            "--set scene.duration"
+        assert r.code == 2 and len(r.err_lines) == 1, r.err
+        assert f"{label}: expected a clip of at least one frame" in r.err, r.err
+        assert "≥ 0.0167 s at 30 fps" in r.err and "got 0.001 s" in r.err
+    assert list(tmp_path.iterdir()) == [small_scene]
+    assert cli(small_scene, "-o", tmp_path / "a.mp4", "--duration", "0.02", "-q").code == 0

@@ -125,6 +125,9 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
     assert r.code == 2 and "JPEG has no alpha channel" in r.err and ".exr" in r.err
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.tif")
     assert r.code == 2 and "x.tif: a still is one file written as" in r.err and ".jpg" in r.err
+    assert "clip" not in r.err
+    r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.gif")
+    assert r.code == 2 and r.err.strip().endswith("(.gif is a clip's: drop --still)"), r.err
     assert [p for p in tmp_path.iterdir() if p != small_scene] == []
 
 

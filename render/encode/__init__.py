@@ -243,6 +243,16 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
         numbered = name[:hashes.start()] + f"%0{len(hashes[0])}d" + name[hashes.end():]
         raise UsageError(f"{output}: frames are numbered by a %0Nd pattern, not #: write "
                          f"{Path(output).with_name(numbered)}")
+    if "%" in name and suffix in FRAME_SUFFIXES:  # meant as a pattern, or a literal %
+        other = re.search(r"%[-+ #0]*(\d*)(?:\.\d+)?[iouxXeEfFgGcrsa]", name)
+        if other:
+            what = f"{other[0]} is not a frame number"
+            meant = name.replace(other[0], f"%0{other[1].lstrip('0') or 5}d", 1)
+        else:
+            what = "a % alone is not a frame number"
+            meant = Path(name).stem.replace("%", "%%") + "_%05d" + suffix
+        raise UsageError(f"{output}: {what}: frames are numbered by one %0Nd (a literal % is "
+                         f"written %%): write {Path(output).with_name(meant)}")
     hint = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
     if not suffix and os.path.isdir(output):
         hint = f"; {output} is a folder: write {output}/ for PNG frames in it"

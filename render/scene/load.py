@@ -292,7 +292,13 @@ def _where(dotted: str, path: str, sources: dict[str, str]) -> str:
         return f"{path}: {dotted} (the default)"
     if label.startswith(FROM):
         return f"{label.removeprefix(FROM)}: {dotted}"
-    return f"{path}: {dotted}" if label == "scene file" else f"{label} {dotted}"
+    if label == "scene file":
+        return f"{path}: {dotted}"
+    # "--set output.size: ..." (the API's "overrides output.size"), but a flag or keyword
+    # of its own names its key after it: "--size (output.size): ...", "size (...)".
+    if label in ("--set", "overrides"):
+        return f"{label} {dotted}"
+    return f"{label.removesuffix('=')} ({dotted})"
 
 
 def _build_section(cls, name, body, path, sources, problems, rejected, three=None):
@@ -391,6 +397,12 @@ def _check_relations(values, merged, path, sources, rejected, problems):
     if world.dimensions == 3 and values["camera"] is not None:
         _check_camera3d(values, where, usable, problems, rank)
     output = values["output"]
+    if output.frames is None and usable("scene.duration", "output.fps", "output.frames") \
+            and round(Fraction(values["scene"].duration) * output.fps) < 1:
+        problems.append(f"{where('scene.duration')}: expected a clip of at least one frame "
+                        f"(scene.duration × output.fps, rounded: ≥ "
+                        f"{float(1 / (2 * output.fps)):.3g} s at {show(output.fps)} fps), "
+                        f"got {show(values['scene'].duration)} s")
     if output.loop and usable("output.loop", "output.crossfade", "output.fps",
                               "output.frames", "scene.duration"):
         count = output.frames if output.frames is not None else \
