@@ -400,6 +400,7 @@ def _info(path: str) -> int:
         print(f"{key}: {seconds(recorded.time) if key == 'time' else value}")
     if recorded.dpi is not None:
         print(f"dpi: {recorded.dpi:g}")
+    print(f"bit-depth: {recorded.bit_depth}")
     print(recorded.scene_toml)
     return 0
 

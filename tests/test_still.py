@@ -246,8 +246,11 @@ def test_still_records_dpi_srgb_and_the_scene(cli, small_scene, tmp_path):
 def test_info_prints_what_a_still_records(cli, still):
     r = cli("--info", still("0.5"))
     assert r.code == 0, r.err
-    for needle in ("version: ", "seed: 3", "time: 0.5", "scene-sha256: ", "[scene]"):
+    for needle in ("version: ", "seed: 3", "time: 0.5", "scene-sha256: ", "bit-depth: 8\n",
+                   "[scene]"):
         assert needle in r.out
+    deep = still("0.5", "320x180", "--bit-depth", "16")
+    assert "bit-depth: 16\n" in cli("--info", deep).out
 
 
 def test_info_into_a_reader_that_stops_early_says_nothing_more(still):

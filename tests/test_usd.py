@@ -191,6 +191,8 @@ def test_a_3d_scenes_camera_is_in_the_usd_and_sees_the_birds_where_the_frames_do
     # axis, 0.36 · 65.625 / 108 = 0.219 in aperture units; a followed flock is centred.
     want = 0.36 * (192 - 108 / (16 / 9)) / 2 / 108 if follow == "none" else 0.0
     assert offsets == pytest.approx([want, want], abs=1e-6)
+    # authored only where the frame is shifted (a 16:9 frame is not): USD's fallback is 0
+    assert camera.GetVerticalApertureOffsetAttr().HasAuthoredValue() == (want != 0)
 
 
 def test_a_banked_birds_up_vector_is_worked_by_hand():

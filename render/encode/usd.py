@@ -188,15 +188,20 @@ class UsdWriter:
             camera.CreateHorizontalApertureAttr(APERTURE)
             camera.CreateVerticalApertureAttr(APERTURE * pose.height / pose.width)
             camera.CreateClippingRangeAttr(Gf.Vec2f(pose.near, FAR_M))
-            self.camera = (camera, camera.AddTransformOp(), camera.CreateFocalLengthAttr(),
-                           camera.CreateVerticalApertureOffsetAttr())
-        _, transform, focal, offset = self.camera
+            self.camera = [camera, camera.AddTransformOp(), camera.CreateFocalLengthAttr(),
+                           None]
+        camera, transform, focal, offset = self.camera
         rows = (*pose.right, 0.0, *pose.up, 0.0, *(-pose.forward), 0.0, *pose.position, 1.0)
         transform.Set(Gf.Matrix4d(*map(float, rows)), index)
         focal.Set(APERTURE * pose.focal / pose.width, index)
         # A frame taller than the camera's aspect is moved off the axis as a shift lens
-        # moves it (types.Pose.cy): up, for a camera looking up.
-        offset.Set(APERTURE * (pose.cy - 0.5 * pose.height) / pose.width, index)
+        # moves it (types.Pose.cy): up, for a camera looking up. A shot's shift is set
+        # once, from its first frame: authored in every frame, or (unshifted) in none.
+        shift = APERTURE * (pose.cy - 0.5 * pose.height) / pose.width
+        if index == self.first and shift != 0.0:
+            offset = self.camera[3] = camera.CreateVerticalApertureOffsetAttr()
+        if offset is not None:
+            offset.Set(shift, index)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
