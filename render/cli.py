@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"boids-render: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        if caused_by_interrupt(exc):
+        from .progress import was_interrupted
+
+        if caused_by_interrupt(exc) or was_interrupted():
             print("boids-render: interrupted", file=sys.stderr)
             return 130
         if os.environ.get("BOIDS_RENDER_DEBUG", "0").strip().lower() not in ("", "0", "false",

@@ -41,6 +41,12 @@ def forget_interrupt() -> None:
     _interrupted = False
 
 
+def was_interrupted() -> bool:
+    """Whether an interrupt arrived in this run (see `interrupt`): an error raised after
+    one was dropped (numba compiling when Ctrl-C came) is that interrupt's doing."""
+    return _interrupted
+
+
 def check_interrupted() -> None:
     """KeyboardInterrupt if an interrupt arrived (see `interrupt`)."""
     if _interrupted:
