@@ -383,6 +383,8 @@ def test_a_count_of_no_frames_is_refused_in_the_apis_terms(small_scene, frames):
      UsageError, "dpi: expected a number in (0, 100000], got 'high'"),
     (lambda path, scene: render.render(scene, path.parent / "x.png", still=0.5, dpi=1e9),
      UsageError, "dpi: expected a number in (0, 100000], got 1000000000.0"),
+    (lambda path, scene: render.frame(scene, 0, size=(320.0, 180.0)), SceneError,
+     "size (output.size): expected whole numbers of px such as [1920, 1080], got [320.0"),
 ])
 def test_a_slip_in_python_is_named_in_python_terms(small_scene, call, error, says):
     scene = render.load_scene(small_scene)

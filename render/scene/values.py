@@ -94,6 +94,10 @@ def parse_size(value) -> tuple[int, int]:
         w, h = value
     elif isinstance(value, str) and _SIZE.match(value):
         w, h = map(int, _SIZE.match(value).groups())
+    elif isinstance(value, (list, tuple)) and len(value) == 2 and \
+            all(isinstance(v, float) for v in value):
+        raise ValueError(f"expected whole numbers of px such as [1920, 1080], got "
+                         f"{show(value)}")
     else:
         raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
                          f"got {show(value)}")
