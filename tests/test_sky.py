@@ -374,6 +374,24 @@ def test_a_tiles_treeline_is_filled_as_in_the_whole_frame():
         assert (sky_pixels(sky, (x, y, w, h)) == whole[y:y + h, x:x + w]).all(), (x, y)
 
 
+@pytest.mark.parametrize("pitch, fov, seed", [(7.5, 22.0, 0), (2.0, 10.0, 2)])
+def test_a_posters_tiles_fill_the_trees_as_the_whole_frame(pitch, fov, seed):
+    """cairo sweeps a row of pixels whole, or samples it in sub-rows where any edge of
+    the path ends within it, anywhere along it: a tile that left out a tree far to its
+    side filled a crown's edge up to 13 levels off the whole frame's (100- and 333-px
+    tiles of a 1920x1080 treeline; flock3d.toml's still at 2 s in 333-px tiles)."""
+    size = (1920, 1080)
+    sky = sky_for(scene3d({"theme": "dusk", "treeline": "trees"}, {"visibility": 8000.0},
+                          seed=seed), looking(size, pitch, fov_deg=fov))
+    whole = sky_pixels(sky, (0, 0, *size))
+    for side in (100, 333):
+        for y in range(0, size[1], side):
+            for x in range(0, size[0], side):
+                window = (x, y, min(side, size[0] - x), min(side, size[1] - y))
+                tile = sky_pixels(sky, window)
+                assert (tile == whole[y:y + window[3], x:x + window[2]]).all(), window
+
+
 def test_the_sky_shows_under_the_trees_crowns():
     # Crowns on trunks, not columns standing on the ground: seen close enough to resolve
     # them (10° field of view, the trees 70 px tall), many columns of pixels cross the

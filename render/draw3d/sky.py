@@ -714,33 +714,61 @@ def hazed_treeline(sky: Sky) -> np.ndarray:
 
 
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
-    """The treeline over `out` (the window's sky, BGRA) as one filled vector path in its
-    colour hazed by its distance toward the horizon's. A window of a larger frame (a
-    tile of a still) is filled on a surface reaching up to TREELINE_APRON px past it,
-    within the frame, and cropped: cairo fills the pixels by a surface's border a shade
-    differently from the same pixels further in (up to 2 levels where the treeline met
-    the ground at a 4K tile's seam)."""
+    """The treeline over `out` (the window's sky, BGRA) in its colour hazed by its
+    distance toward the horizon's, through `treeline_band`'s coverage: every window of a
+    frame (a tile of a still) crops the same coverage, so it is the whole frame's to the
+    bit."""
+    band = treeline_band(sky)
+    if band is None:
+        return
+    top, cover = band
     x, y, w, h = (int(v) for v in window)
-    left, top = max(0, min(TREELINE_APRON, x)), max(0, min(TREELINE_APRON, y))
-    right = max(0, min(TREELINE_APRON, sky.pose.width - x - w))
-    bottom = max(0, min(TREELINE_APRON, sky.pose.height - y - h))
-    wide = out
-    if left or top or right or bottom:
-        # The apron's own pixels are never read back: the fill leaves the others as
-        # they would be without it.
-        wide = np.zeros((top + h + bottom, left + w + right, 4), np.uint8)
-        wide[top:top + h, left:left + w] = out
-    surface = cairo.ImageSurface.create_for_data(memoryview(wide), cairo.FORMAT_ARGB32,
-                                                 wide.shape[1], wide.shape[0],
-                                                 4 * wide.shape[1])
-    ctx = cairo.Context(surface)
-    if treeline_path(ctx, sky, (x - left, y - top, wide.shape[1], wide.shape[0])):
-        ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
-        ctx.fill()
-    surface.flush()
-    if wide is not out:
-        out[...] = wide[top:top + h, left:left + w]
+    rows = slice(max(y, top), min(y + h, top + len(cover)))
+    if rows.start >= rows.stop:
+        return
+    a = cover[rows.start - top:rows.stop - top, x:x + w].astype(np.uint32)[..., None]
+    colour = np.round(to_srgb(hazed_treeline(sky))[::-1] * 255).astype(np.uint32)
+    part = out[rows.start - y:rows.stop - y, :, :3]
+    # OVER in 8 bits, rounded: what cairo's fill of the colour gives, in numpy
+    part[...] = (colour * a + part * (255 - a) + 127) // 255
 
 
-# How far a window's treeline surface reaches past it (see `draw_treeline`).
-TREELINE_APRON = 32
+# The last frame's treeline coverage: one tuple, read and replaced whole (drawing
+# threads paint at once).
+_band_kept: tuple | None = None
+
+
+def treeline_band(sky: Sky) -> tuple[int, np.ndarray] | None:
+    """The treeline's coverage (`treeline_path` filled) across the full frame's width:
+    its first row and (rows, width) uint8, from the silhouette's top to its foot; None
+    when none of it is in view. Filled whole, never per window: cairo rasterises a row
+    crossed by an edge's end anywhere along it a shade differently (its rows sampled
+    instead of swept), so a tile missing a tree far to its side filled a crown's edge
+    up to 11 levels off the whole frame's. Kept for the frame's view (`_window_key`)."""
+    global _band_kept
+    p = sky.pose
+    key = _window_key(sky, (0, 0, p.width, p.height))
+    kept = _band_kept
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    band = None
+    polygon = treeline_polygon(sky, (0, 0, p.width, p.height))
+    shapes = tree_polygons(sky, (0, 0, p.width, p.height)) if sky.treeline == "trees" \
+        else None
+    heights = [a[..., 1].ravel() for a in (polygon, shapes) if a is not None]
+    if heights:
+        v = np.concatenate(heights)
+        top = max(0, math.floor(v.min()))
+        bottom = min(p.height, math.ceil(v.max()) + 1)
+        if bottom > top:
+            surface = cairo.ImageSurface(cairo.FORMAT_A8, p.width, bottom - top)
+            ctx = cairo.Context(surface)
+            if treeline_path(ctx, sky, (0, top, p.width, bottom - top)):
+                ctx.fill()
+                surface.flush()
+                cover = np.ndarray((bottom - top, surface.get_stride()), np.uint8,
+                                   surface.get_data())[:, :p.width].copy()
+                cover.setflags(write=False)
+                band = (top, cover)
+    _band_kept = (key, band)
+    return band
