@@ -607,11 +607,14 @@ def test_count_and_spacing_both_from_set_names_the_flag(cli, small_scene):
     ('[output]\nsize = "2000000x1000"', "output.size",
      "expected each side in 1..1000000 px, got 2000000x1000"),
     ("[attractor]\npath = [[1, 0, 0], [0, 1, 1]]", "attractor.path",
-     "expected keyframe times in increasing order, got 1.0, 0.0"),
+     "expected keyframe times in increasing order: keyframe 2 of 2 at t = 0.0 does not come "
+     "after 1.0; got 1.0, 0.0"),
     ("[camera]\npath = [[0, 40, 22, 80, 0], [0, 40, 22, 60, 0]]", "camera.path",
-     "expected keyframe times in increasing order, got 0.0, 0.0"),
+     "keyframe 2 of 2 at t = 0.0 does not come after 0.0; got 0.0, 0.0"),
     ("[camera]\npath = [[0, 40, 22, 80, 0], [1, 40, 22, 0, 0]]", "camera.path",
-     "expected keyframe widths > 0, got 80.0, 0.0"),
+     "keyframe 2 of 2 (t = 1.0): expected its width > 0, got 0.0"),
+    ("[attractor]\npath = [[0, 0, 0], [1, \"far\", 1]]", "attractor.path",
+     "keyframe 2 of 2, its x: expected a number, got 'far'"),
 ], ids=lambda v: v.replace("\n", " ") if isinstance(v, str) and v.startswith("[") else None)
 def test_value_no_render_could_use_is_one_line_saying_what_would_work(
         cli, write_scene, body, key, expected):

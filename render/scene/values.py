@@ -253,9 +253,10 @@ def convert(value, meta):
         return _keyframes3d(value, meta)
     if kind == "path5":
         keys = _keyframes(value, meta, 5, "[[t, x, y, width, rotation], …]")
-        if any(k[3] <= 0 for k in keys):
-            widths = ", ".join(show(k[3]) for k in keys)
-            raise ValueError(f"expected keyframe widths > 0, got {widths}")
+        bad = [i for i, k in enumerate(keys, 1) if k[3] <= 0]
+        if bad:
+            raise ValueError(f"{_keyed(keys, bad[0])}: expected its width > 0, got "
+                             f"{show(keys[bad[0] - 1][3])}")
         return keys
     if kind == "path":
         return _keyframes(value, meta, 3, "[[t, x, y], …]")
@@ -263,27 +264,44 @@ def convert(value, meta):
 
 
 def _keyframes(value, meta, columns: int, shape: str) -> tuple[tuple[float, ...], ...]:
-    """Keyframes of `columns` numbers each (spelled `shape` in messages), times
-    increasing."""
+    """Keyframes of `columns` numbers each (spelled `shape` in messages, which names the
+    columns), times increasing. A message names the keyframe: a long path's text is cut
+    short."""
     if not (isinstance(value, list) and value and all(isinstance(k, list) for k in value)):
         raise ValueError(f"expected keyframes {shape}, got {show(value)}")
-    for i, k in enumerate(value, 1):  # name the keyframe: a long path's text is cut short
+    names = shape[2:shape.index("]")].split(", ")
+    for i, k in enumerate(value, 1):
         if len(k) != columns:
             raise ValueError(f"expected keyframes {shape}, {columns} numbers each: keyframe "
                              f"{i} of {len(value)} has {len(k)}, got {show(k)}")
-    keys = tuple(tuple(_number(v, dict(meta, lo=None, hi=None), False) for v in k)
-                 for k in value)
-    if any(b[0] <= a[0] for a, b in zip(keys, keys[1:])):
-        times = ", ".join(show(k[0]) for k in keys)
-        raise ValueError(f"expected keyframe times in increasing order, got {times}")
-    return keys
+    keys = []
+    for i, k in enumerate(value, 1):
+        numbers = []
+        for name, v in zip(names, k):
+            try:
+                numbers.append(_number(v, dict(meta, lo=None, hi=None), False))
+            except ValueError as exc:
+                raise ValueError(f"keyframe {i} of {len(value)}, its {name}: {exc}") from None
+        keys.append(tuple(numbers))
+    for i, (a, b) in enumerate(zip(keys, keys[1:]), 2):
+        if b[0] <= a[0]:
+            times = ", ".join(show(k[0]) for k in keys)
+            raise ValueError(f"expected keyframe times in increasing order: keyframe {i} of "
+                             f"{len(keys)} at t = {show(b[0])} does not come after "
+                             f"{show(a[0])}; got {times}")
+    return tuple(keys)
+
+
+def _keyed(keys, i: int) -> str:
+    """Keyframe i (from 1) named by its place and its time."""
+    return f"keyframe {i} of {len(keys)} (t = {show(keys[i - 1][0])})"
 
 
 def _keyframes3d(value, meta) -> tuple[tuple[float, ...], ...]:
     """[[t, x, y, z, look_x, look_y, look_z, fov], …]: times increasing, fov in (0, 180)."""
     keys = _keyframes(value, meta, 8, "[[t, x, y, z, look_x, look_y, look_z, fov], …]")
-    bad = [k[7] for k in keys if not 0.0 < k[7] < 180.0]
+    bad = [i for i, k in enumerate(keys, 1) if not 0.0 < k[7] < 180.0]
     if bad:
-        raise ValueError(f"expected each keyframe's fov in (0, 180) degrees, got "
-                         f"{show(bad[0])}")
+        raise ValueError(f"{_keyed(keys, bad[0])}: expected its fov in (0, 180) degrees, "
+                         f"got {show(keys[bad[0] - 1][7])}")
     return keys
