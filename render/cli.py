@@ -216,7 +216,14 @@ def _scene(args: argparse.Namespace):
         return _embedded_scene(args.from_png, sheet(scene))
     if args.scene is None:
         raise UsageError("give a scene file (or --from FILE.png, or --info FILE.png)")
-    scene = load_scene(args.scene, overrides)
+    try:
+        scene = load_scene(args.scene, overrides)
+    except SceneError:
+        # A loop's scene checks its length against the crossfade, which a range's end
+        # is not: a loop given a range is told what it is refused for.
+        if frame_range(args.frames)[0] and _loops(args.scene, overrides):
+            raise loop_range_error() from None
+        raise
     if args.paper:
         scene = load_scene(args.scene, sheet(scene))
     if not args.quiet and not _sets_a_key(args.scene):
@@ -306,6 +313,14 @@ def _clip(args: argparse.Namespace, scene) -> int:
         raise UsageError("--cache-dir hands states to cluster workers: add --scheduler")
     _refuse_unused_by_outputs(args)
     first = frame_range(args.frames)[0]
+    if first and args.scene is not None and not args.quiet:
+        own = _own_length(args.scene, overrides_from(args))
+        if own is not None and scene.frame_count > own:
+            from .progress import note
+
+            note(f"--frames {args.frames} runs past the scene's own {own} frames: these are "
+                 f"frames of a clip {scene.frame_count} frames long, the flock flown on past "
+                 f"its scene.duration")
     options = dict(frames=(first, scene.frame_count) if first else None,
                    workers=args.workers, scheduler=args.scheduler, cache_dir=args.cache_dir,
                    stats=args.stats, plot=args.plot, resume=args.resume,
@@ -405,6 +420,29 @@ def _info(path: str) -> int:
     print(f"bit-depth: {recorded.bit_depth}")
     print(recorded.scene_toml)
     return 0
+
+
+def _as_filed(path: str, overrides):
+    """The scene at `path` with `overrides` but its length as the file has it (None when
+    that does not load)."""
+    from .api import load_scene
+
+    try:
+        return load_scene(path, [o for o in overrides if o[0] != "output.frames"])
+    except SceneError:
+        return None
+
+
+def _loops(path: str, overrides) -> bool:
+    """Whether the scene at `path`, its length as the file has it, is a loop."""
+    scene = _as_filed(path, overrides)
+    return scene is not None and scene.output.loop
+
+
+def _own_length(path: str, overrides) -> int | None:
+    """The frame count of the scene at `path`, its length as the file has it."""
+    scene = _as_filed(path, overrides)
+    return None if scene is None else scene.frame_count
 
 
 def _embedded_scene(path: str, overrides):

@@ -840,3 +840,25 @@ def test_a_clip_shorter_than_half_a_frame_is_refused(cli, small_scene, tmp_path)
         assert "≥ 0.0167 s at 30 fps" in r.err and "got 0.001 s" in r.err
     assert list(tmp_path.iterdir()) == [small_scene]
     assert cli(small_scene, "-o", tmp_path / "a.mp4", "--duration", "0.02", "-q").code == 0
+
+
+def test_a_range_past_the_scenes_end_is_noted_and_a_loops_range_refused(
+        cli, small_scene, write_scene, tmp_path):
+    # --frames A:B renders frames A .. B-1 of a clip of B frames: past the scene's own
+    # length that is a longer clip, which a farm's script rarely means.
+    from conftest import SMALL_SCENE
+
+    r = cli(small_scene, "-o", f"{tmp_path}/past/", "--frames", "35:37")
+    assert r.code == 0, r.err
+    assert "--frames 35:37 runs past the scene's own 30 frames: these are frames of a " \
+           "clip 37 frames long" in r.err, r.err
+    r = cli(small_scene, "-o", f"{tmp_path}/within/", "--frames", "5:7")
+    assert r.code == 0 and "runs past" not in r.err, r.err
+    # A loop's scene (output.loop in the file, not --loop) given a range shorter than
+    # its crossfade was told to lengthen the clip: it is refused for being a range.
+    loop = write_scene(SMALL_SCENE.replace("[output]\n", "[output]\nloop = true\n")
+                       .replace("duration = 1.0", "duration = 3.0"), "loop.toml")
+    r = cli(loop, "-o", f"{tmp_path}/l/", "--frames", "10:12", "--check")
+    assert r.code == 2 and r.err_lines == [
+        "boids-render: --frames A:B: a loop is rendered whole (its first frames depend on "
+        "its last): expected --frames N or --duration S"], r.err
