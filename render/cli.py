@@ -281,7 +281,7 @@ def _still(args: argparse.Namespace, scene, recorded) -> int:
     output = still_path(args.output, scene, time)
     require_still_output(output, transparent=scene.output.transparent,
                          bit_depth=bit_depth, tile_size=args.tile_size, dpi=args.dpi,
-                         overwrite=args.overwrite)
+                         overwrite=args.overwrite, redrawn=args.still is None)
     options = dict(dpi=dpi, bit_depth=bit_depth, tile_size=args.tile_size)
     if args.check:
         print(describe(scene, f"a still at {seconds(time)} s"))

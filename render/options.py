@@ -244,10 +244,12 @@ def parse_time(text: str, fps, given: str | None = None) -> Fraction:
         else:
             value = Fraction(text)
     except (ValueError, ZeroDivisionError):
+        frame = re.fullmatch(r"frame:\s*(\d+)\.\d*\s*", text)
+        near = f": frame:{frame[1]} or frame:{int(frame[1]) + 1}" if frame else ""
         raise UsageError(f"{given}: expected seconds (12.5) or frame:N "
-                         f"(frame:750)") from None
+                         f"(frame:750){near}") from None
     if value < 0:
-        raise UsageError(f"{given}: expected a time ≥ 0")
+        raise UsageError(f"{given}: expected a time ≥ 0 (0 is the clip's first frame)")
     if value > MAX_TIME:  # as a scene's numbers: past it, a typo (and past floats)
         raise UsageError(f"{given}: expected a time ≤ 1e9 s")
     return value

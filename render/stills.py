@@ -5,6 +5,7 @@ that time; the raster ones record the scene they were drawn from."""
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -33,9 +34,9 @@ JPEG_DPI = (1, 65535)
 
 def require_still_output(output: str | Path, *, transparent: bool, bit_depth: int = 8,
                          tile_size: int | None = None, dpi: float | None = None,
-                         overwrite: bool = True) -> None:
+                         overwrite: bool = True, redrawn: bool = False) -> None:
     """UsageError unless `output` names a still these options apply to, that can be
-    written there (`refuse_existing`)."""
+    written there (`refuse_existing`). `redrawn`: a still --from draws again."""
     suffix = Path(output).suffix.lower()
     if Path(output).is_dir():
         raise UsageError(f"{output}: is a folder; a still is one file: give its name, "
@@ -43,15 +44,17 @@ def require_still_output(output: str | Path, *, transparent: bool, bit_depth: in
     if suffix not in STILLS or str(output).endswith(("/", os.sep)):
         from .encode import VIDEO_SUFFIXES
 
-        clip = f" ({suffix} is a clip's: drop {option('--still')})" \
-            if suffix in VIDEO_SUFFIXES else ""
+        instead = "--from draws a still again" if redrawn else f"drop {option('--still')}"
+        clip = f" ({suffix} is a clip's: {instead})" if suffix in VIDEO_SUFFIXES else ""
         raise UsageError(f"{output}: a still is one file written as PNG, JPEG, OpenEXR, PDF "
                          f"or SVG: expected a name ending in {', '.join(STILLS)}{clip}")
     if suffix in (".jpg", ".jpeg") and dpi is not None and \
             (dpi != round(dpi) or not JPEG_DPI[0] <= dpi <= JPEG_DPI[1]):
+        lo, hi = (min(max(f(dpi), JPEG_DPI[0]), JPEG_DPI[1]) for f in (math.floor, math.ceil))
+        nearest = f": {option('--dpi', lo)}" + (f" or {hi}" if hi != lo else "")
         raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a JPEG records its "
-                         f"resolution as a "
-                         f"whole number of dpi from {JPEG_DPI[0]} to {JPEG_DPI[1]}")
+                         f"resolution as a whole number of dpi from {JPEG_DPI[0]} to "
+                         f"{JPEG_DPI[1]}{nearest}")
     if suffix == ".png" and dpi is not None and round(dpi / 0.0254) < 1:
         raise UsageError(f"{output}: {option('--dpi', f'{dpi:g}')}: a PNG records its "
                          f"resolution in whole pixels a metre: expected at least 0.0127 dpi "

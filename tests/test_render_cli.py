@@ -862,3 +862,14 @@ def test_a_range_past_the_scenes_end_is_noted_and_a_loops_range_refused(
     assert r.code == 2 and r.err_lines == [
         "boids-render: --frames A:B: a loop is rendered whole (its first frames depend on "
         "its last): expected --frames N or --duration S"], r.err
+
+
+@pytest.mark.parametrize("time, says", [
+    ("frame:15.5", "--still frame:15.5: expected seconds (12.5) or frame:N (frame:750): "
+                   "frame:15 or frame:16"),
+    ("-1", "--still -1: expected a time ≥ 0 (0 is the clip's first frame)"),
+])
+def test_a_still_time_it_cannot_take_is_offered_the_nearest(cli, small_scene, tmp_path,
+                                                            time, says):
+    r = cli(small_scene, "--still", time, "-o", tmp_path / "x.png")
+    assert r.code == 2 and r.err_lines == [f"boids-render: {says}"], r.err

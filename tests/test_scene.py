@@ -442,10 +442,28 @@ def test_toml_syntax_error_gives_line_and_column(cli, write_scene):
     assert "line 3" in r.err and "column" in r.err
 
 
-def test_missing_scene_file_is_bad_input(cli, tmp_path):
+def test_missing_scene_file_is_bad_input(cli, tmp_path, monkeypatch):
     r = cli(tmp_path / "nowhere.toml", "--check")
     assert r.code == 2
     assert "nowhere.toml" in r.err and "no such scene file" in r.err
+    assert "did you mean" not in r.err
+    # A slip of the name, or the shipped scene's name given without its folder
+    (tmp_path / "scenes").mkdir()
+    (tmp_path / "scenes" / "murmuration.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    for given in ("scenes/murmuraton.toml", "murmuration.toml"):
+        r = cli(given, "--check")
+        assert r.code == 2 and r.err.strip().endswith(
+            f"{given}: no such scene file; did you mean scenes/murmuration.toml?"), r.err
+
+
+def test_a_bare_word_where_toml_wants_a_value_is_told_to_quote_it(cli, write_scene):
+    path = write_scene("[camera]\neasing = smooth  # eased\n")
+    r = cli(path, "--check")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err.strip().endswith('a string is written in quotes, easing = "smooth"'), r.err
+    path = write_scene("[camera]\neasing = [smooth]\n", "other.toml")
+    assert "in quotes" not in cli(path, "--check").err  # not a bare word: no guess
 
 
 def test_every_problem_is_reported_at_once(cli, write_scene):
@@ -605,7 +623,8 @@ def test_count_and_spacing_both_from_set_names_the_flag(cli, small_scene):
     ("[attractor]\nposition = [1e300, 0]", "attractor.position", "between -1e9 and 1e9"),
     ("[flock]\nspacing = 1e-7", "flock.spacing", "expected a spacing ≥ 0.0268"),
     ('[output]\nsize = "2000000x1000"', "output.size",
-     "expected each side in 1..1000000 px, got 2000000x1000"),
+     "expected each side in 1..1000000 px, got 2000000x1000: at this aspect the largest is "
+     "1000000x500"),
     ("[attractor]\npath = [[1, 0, 0], [0, 1, 1]]", "attractor.path",
      "expected keyframe times in increasing order: keyframe 2 of 2 at t = 0.0 does not come "
      "after 1.0; got 1.0, 0.0"),

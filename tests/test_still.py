@@ -128,11 +128,18 @@ def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
     assert "clip" not in r.err
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.gif")
     assert r.code == 2 and r.err.strip().endswith("(.gif is a clip's: drop --still)"), r.err
+    assert cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.png", "-q").code == 0
+    r = cli("--from", tmp_path / "x.png", "-o", tmp_path / "x.mp4")
+    assert r.code == 2 and r.err.strip().endswith("(.mp4 is a clip's: --from draws a still "
+                                                  "again)"), r.err
+    (tmp_path / "x.png").unlink()
     assert [p for p in tmp_path.iterdir() if p != small_scene] == []
 
 
 @pytest.mark.parametrize("args, message", [
-    (("-o", "{tmp}/x.jpg", "--dpi", "70000"), "whole number of dpi from 1 to 65535"),
+    (("-o", "{tmp}/x.jpg", "--dpi", "70000"), "whole number of dpi from 1 to 65535: "
+                                              "--dpi 65535"),
+    (("-o", "{tmp}/x.jpg", "--dpi", "72.5"), "from 1 to 65535: --dpi 72 or 73"),
     (("-o", "{tmp}/x.jpg", "--dpi", "72.5"), "--dpi 72.5: a JPEG records its resolution as a "
                                              "whole number of dpi"),
     (("-o", "{tmp}/x.png", "--dpi", "0.001"),  # it recorded 0 px a metre, read back as 72

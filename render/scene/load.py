@@ -38,17 +38,52 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
     return build_scene(raw, path, overrides, origins)
 
 
+def _nearest_file(path: str) -> str:
+    """"; did you mean …?" with the scene file nearest `path`'s name in its folder (or
+    in scenes/ beside it, where the shipped ones are), else ""."""
+    import difflib
+
+    folder = os.path.dirname(path) or "."
+    for where in (folder, os.path.join(folder, "scenes")):
+        try:
+            names = [n for n in os.listdir(where) if n.endswith(".toml")]
+        except OSError:
+            continue
+        close = difflib.get_close_matches(os.path.basename(path), names, n=1, cutoff=0.5)
+        if close:
+            return f"; did you mean {os.path.normpath(os.path.join(where, close[0]))}?"
+    return ""
+
+
+def _unquoted(path: str, said: str) -> str:
+    """A hint for TOML's "Invalid value" where the line holds a bare word: a string is
+    written in quotes (easing = "smooth"), else ""."""
+    at = re.search(r"Invalid value \(at line (\d+), column (\d+)\)", said)
+    if not at:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            line = fh.read().splitlines()[int(at[1]) - 1]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return ""
+    word = re.match(r"\s*([A-Za-z_][\w.-]*)\s*=\s*([A-Za-z_][\w-]*)\s*(#.*)?$", line)
+    if not word or word[2] in ("true", "false", "inf", "nan"):
+        return ""
+    return f": a string is written in quotes, {word[1]} = \"{word[2]}\""
+
+
 def _read(path: str) -> dict:
     """The TOML of a scene file, or a SceneError naming what is wrong with it."""
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
-        raise SceneError([f"{path}: no such scene file"]) from None
+        raise SceneError([f"{path}: no such scene file{_nearest_file(path)}"]) from None
     except tomllib.TOMLDecodeError as exc:
         said = _REPEATED.sub(lambda m: f"[{'.'.join(_QUOTED.findall(m[1]))}] appears twice",
                              str(exc))
-        raise SceneError([f"{path}: TOML syntax error: {said}"]) from None
+        raise SceneError([f"{path}: TOML syntax error: {said}{_unquoted(path, str(exc))}"]) \
+            from None
     except UnicodeDecodeError as exc:
         still = f"; a PNG still: --from {path} draws the scene it records" \
             if str(path).lower().endswith(".png") else ""

@@ -102,7 +102,12 @@ def parse_size(value) -> tuple[int, int]:
         raise ValueError(f"expected a size \"WIDTHxHEIGHT\" such as \"1920x1080\", "
                          f"got {show(value)}")
     if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
-        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}")
+        fit = ""
+        if min(w, h) >= 1:
+            scale = MAX_SIDE / max(w, h)
+            fit = f": at this aspect the largest is {max(1, round(w * scale))}x" \
+                  f"{max(1, round(h * scale))}"
+        raise ValueError(f"expected each side in 1..{MAX_SIDE} px, got {w}x{h}{fit}")
     return (w, h)
 
 
