@@ -729,3 +729,25 @@ def test_a_jpeg_still_whose_record_is_damaged_is_refused(cli, small_scene, tmp_p
         (tmp_path / "bad.jpg").write_bytes(encode_jpeg(pixels, text=text))
         r = cli("--from", tmp_path / "bad.jpg", "-o", tmp_path / "y.png")
         assert r.code == 2 and needle in r.err and len(r.err_lines) == 1, r.err
+
+
+@pytest.mark.parametrize("suffix", [".png", ".jpg"])
+def test_info_prints_a_scenes_name_as_written(cli, small_scene, tmp_path, suffix):
+    # It read "\u00c9tourneaux": TOML's escapes, where a basic string holds any Unicode.
+    out = tmp_path / f"u{suffix}"
+    r = cli(small_scene, "--set", 'scene.name="Étourneaux 🐦"', "--still", "0.1", "-o", out,
+            "-q")
+    assert r.code == 0, r.err
+    info = cli("--info", out)
+    assert 'name = "Étourneaux 🐦"' in info.out, info.out
+    assert cli("--from", out, "-o", tmp_path / f"again{suffix}", "-q").code == 0
+    assert (tmp_path / f"again{suffix}").read_bytes() == out.read_bytes()
+
+
+def test_a_scenes_text_is_toml_whatever_its_strings_hold():
+    import tomllib
+
+    from render.scene.schema import _toml
+
+    for text in ("Étourneaux 🐦", "a\x7fb", "tab\there", 'q"uote', "back\\slash", "\u2028"):
+        assert tomllib.loads(f"k = {_toml(text)}")["k"] == text

@@ -553,7 +553,9 @@ def _toml(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
+        # A JSON string is a TOML basic string, but for DEL, which TOML escapes; the
+        # rest of Unicode as it is, so --info prints "Étourneaux", not "\u00c9tourneaux".
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     return repr(value)
