@@ -331,7 +331,9 @@ def test_frames_reach_ffmpeg_through_an_enlarged_pipe(tmp_path):
 
 @pytest.mark.parametrize("frames, fps, expected", [
     ("3", "25", "00:00:00:00"), ("10:13", "25", "00:00:00:10"),
-    ("26:28", "24000/1001", "00:00:01:02")])  # 23.976 fps counts 24 frames a second
+    ("26:28", "24000/1001", "00:00:01:02"),  # 23.976 fps counts 24 frames a second
+    # 29.97 and 59.94 count drop-frame: a minute's first two (four) numbers skipped
+    ("1800:1802", "29.97", "00:01:00;02"), ("3600:3602", "59.94", "00:01:00;04")])
 def test_a_prores_clip_carries_its_first_frame_as_timecode(cli, small_scene, tmp_path,
                                                            frames, fps, expected):
     out = tmp_path / "part.mov"
@@ -342,3 +344,21 @@ def test_a_prores_clip_carries_its_first_frame_as_timecode(cli, small_scene, tmp
     mp4 = tmp_path / "part.mp4"
     assert cli(small_scene, "-o", mp4, "--size", "64x36", "--frames", "3", "-q").code == 0
     assert timecode(mp4) is None  # a web or player's clip: no track it has no use for
+
+
+@pytest.mark.parametrize("nominal", [30, 60])
+def test_drop_frame_counts_as_a_clock_that_skips_numbers(nominal):
+    # Counted label by label: each minute but every tenth starts at frame 2 (or 4).
+    from render.encode.video import drop_frame
+
+    drop = nominal // 15
+    count = 0  # the number a label shows, as frames at the nominal rate
+    for index in range(nominal * 60 * 21):
+        assert drop_frame(index, nominal) == count, index
+        count += 1
+        seconds, frame = divmod(count, nominal)
+        minute = seconds // 60
+        if seconds % 60 == 0 and frame == 0 and minute % 10:
+            count += drop
+    # an hour of frames at N·1000/1001 fps (107,892 at 29.97) is an hour of timecode
+    assert drop_frame({30: 107892, 60: 215784}[nominal], nominal) == nominal * 3600

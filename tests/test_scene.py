@@ -505,14 +505,16 @@ def test_rational_fps_in_the_scene_file_is_exact(write_scene):
 
 @pytest.mark.parametrize("written, rate", [
     ("29.97", Fraction(30000, 1001)), ("23.976", Fraction(24000, 1001)),
-    ("23.98", Fraction(24000, 1001)), ("59.94", Fraction(60000, 1001)),
+    ("23.98", Fraction(24000, 1001)), ("23.97", Fraction(24000, 1001)),  # 23.976 cut short
+    ("59.94", Fraction(60000, 1001)), ("47.96", Fraction(1199, 25)),
     ("119.88", Fraction(120000, 1001)), ("29.970", Fraction(30000, 1001)),
     ("2997/100", Fraction(2997, 100)), ("29.5", Fraction(59, 2)), ("24.0", Fraction(24)),
     ("12.5", Fraction(25, 2))])
 def test_an_ntsc_rate_written_as_a_decimal_is_that_rate(small_scene, write_scene, written,
                                                           rate):
-    """29.97 in an editor's menu is 30000/1001; a ratio is taken as written, and a decimal
-    no NTSC rate rounds to stays itself."""
+    """29.97 in an editor's menu is 30000/1001, and 23.97 is said for 23.976 as 23.98 is;
+    a ratio is taken as written, and a decimal no NTSC rate rounds or cuts to stays
+    itself."""
     ways = [("--fps", written), ("--set", f"output.fps={written}"),
             (write_scene(f'[output]\nfps = "{written}"\n'),)]
     if "/" not in written:  # a TOML number

@@ -129,16 +129,32 @@ def keeps_dither(args: list[str]) -> bool:
 
 
 def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
-    """A ProRes clip's timecode track: its first frame's number as non-drop timecode, so
-    an edit places a range (`--frames 240:480`) where it belongs. Whole frames at the
-    nominal rate, ffmpeg's rounding of `fps` (24000/1001 counts 24)."""
+    """A ProRes clip's timecode track: its first frame's number as timecode, so an edit
+    places a range (`--frames 240:480`) where it belongs. Whole frames at the nominal
+    rate, ffmpeg's rounding of `fps` (24000/1001 counts 24); at 30000/1001 and
+    60000/1001 drop-frame (`drop_frame`), as broadcast counts those rates."""
     if muxer != "mov":
         return []
     nominal = max(1, (fps.numerator + fps.denominator // 2) // fps.denominator)
-    seconds, frame = divmod(first, nominal)
+    dropped = fps.denominator == 1001 and nominal in (30, 60)
+    count = drop_frame(first, nominal) if dropped else first
+    seconds, frame = divmod(count, nominal)
     minutes, seconds = divmod(seconds, 60)
     hours, minutes = divmod(minutes, 60)
-    return ["-timecode", f"{hours:02d}:{minutes:02d}:{seconds:02d}:{frame:02d}"]
+    return ["-timecode", f"{hours % 24:02d}:{minutes:02d}:{seconds:02d}"
+                         f"{';' if dropped else ':'}{frame:02d}"]
+
+
+def drop_frame(index: int, nominal: int) -> int:
+    """The count a drop-frame timecode shows for frame `index` at `nominal` (30 or 60)
+    frames a second (SMPTE 12M): the first 2 (or 4) numbers of every minute skipped but
+    every tenth, so the timecode keeps to the clock at 30000/1001 (or 60000/1001) fps."""
+    drop = nominal // 15
+    per_ten = nominal * 600 - 9 * drop  # frames in ten minutes: 17982 at 30
+    per_minute = nominal * 60 - drop
+    tens, rest = divmod(index, per_ten)
+    skipped = 9 * drop * tens + (drop * ((rest - drop) // per_minute) if rest > drop else 0)
+    return index + skipped
 
 
 def check_clip(path: str | Path, size: tuple[int, int], fps: Fraction,

@@ -177,14 +177,15 @@ NTSC_BASES = (24, 30, 48, 60, 96, 120, 240)  # rates whose NTSC twin is N·1000/
 
 def ntsc_rate(value, fps: Fraction) -> Fraction:
     """fps, or the NTSC rate N·1000/1001 that `value` (as written: an int, a float or a
-    string) spells as a decimal rounded to its own number of digits."""
+    string) spells as a decimal rounded, or cut, to its own number of digits (23.98 and
+    23.97 are both said for 24000/1001)."""
     text = repr(value) if isinstance(value, float) else str(value).strip()
     if fps.denominator == 1 or "." not in text or "/" in text or "e" in text.lower():
         return fps
     digits = len(text.split(".")[1].rstrip("0"))
     for base in NTSC_BASES:
         twin = Fraction(base * 1000, 1001)
-        if round(twin, digits) == fps:
+        if fps in (round(twin, digits), Fraction(math.floor(twin * 10**digits), 10**digits)):
             return twin
     return fps
 
