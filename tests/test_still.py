@@ -751,3 +751,23 @@ def test_a_scenes_text_is_toml_whatever_its_strings_hold():
 
     for text in ("Étourneaux 🐦", "a\x7fb", "tab\there", 'q"uote', "back\\slash", "\u2028"):
         assert tomllib.loads(f"k = {_toml(text)}")["k"] == text
+
+
+@pytest.mark.parametrize("paper, expected", [
+    (("--paper", "A4"), (841.889764, 595.275591)),
+    (("--paper", "A4", "--dpi", "72.5"), (841.889764, 595.275591)),
+    (("--paper", "LETTER", "--portrait", "--dpi", "100"), (612.0, 792.0)),
+    (("--size", "1280x720", "--dpi", "150"), (614.4, 345.6))])
+def test_a_vector_sheet_is_the_papers_own_size(cli, small_scene, tmp_path, paper, expected):
+    # Its pixels are the paper's millimetres rounded: the page was 841.92 x 595.2 pt at
+    # 300 dpi, 842.15 x 594.87 at 72.5, not A4 (841.89 x 595.28).
+    import re
+
+    for suffix in (".pdf", ".svg"):
+        out = tmp_path / f"sheet{suffix}"
+        r = cli(small_scene, "--still", "0.1", "-o", out, *paper, "-q")
+        assert r.code == 0, r.err
+        data = out.read_bytes()
+        found = re.search(rb"MediaBox \[ ?0 0 ([\d.]+) ([\d.]+) ?\]", data) if suffix == ".pdf" \
+            else re.search(rb'width="([\d.]+)pt" height="([\d.]+)pt"', data)
+        assert tuple(map(float, found.groups())) == pytest.approx(expected, abs=1e-5), found

@@ -34,19 +34,43 @@ def paint_vector(ctx: cairo.Context, paths: FramePaths) -> None:
         ctx.fill()
 
 
-def write_vector(path: str | Path, scene, size: tuple[int, int], dpi: float,
-                 positions: np.ndarray, velocities: np.ndarray, neighbours: np.ndarray,
-                 accent: np.ndarray, title: str = "", view=None) -> None:
-    """The frame of `size` px as a PDF or SVG page of size·72/dpi points. Geometry is the
-    raster frame's, with cairo's finest caps (a vector has no pixel grid to hide them)."""
+def page_points(size: tuple[int, int], dpi: float) -> tuple[float, float]:
+    """A page for a frame of `size` px at `dpi`: size·72/dpi points, or a paper's own
+    size (PAPER_MM, either way up) where that lies within half a pixel of it: a --paper
+    sheet's pixels are its millimetres rounded, and a page 0.03 pt off A4 is no A4 to a
+    print shop's preflight."""
+    from ..options import PAPER_MM
+
+    page = tuple(side * 72.0 / dpi for side in size)
+    for mm in PAPER_MM.values():
+        for sheet in (mm, mm[::-1]):
+            points = tuple(side / 25.4 * 72.0 for side in sheet)
+            if all(abs(a - b) <= 0.5 * 72.0 / dpi for a, b in zip(points, page)):
+                return points
+    return page
+
+
+def vector_page(path: str | Path, size: tuple[int, int], dpi: float,
+                title: str) -> tuple[cairo.Surface, cairo.Context]:
+    """A PDF or SVG surface of `page_points`, its title set, and a context whose user
+    space is the frame's pixels."""
     path = Path(path)
-    points = 72.0 / dpi
-    surface = SURFACES[path.suffix.lower()](str(path), size[0] * points, size[1] * points)
+    width, height = page_points(size, dpi)
+    surface = SURFACES[path.suffix.lower()](str(path), width, height)
     if isinstance(surface, cairo.PDFSurface) and title:
         surface.set_metadata(cairo.PDF_METADATA_TITLE, title)
         surface.set_metadata(cairo.PDF_METADATA_CREATOR, "boids-render")
     ctx = cairo.Context(surface)
-    ctx.scale(points, points)
+    ctx.scale(width / size[0], height / size[1])
+    return surface, ctx
+
+
+def write_vector(path: str | Path, scene, size: tuple[int, int], dpi: float,
+                 positions: np.ndarray, velocities: np.ndarray, neighbours: np.ndarray,
+                 accent: np.ndarray, title: str = "", view=None) -> None:
+    """The frame of `size` px as a PDF or SVG page (`page_points`). Geometry is the
+    raster frame's, with cairo's finest caps (a vector has no pixel grid to hide them)."""
+    surface, ctx = vector_page(path, size, dpi, title)
     paint_vector(ctx, on_canvas(frame_paths(scene, size, positions, velocities, neighbours,
                                             accent, antialias=cairo.ANTIALIAS_DEFAULT,
                                             view=view), size))

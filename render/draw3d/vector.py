@@ -21,13 +21,13 @@ import numpy as np
 
 from ..draw.paths import append_polygons, polygon_records
 from ..draw.streaks import FINE_CAP_TOLERANCE_PX, cap_sides, outline_polygons
+from ..draw.vector import vector_page
 from .colour import to_srgb
 from .sky import Sky, hazed_treeline, sky_colours, treeline_path
 from .types import Streaks
 
 LAYERS = 8
 BINS = 6
-SURFACES = {".pdf": cairo.PDFSurface, ".svg": cairo.SVGSurface}
 
 
 def ray_sine(sky: Sky, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -211,16 +211,8 @@ def paint_vector(ctx: cairo.Context, streaks: Streaks, sky: Sky, transparent: bo
 
 def write_vector(path: str | Path, streaks: Streaks, sky: Sky, dpi: float, *,
                  transparent: bool = False, title: str = "") -> None:
-    """The full frame (sky.pose's width × height px) as a PDF or SVG page of
-    size·72/dpi points."""
-    path = Path(path)
-    points = 72.0 / dpi
-    p = sky.pose
-    surface = SURFACES[path.suffix.lower()](str(path), p.width * points, p.height * points)
-    if isinstance(surface, cairo.PDFSurface) and title:
-        surface.set_metadata(cairo.PDF_METADATA_TITLE, title)
-        surface.set_metadata(cairo.PDF_METADATA_CREATOR, "boids-render")
-    ctx = cairo.Context(surface)
-    ctx.scale(points, points)
+    """The full frame (sky.pose's width × height px) as a PDF or SVG page
+    (`draw.vector.page_points`)."""
+    surface, ctx = vector_page(path, (sky.pose.width, sky.pose.height), dpi, title)
     paint_vector(ctx, streaks, sky, transparent)
     surface.finish()
