@@ -771,3 +771,19 @@ def test_a_vector_sheet_is_the_papers_own_size(cli, small_scene, tmp_path, paper
         found = re.search(rb"MediaBox \[ ?0 0 ([\d.]+) ([\d.]+) ?\]", data) if suffix == ".pdf" \
             else re.search(rb'width="([\d.]+)pt" height="([\d.]+)pt"', data)
         assert tuple(map(float, found.groups())) == pytest.approx(expected, abs=1e-5), found
+
+
+def test_a_jpeg_says_its_colours_are_srgb(cli, small_scene, tmp_path):
+    # A JPEG has no sRGB chunk as a PNG has: untagged, a program takes its own working
+    # space. Its ICC profile is sRGB, read back by littleCMS, dated so the bytes repeat.
+    import io
+
+    from PIL import ImageCms
+
+    for out in (tmp_path / "a.jpg", tmp_path / "b.jpg"):
+        assert cli(small_scene, "--still", "0.5", "-o", out, "-q").code == 0
+    with Image.open(tmp_path / "a.jpg") as im:
+        profile = ImageCms.ImageCmsProfile(io.BytesIO(im.info["icc_profile"]))
+    assert ImageCms.getProfileDescription(profile).strip() == "sRGB built-in"
+    assert profile.profile.xcolor_space.strip() == "RGB"
+    assert (tmp_path / "a.jpg").read_bytes() == (tmp_path / "b.jpg").read_bytes()

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import os
 import re
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -116,7 +118,7 @@ def encode_jpeg(pixels: np.ndarray, dpi: float | None = None,
     height, width, _ = pixels.shape
     image = Image.frombuffer("RGB", (width, height), np.ascontiguousarray(pixels), "raw",
                              "BGRX", 0, 1)
-    extra = {}
+    extra = {"icc_profile": srgb_profile()}
     if dpi is not None:
         extra["dpi"] = (dpi, dpi)
     if text:
@@ -126,6 +128,19 @@ def encode_jpeg(pixels: np.ndarray, dpi: float | None = None,
     out = io.BytesIO()
     image.save(out, "JPEG", quality=JPEG_QUALITY, **extra)
     return out.getvalue()
+
+
+@functools.lru_cache(maxsize=1)
+def srgb_profile() -> bytes:
+    """An sRGB ICC profile for a JPEG, which has no other way to say its colours are
+    sRGB (an untagged one takes a program's working space, Adobe RGB in some): littleCMS's
+    built-in one, its creation date (header bytes 24-35) fixed, so the same still is the
+    same bytes."""
+    from PIL import ImageCms
+
+    data = bytearray(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    data[24:36] = struct.pack(">6H", 2026, 1, 1, 0, 0, 0)
+    return bytes(data)
 
 
 def is_complete_jpeg(path: str | Path, size: tuple[int, int]) -> bool:
