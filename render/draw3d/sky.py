@@ -715,22 +715,27 @@ def hazed_treeline(sky: Sky) -> np.ndarray:
 
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
     """The treeline over `out` (the window's sky, BGRA) in its colour hazed by its
-    distance toward the horizon's, through `treeline_band`'s coverage: every window of a
-    frame (a tile of a still) crops the same coverage, so it is the whole frame's to the
-    bit."""
+    distance toward the horizon's, through `treeline_band`'s coverage as cairo's mask:
+    every window of a frame (a tile of a still) crops the same coverage, so it is the
+    whole frame's to the bit."""
     band = treeline_band(sky)
     if band is None:
         return
     top, cover = band
     x, y, w, h = (int(v) for v in window)
-    rows = slice(max(y, top), min(y + h, top + len(cover)))
-    if rows.start >= rows.stop:
+    if top >= y + h or top + len(cover) <= y:
         return
-    a = cover[rows.start - top:rows.stop - top, x:x + w].astype(np.uint32)[..., None]
-    colour = np.round(to_srgb(hazed_treeline(sky))[::-1] * 255).astype(np.uint32)
-    part = out[rows.start - y:rows.stop - y, :, :3]
-    # OVER in 8 bits, rounded: what cairo's fill of the colour gives, in numpy
-    part[...] = (colour * a + part * (255 - a) + 127) // 255
+    surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
+                                                 out.strides[0])
+    # A surface of its own over the kept coverage (a surface shared between the drawing
+    # threads as a source is not safe): cairo only reads it.
+    mask = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8,
+                                              cover.shape[1], cover.shape[0],
+                                              cover.strides[0])
+    ctx = cairo.Context(surface)
+    ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
+    ctx.mask_surface(mask, -x, top - y)
+    surface.flush()
 
 
 # The last frame's treeline coverage: one tuple, read and replaced whole (drawing
@@ -740,11 +745,12 @@ _band_kept: tuple | None = None
 
 def treeline_band(sky: Sky) -> tuple[int, np.ndarray] | None:
     """The treeline's coverage (`treeline_path` filled) across the full frame's width:
-    its first row and (rows, width) uint8, from the silhouette's top to its foot; None
-    when none of it is in view. Filled whole, never per window: cairo rasterises a row
-    crossed by an edge's end anywhere along it a shade differently (its rows sampled
-    instead of swept), so a tile missing a tree far to its side filled a crown's edge
-    up to 11 levels off the whole frame's. Kept for the frame's view (`_window_key`)."""
+    its first row and (rows, stride) uint8, cairo's A8 rows, from the silhouette's top to
+    its foot; None when none of it is in view. Filled whole, never per window: cairo
+    rasterises a row crossed by an edge's end anywhere along it a shade differently (its
+    rows sampled instead of swept), so a tile missing a tree far to its side filled a
+    crown's edge up to 13 levels off the whole frame's. Kept for the frame's view
+    (`_window_key`); never written once made."""
     global _band_kept
     p = sky.pose
     key = _window_key(sky, (0, 0, p.width, p.height))
@@ -761,14 +767,14 @@ def treeline_band(sky: Sky) -> tuple[int, np.ndarray] | None:
         top = max(0, math.floor(v.min()))
         bottom = min(p.height, math.ceil(v.max()) + 1)
         if bottom > top:
-            surface = cairo.ImageSurface(cairo.FORMAT_A8, p.width, bottom - top)
+            stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_A8, p.width)
+            cover = np.zeros((bottom - top, stride), np.uint8)
+            surface = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8,
+                                                         p.width, bottom - top, stride)
             ctx = cairo.Context(surface)
             if treeline_path(ctx, sky, (0, top, p.width, bottom - top)):
                 ctx.fill()
                 surface.flush()
-                cover = np.ndarray((bottom - top, surface.get_stride()), np.uint8,
-                                   surface.get_data())[:, :p.width].copy()
-                cover.setflags(write=False)
                 band = (top, cover)
     _band_kept = (key, band)
     return band
