@@ -424,7 +424,7 @@ def require_size(scene: Scene, where: str, limit: float, what: str, instead: str
     fit = "x".join(str(min(most, max(least, step, round(side * scale / step) * step)))
                    for side in (width, height))
     largest = f"at this aspect the largest is {fit}"
-    if dpi is not None and dict(scene.sources).get("output.size") == "--paper":
+    if dpi is not None and dict(scene.sources).get("output.size", "").startswith("--paper"):
         largest = f"on this sheet the most is {option('--dpi', math.floor(dpi * scale))}"
     raise UsageError(f"{where}: output.size: expected each side ≤ {int(limit)} px for "
                      f"{what}, got {width}x{height}: {largest}; {instead}")

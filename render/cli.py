@@ -207,7 +207,7 @@ def _scene(args: argparse.Namespace):
             least = math.ceil(0.5 * 25.4 / min(PAPER_MM[args.paper]) * 1000) / 1000
             raise UsageError(f"--paper {args.paper} --dpi {dpi:g}: the sheet would be "
                              f"{size[0]}x{size[1]} px: the least is --dpi {least:g}")
-        return overrides + [("output.size", f'"{size[0]}x{size[1]}"', "--paper")]
+        return overrides + [("output.size", f'"{size[0]}x{size[1]}"', f"--paper {args.paper}")]
 
     if args.from_png:
         scene, recorded = _embedded_scene(args.from_png, overrides)
@@ -428,7 +428,7 @@ def _as_filed(path: str, overrides):
     from .api import load_scene
 
     try:
-        return load_scene(path, [o for o in overrides if o[0] != "output.frames"])
+        return load_scene(path, [o for o in overrides if o[2] != "--frames"])
     except SceneError:
         return None
 

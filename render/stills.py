@@ -178,18 +178,19 @@ def _vector_still(scene: Scene, still: FrameState, path: Path, *, dpi: float,
                   title: str) -> None:
     """The still as a PDF/SVG page: 2D streak outlines, or 3D depth-sorted streaks over
     a vector sky."""
+    sized = dict(scene.sources).get("output.size", "")
+    paper = sized.split()[1] if sized.startswith("--paper ") else None  # the sheet's own
     if still.pose is not None:
         from .draw3d.frame import hawk_drawn, write_vector3d
 
         write_vector3d(path, scene, still.pose, still.positions, still.velocities,
                        still.bank, still.accent, hawk_drawn(scene, still), still.flap,
-                       dpi=dpi,
-                       title=title)
+                       dpi=dpi, title=title, paper=paper)
         return
     from .draw.vector import write_vector
 
     write_vector(path, scene, scene.output.size, dpi, *still.drawn(), view=still.view,
-                 title=title)
+                 title=title, paper=paper)
 
 
 def _tiled_still(scene: Scene, still: FrameState, tile: int, path: Path, *, dpi: float,

@@ -455,6 +455,11 @@ def test_missing_scene_file_is_bad_input(cli, tmp_path, monkeypatch):
         r = cli(given, "--check")
         assert r.code == 2 and r.err.strip().endswith(
             f"{given}: no such scene file; did you mean scenes/murmuration.toml?"), r.err
+    # A name like nothing here is not offered the nearest of unlike ones
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "a.toml").write_text("")
+    r = cli("flock.toml", "--check")
+    assert r.code == 2 and "did you mean" not in r.err, r.err
 
 
 def test_a_bare_word_where_toml_wants_a_value_is_told_to_quote_it(cli, write_scene):
@@ -464,6 +469,9 @@ def test_a_bare_word_where_toml_wants_a_value_is_told_to_quote_it(cli, write_sce
     assert r.err.strip().endswith('a string is written in quotes, easing = "smooth"'), r.err
     path = write_scene("[camera]\neasing = [smooth]\n", "other.toml")
     assert "in quotes" not in cli(path, "--check").err  # not a bare word: no guess
+    path = write_scene("[output]\nloop = True\n", "bool.toml")  # quoted, still no bool
+    assert cli(path, "--check").err.strip().endswith(
+        "TOML writes it in lower case, loop = true")
 
 
 def test_every_problem_is_reported_at_once(cli, write_scene):
@@ -507,6 +515,7 @@ def test_rational_fps_in_the_scene_file_is_exact(write_scene):
     ("29.97", Fraction(30000, 1001)), ("23.976", Fraction(24000, 1001)),
     ("23.98", Fraction(24000, 1001)), ("23.97", Fraction(24000, 1001)),  # 23.976 cut short
     ("59.94", Fraction(60000, 1001)), ("47.96", Fraction(1199, 25)),
+    ("29.9", Fraction(299, 10)),  # one digit: 29.97 rounds to 30.0, and cuts need two
     ("119.88", Fraction(120000, 1001)), ("29.970", Fraction(30000, 1001)),
     ("2997/100", Fraction(2997, 100)), ("29.5", Fraction(59, 2)), ("24.0", Fraction(24)),
     ("12.5", Fraction(25, 2))])

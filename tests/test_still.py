@@ -757,7 +757,9 @@ def test_a_scenes_text_is_toml_whatever_its_strings_hold():
     (("--paper", "A4"), (841.889764, 595.275591)),
     (("--paper", "A4", "--dpi", "72.5"), (841.889764, 595.275591)),
     (("--paper", "LETTER", "--portrait", "--dpi", "100"), (612.0, 792.0)),
-    (("--size", "1280x720", "--dpi", "150"), (614.4, 345.6))])
+    (("--paper", "LETTER", "--dpi", "0.5"), (792.0, 612.0)),  # 4x6 px: A4's pixels too
+    (("--size", "1280x720", "--dpi", "150"), (614.4, 345.6)),
+    (("--size", "1x1", "--dpi", "0.1"), (720.0, 720.0))])  # near A4, but no sheet asked
 def test_a_vector_sheet_is_the_papers_own_size(cli, small_scene, tmp_path, paper, expected):
     # Its pixels are the paper's millimetres rounded: the page was 841.92 x 595.2 pt at
     # 300 dpi, 842.15 x 594.87 at 72.5, not A4 (841.89 x 595.28).

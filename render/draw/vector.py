@@ -34,28 +34,26 @@ def paint_vector(ctx: cairo.Context, paths: FramePaths) -> None:
         ctx.fill()
 
 
-def page_points(size: tuple[int, int], dpi: float) -> tuple[float, float]:
-    """A page for a frame of `size` px at `dpi`: size·72/dpi points, or a paper's own
-    size (PAPER_MM, either way up) where that lies within half a pixel of it: a --paper
-    sheet's pixels are its millimetres rounded, and a page 0.03 pt off A4 is no A4 to a
+def page_points(size: tuple[int, int], dpi: float,
+                paper: str | None = None) -> tuple[float, float]:
+    """A page for a frame of `size` px at `dpi`: size·72/dpi points, or, for a sheet
+    sized by --paper (`paper`, a PAPER_MM name), the paper's own size the frame's way up:
+    its pixels are its millimetres rounded, and a page 0.03 pt off A4 is no A4 to a
     print shop's preflight."""
+    if paper is None:
+        return size[0] * 72.0 / dpi, size[1] * 72.0 / dpi
     from ..options import PAPER_MM
 
-    page = tuple(side * 72.0 / dpi for side in size)
-    for mm in PAPER_MM.values():
-        for sheet in (mm, mm[::-1]):
-            points = tuple(side / 25.4 * 72.0 for side in sheet)
-            if all(abs(a - b) <= 0.5 * 72.0 / dpi for a, b in zip(points, page)):
-                return points
-    return page
+    short, long = sorted(side / 25.4 * 72.0 for side in PAPER_MM[paper])
+    return (long, short) if size[0] > size[1] else (short, long)
 
 
-def vector_page(path: str | Path, size: tuple[int, int], dpi: float,
-                title: str) -> tuple[cairo.Surface, cairo.Context]:
+def vector_page(path: str | Path, size: tuple[int, int], dpi: float, title: str,
+                paper: str | None = None) -> tuple[cairo.Surface, cairo.Context]:
     """A PDF or SVG surface of `page_points`, its title set, and a context whose user
     space is the frame's pixels."""
     path = Path(path)
-    width, height = page_points(size, dpi)
+    width, height = page_points(size, dpi, paper)
     surface = SURFACES[path.suffix.lower()](str(path), width, height)
     if isinstance(surface, cairo.PDFSurface) and title:
         surface.set_metadata(cairo.PDF_METADATA_TITLE, title)
@@ -67,10 +65,11 @@ def vector_page(path: str | Path, size: tuple[int, int], dpi: float,
 
 def write_vector(path: str | Path, scene, size: tuple[int, int], dpi: float,
                  positions: np.ndarray, velocities: np.ndarray, neighbours: np.ndarray,
-                 accent: np.ndarray, title: str = "", view=None) -> None:
+                 accent: np.ndarray, title: str = "", view=None,
+                 paper: str | None = None) -> None:
     """The frame of `size` px as a PDF or SVG page (`page_points`). Geometry is the
     raster frame's, with cairo's finest caps (a vector has no pixel grid to hide them)."""
-    surface, ctx = vector_page(path, size, dpi, title)
+    surface, ctx = vector_page(path, size, dpi, title, paper)
     paint_vector(ctx, on_canvas(frame_paths(scene, size, positions, velocities, neighbours,
                                             accent, antialias=cairo.ANTIALIAS_DEFAULT,
                                             view=view), size))

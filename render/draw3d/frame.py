@@ -162,10 +162,10 @@ def draw3d(canvas, scene: Scene, pose: Pose, exposure, bank: np.ndarray | None,
 def write_vector3d(path, scene: Scene, pose: Pose, positions: np.ndarray,
                    velocities: np.ndarray, bank: np.ndarray | None, accent: np.ndarray,
                    hawk: Hawk | None = None, flap: np.ndarray | None = None, *,
-                   dpi: float, title: str = "") -> None:
+                   dpi: float, title: str = "", paper: str | None = None) -> None:
     """The frame as a PDF or SVG page (see `vector.write_vector`): the birds' streaks (and
     the hawk's) over the whole shutter (a vector page has no sub-frames to average),
     depth-sorted."""
     [layer] = exposures(scene, pose, ((positions, velocities),), bank, accent, hawk, flap)
     write_vector(path, layer, sky_for(scene, pose), dpi,
-                 transparent=scene.output.transparent, title=title)
+                 transparent=scene.output.transparent, title=title, paper=paper)

@@ -721,35 +721,49 @@ def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
     band = treeline_band(sky)
     if band is None:
         return
-    top, cover = band
+    top, pieces = band
     x, y, w, h = (int(v) for v in window)
-    if top >= y + h or top + len(cover) <= y:
+    if top >= y + h or top + len(pieces[0][3]) <= y:
         return
     surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
                                                  out.strides[0])
-    # A surface of its own over the kept coverage (a surface shared between the drawing
-    # threads as a source is not safe): cairo only reads it.
-    mask = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8,
-                                              cover.shape[1], cover.shape[0],
-                                              cover.strides[0])
     ctx = cairo.Context(surface)
     ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
-    ctx.mask_surface(mask, -x, top - y)
+    for start, end, left, cover in pieces:
+        if start >= x + w or end <= x:
+            continue
+        # A surface of its own over the kept coverage (one surface shared between the
+        # drawing threads as a source is not safe): cairo only reads it.
+        mask = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8,
+                                                  cover.shape[1], cover.shape[0],
+                                                  cover.strides[0])
+        ctx.save()
+        ctx.rectangle(start - x, 0, end - start, h)  # the piece's own columns
+        ctx.clip()
+        ctx.mask_surface(mask, left - x, top - y)
+        ctx.restore()
     surface.flush()
 
 
 # The last frame's treeline coverage: one tuple, read and replaced whole (drawing
 # threads paint at once).
 _band_kept: tuple | None = None
+# A frame wider than one cairo surface (a poster) fills its band in pieces this wide,
+# each with an apron cropped away (see `treeline_band`).
+BAND_PIECE, BAND_APRON = 16384, 32
+IMAGE_MAX_SIDE = 32767  # the most a cairo surface holds a side
 
 
-def treeline_band(sky: Sky) -> tuple[int, np.ndarray] | None:
+def treeline_band(sky: Sky) -> tuple[int, list] | None:
     """The treeline's coverage (`treeline_path` filled) across the full frame's width:
-    its first row and (rows, stride) uint8, cairo's A8 rows, from the silhouette's top to
+    its first row and its pieces (first column, end column, the column the piece's
+    coverage starts at, its (rows, stride) uint8 A8 rows), from the silhouette's top to
     its foot; None when none of it is in view. Filled whole, never per window: cairo
     rasterises a row crossed by an edge's end anywhere along it a shade differently (its
     rows sampled instead of swept), so a tile missing a tree far to its side filled a
-    crown's edge up to 13 levels off the whole frame's. Kept for the frame's view
+    crown's edge up to 13 levels off the whole frame's. One piece up to 32767 px (the
+    most a cairo surface holds); a wider frame, which is never drawn whole, in pieces
+    of BAND_PIECE px filled BAND_APRON px past each side. Kept for the frame's view
     (`_window_key`); never written once made."""
     global _band_kept
     p = sky.pose
@@ -766,15 +780,23 @@ def treeline_band(sky: Sky) -> tuple[int, np.ndarray] | None:
         v = np.concatenate(heights)
         top = max(0, math.floor(v.min()))
         bottom = min(p.height, math.ceil(v.max()) + 1)
-        if bottom > top:
-            stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_A8, p.width)
+        whole = p.width <= IMAGE_MAX_SIDE
+        pieces = []
+        for start in range(0, p.width if bottom > top else 0,
+                           p.width if whole else BAND_PIECE):
+            end = min(p.width, start + (p.width if whole else BAND_PIECE))
+            left = start if whole else max(0, start - BAND_APRON)
+            right = end if whole else min(p.width, end + BAND_APRON)
+            stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_A8,
+                                                                right - left)
             cover = np.zeros((bottom - top, stride), np.uint8)
-            surface = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8,
-                                                         p.width, bottom - top, stride)
+            surface = cairo.ImageSurface.create_for_data(
+                memoryview(cover), cairo.FORMAT_A8, right - left, bottom - top, stride)
             ctx = cairo.Context(surface)
-            if treeline_path(ctx, sky, (0, top, p.width, bottom - top)):
+            if treeline_path(ctx, sky, (left, top, right - left, bottom - top)):
                 ctx.fill()
                 surface.flush()
-                band = (top, cover)
+            pieces.append((start, end, left, cover))
+        band = (top, pieces) if pieces else None
     _band_kept = (key, band)
     return band

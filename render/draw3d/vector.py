@@ -40,60 +40,72 @@ def ray_sine(sky: Sky, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def horizon(sky: Sky) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The frame's axes for the sky's strips: a point on the horizon's line at u = 0, the
-    line's unit direction and the unit normal toward the ground (px). Looking straight up
-    or down no horizon crosses the frame's width: then the frame's own rows, from its
-    top-left corner."""
+    """The frame's axes for the sky's strips: the foot of the frame's centre on the
+    horizon's line, the line's unit direction and the unit normal toward the ground
+    (px). Looking straight up or down no horizon crosses the frame: then the frame's own
+    rows, through its centre."""
     p = sky.pose
-    if p.up[2] <= 1e-9:
-        return np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    centre = np.array([0.5 * p.width, 0.5 * p.height])
+    if abs(p.up[2]) <= 1e-9:
+        return centre, np.array([1.0, 0.0]), np.array([0.0, 1.0])
     x = (np.array([0.0, p.width]) - 0.5 * p.width) / p.focal
     v = p.cy + p.focal * (p.forward[2] + x * p.right[2]) / p.up[2]
-    start = np.array([0.0, v[0]])
     along = np.array([float(p.width), v[1] - v[0]])
     along /= np.hypot(*along)
     down = np.array([-along[1], along[0]])
-    probe = start + 0.5 * p.width * along + down
+    on_line = np.array([0.0, v[0]])
+    foot = on_line + ((centre - on_line) @ along) * along
+    probe = foot + down
     if ray_sine(sky, probe[:1], probe[1:])[0] > 0:
         down = -down
-    return start, along, down
+    return foot, along, down
 
 
 # Rows of the sky half a pixel apart join a strip while they stay within STRIP_TOLERANCE
 # (a code) of its first; along a strip, its colours every STRIP_DEG of view at most,
 # then only the stops a straight line between neighbours cannot stand in for within
-# STOP_TOLERANCE.
-STRIP_TOLERANCE, STRIP_DEG, STOP_TOLERANCE = 1.0 / 255, 0.5, 0.5 / 255
+# STOP_TOLERANCE. The rows are read ROW_CHUNK at a time (an A0 sheet at 1200 dpi has
+# 112,000 of them).
+STRIP_TOLERANCE, STRIP_DEG, STOP_TOLERANCE, ROW_CHUNK = 1.0 / 255, 0.5, 0.5 / 255, 1024
 
 
 def sky_strips(sky: Sky) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """The sky and ground as strips along the horizon (`horizon`'s axes): each strip's
     top edge (its distance below the horizon, px, negative above), then its stops along
-    the horizon's direction (px from `horizon`'s point) and their sRGB colours, sampled
+    the horizon's direction (px from `horizon`'s foot) and their sRGB colours, sampled
     from the raster's colours on the strip's middle line. A strip runs down to the
     frame's far edge, so each is painted over the one above it and no seam opens
     between two antialiased edges; the horizon is a strip's edge, so the ground's
     haze does not bleed into the sky."""
     p = sky.pose
-    start, along, down = horizon(sky)
-    corners = np.array([[0, 0], [p.width, 0], [0, p.height], [p.width, p.height]]) - start
+    foot, along, down = horizon(sky)
+    corners = np.array([[0, 0], [p.width, 0], [0, p.height], [p.width, p.height]]) - foot
     depth, span = corners @ down, corners @ along
     rows = np.arange(math.floor(2 * depth.min()) / 2 + 0.25, depth.max() + 0.5, 0.5)
     count = max(64, math.ceil(np.ptp(span) / (p.focal * math.tan(math.radians(STRIP_DEG)))))
     across = np.linspace(span.min(), span.max(), count)
-    points = start + across[None, :, None] * along + rows[:, None, None] * down
-    colours = to_srgb(sky_colours(sky, points[..., 0], points[..., 1]))
-    colours = colours.reshape(len(rows), count, 3)
-    strips, first = [], 0
-    while first < len(rows):
-        last = first + 1
-        while last < len(rows) and (rows[last] > 0) == (rows[first] > 0) and \
-                np.abs(colours[last] - colours[first]).max() <= STRIP_TOLERANCE:
-            last += 1
-        middle = colours[(first + last - 1) // 2]
+
+    def colours_at(picked: np.ndarray) -> np.ndarray:
+        points = foot + across[None, :, None] * along + picked[:, None, None] * down
+        found = to_srgb(sky_colours(sky, points[..., 0], points[..., 1]))
+        return found.reshape(len(picked), count, 3)
+
+    bounds, first, head = [], 0, None
+    for at in range(0, len(rows), ROW_CHUNK):
+        chunk = colours_at(rows[at:at + ROW_CHUNK])
+        for k, colours in enumerate(chunk, at):
+            if head is None:
+                head = colours
+            elif (rows[k] > 0) != (rows[first] > 0) or \
+                    np.abs(colours - head).max() > STRIP_TOLERANCE:
+                bounds.append((first, k))
+                first, head = k, colours
+    bounds.append((first, len(rows)))
+    middles = colours_at(np.array([rows[(a + b - 1) // 2] for a, b in bounds]))
+    strips = []
+    for (a, _), middle in zip(bounds, middles):
         keep = line_stops(middle)
-        strips.append((rows[first] - 0.25, across[keep], middle[keep]))
-        first = last
+        strips.append((rows[a] - 0.25, across[keep], middle[keep]))
     return strips
 
 
@@ -115,17 +127,41 @@ def line_stops(colours: np.ndarray) -> np.ndarray:
     return np.array(keep)
 
 
+def below(box: np.ndarray, foot: np.ndarray, down: np.ndarray, top: float) -> np.ndarray:
+    """The polygon (k, 2) of `box`'s corners (4, 2, in order round it) that lies at least
+    `top` px along `down` from the line through `foot`: the box cut by that line."""
+    reach = (box - foot) @ down - top
+    out = []
+    for i in range(len(box)):
+        a, b = box[i], box[(i + 1) % len(box)]
+        ra, rb = reach[i], reach[(i + 1) % len(box)]
+        if ra >= 0:
+            out.append(a)
+        if (ra >= 0) != (rb >= 0):
+            out.append(a + (b - a) * (ra / (ra - rb)))
+    return np.array(out).reshape(-1, 2)
+
+
 def paint_strips(ctx: cairo.Context, sky: Sky) -> None:
-    """`sky_strips`, top to bottom, each a gradient along the horizon."""
+    """`sky_strips`, top to bottom, each a gradient along the horizon filling the frame
+    (and a margin) below its top edge. The shapes and the gradients' ends are put near
+    the frame whatever the horizon's distance: a view near the vertical puts its horizon
+    millions of px off, past cairo's fixed-point coordinates."""
     p = sky.pose
-    start, along, down = horizon(sky)
-    far = abs(p.width) + abs(p.height)  # past every corner
+    foot, along, down = horizon(sky)
+    box = np.array([[-2.0, -2.0], [p.width + 2.0, -2.0], [p.width + 2.0, p.height + 2.0],
+                    [-2.0, p.height + 2.0]])
+    centre = np.array([0.5 * p.width, 0.5 * p.height])
     for top, stops, colours in sky_strips(sky):
-        a, b = start + stops[0] * along, start + stops[-1] * along
-        for point in (a - far * along + top * down, b + far * along + top * down,
-                      b + far * along + far * down, a - far * along + far * down):
+        shape = below(box, foot, down, top)
+        if len(shape) < 3:
+            continue
+        for point in shape:
             ctx.line_to(*point)
         ctx.close_path()
+        # along the gradient the colours change; across it they do not, so its ends
+        # move across it to the frame's centre
+        a, b = centre + stops[0] * along, centre + stops[-1] * along
         gradient = cairo.LinearGradient(*a, *b)
         for offset, colour in zip((stops - stops[0]) / (stops[-1] - stops[0]), colours):
             gradient.add_color_stop_rgb(offset, *colour)
@@ -210,9 +246,9 @@ def paint_vector(ctx: cairo.Context, streaks: Streaks, sky: Sky, transparent: bo
 
 
 def write_vector(path: str | Path, streaks: Streaks, sky: Sky, dpi: float, *,
-                 transparent: bool = False, title: str = "") -> None:
+                 transparent: bool = False, title: str = "", paper: str | None = None) -> None:
     """The full frame (sky.pose's width × height px) as a PDF or SVG page
     (`draw.vector.page_points`)."""
-    surface, ctx = vector_page(path, (sky.pose.width, sky.pose.height), dpi, title)
+    surface, ctx = vector_page(path, (sky.pose.width, sky.pose.height), dpi, title, paper)
     paint_vector(ctx, streaks, sky, transparent)
     surface.finish()

@@ -39,20 +39,25 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
 
 
 def _nearest_file(path: str) -> str:
-    """"; did you mean …?" with the scene file nearest `path`'s name in its folder (or
-    in scenes/ beside it, where the shipped ones are), else ""."""
+    """"; did you mean …?" with the scene file whose name is nearest `path`'s, in its
+    folder or in scenes/ beside it (where the shipped ones are), else ""."""
     import difflib
 
-    folder = os.path.dirname(path) or "."
+    folder, stem = os.path.dirname(path) or ".", Path(path).stem
+    found = []
     for where in (folder, os.path.join(folder, "scenes")):
         try:
-            names = [n for n in os.listdir(where) if n.endswith(".toml")]
+            names = [n for n in os.listdir(where) if n.endswith(".toml") and
+                     n != "pyproject.toml" and os.path.join(where, n) != path]
         except OSError:
             continue
-        close = difflib.get_close_matches(os.path.basename(path), names, n=1, cutoff=0.5)
-        if close:
-            return f"; did you mean {os.path.normpath(os.path.join(where, close[0]))}?"
-    return ""
+        found += [(difflib.SequenceMatcher(None, stem, Path(n).stem).ratio(), where, n)
+                  for n in names]
+    if not found:
+        return ""
+    score, where, name = max(found, key=lambda f: f[0])
+    return f"; did you mean {os.path.normpath(os.path.join(where, name))}?" \
+        if score >= 0.75 else ""
 
 
 def _unquoted(path: str, said: str) -> str:
@@ -63,12 +68,14 @@ def _unquoted(path: str, said: str) -> str:
         return ""
     try:
         with open(path, encoding="utf-8") as fh:
-            line = fh.read().splitlines()[int(at[1]) - 1]
+            line = fh.read().split("\n")[int(at[1]) - 1]  # TOML's lines end at \n alone
     except (OSError, UnicodeDecodeError, IndexError):
         return ""
     word = re.match(r"\s*([A-Za-z_][\w.-]*)\s*=\s*([A-Za-z_][\w-]*)\s*(#.*)?$", line)
     if not word or word[2] in ("true", "false", "inf", "nan"):
         return ""
+    if word[2].lower() in ("true", "false"):
+        return f": TOML writes it in lower case, {word[1]} = {word[2].lower()}"
     return f": a string is written in quotes, {word[1]} = \"{word[2]}\""
 
 

@@ -95,7 +95,8 @@ def parse_size(value) -> tuple[int, int]:
     elif isinstance(value, str) and _SIZE.match(value):
         w, h = map(int, _SIZE.match(value).groups())
     elif isinstance(value, (list, tuple)) and len(value) == 2 and \
-            all(isinstance(v, float) for v in value):
+            any(isinstance(v, float) for v in value) and \
+            all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         raise ValueError(f"expected whole numbers of px such as [1920, 1080], got "
                          f"{show(value)}")
     else:
@@ -177,15 +178,16 @@ NTSC_BASES = (24, 30, 48, 60, 96, 120, 240)  # rates whose NTSC twin is N·1000/
 
 def ntsc_rate(value, fps: Fraction) -> Fraction:
     """fps, or the NTSC rate N·1000/1001 that `value` (as written: an int, a float or a
-    string) spells as a decimal rounded, or cut, to its own number of digits (23.98 and
-    23.97 are both said for 24000/1001)."""
+    string) spells as a decimal rounded to its own number of digits, or cut to two or
+    more (23.98 and 23.97 are both said for 24000/1001; 29.9 is not 29.97)."""
     text = repr(value) if isinstance(value, float) else str(value).strip()
     if fps.denominator == 1 or "." not in text or "/" in text or "e" in text.lower():
         return fps
     digits = len(text.split(".")[1].rstrip("0"))
     for base in NTSC_BASES:
         twin = Fraction(base * 1000, 1001)
-        if fps in (round(twin, digits), Fraction(math.floor(twin * 10**digits), 10**digits)):
+        cut = Fraction(math.floor(twin * 10**digits), 10**digits) if digits >= 2 else None
+        if fps in (round(twin, digits), cut):
             return twin
     return fps
 
