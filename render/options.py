@@ -48,9 +48,11 @@ class _Parser(argparse.ArgumentParser):
         choice = re.fullmatch(r"argument \S+: invalid choice: '?(.*?)'? \(choose from (.*)\)",
                               message)
         if choice:  # the choices quoted or not, as Python versions differ
+            from .scene.values import closest
+
             choices = re.findall(r"'([^']*)'", choice[2]) or choice[2].split(", ")
-            close = difflib.get_close_matches(choice[1], choices, n=1, cutoff=0.5)
-            message += f" (did you mean {close[0]}?)" if close else ""
+            close = closest(choice[1], choices)
+            message += f" (did you mean {close}?)" if close else ""
         self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
 
 

@@ -553,8 +553,18 @@ def treeline_path(ctx: cairo.Context, sky: Sky, window) -> bool:
     """Append the silhouette (`treeline_polygon`, and a treeline's `tree_polygons`) to
     ctx's path, in `window`'s pixels; returns whether any of it is in view. Filled with
     the nonzero rule, the overlapping crowns are one shape."""
-    polygon = treeline_polygon(sky, window)
-    shapes = tree_polygons(sky, window) if sky.treeline == "trees" else None
+    return append_treeline(ctx, *treeline_shapes(sky, window))
+
+
+def treeline_shapes(sky: Sky, window) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The silhouette in `window`'s pixels: `treeline_polygon`, and a treeline's
+    `tree_polygons` (None for reeds)."""
+    return (treeline_polygon(sky, window),
+            tree_polygons(sky, window) if sky.treeline == "trees" else None)
+
+
+def append_treeline(ctx: cairo.Context, polygon, shapes) -> bool:
+    """Append `treeline_shapes` to ctx's path; whether there were any."""
     if polygon is not None:
         records, points = polygon_records(1, len(polygon))
         points[0] = polygon
@@ -751,7 +761,8 @@ _band_kept: tuple | None = None
 # A frame wider than one cairo surface (a poster) fills its band in pieces this wide,
 # each with an apron cropped away (see `treeline_band`).
 BAND_PIECE, BAND_APRON = 16384, 32
-IMAGE_MAX_SIDE = 32767  # the most a cairo surface holds a side
+IMAGE_MAX_SIDE = 32767  # the most a cairo surface holds a side (budget's: not imported,
+# as budget's imports reach the drawing)
 
 
 def treeline_band(sky: Sky) -> tuple[int, list] | None:
@@ -772,30 +783,27 @@ def treeline_band(sky: Sky) -> tuple[int, list] | None:
     if kept is not None and kept[0] == key:
         return kept[1]
     band = None
-    polygon = treeline_polygon(sky, (0, 0, p.width, p.height))
-    shapes = tree_polygons(sky, (0, 0, p.width, p.height)) if sky.treeline == "trees" \
-        else None
+    polygon, shapes = treeline_shapes(sky, (0, 0, p.width, p.height))
     heights = [a[..., 1].ravel() for a in (polygon, shapes) if a is not None]
     if heights:
         v = np.concatenate(heights)
         top = max(0, math.floor(v.min()))
         bottom = min(p.height, math.ceil(v.max()) + 1)
-        whole = p.width <= IMAGE_MAX_SIDE
+        piece, apron = (p.width, 0) if p.width <= IMAGE_MAX_SIDE else (BAND_PIECE, BAND_APRON)
         pieces = []
-        for start in range(0, p.width if bottom > top else 0,
-                           p.width if whole else BAND_PIECE):
-            end = min(p.width, start + (p.width if whole else BAND_PIECE))
-            left = start if whole else max(0, start - BAND_APRON)
-            right = end if whole else min(p.width, end + BAND_APRON)
+        for start in range(0, p.width if bottom > top else 0, piece):
+            end = min(p.width, start + piece)
+            left, right = max(0, start - apron), min(p.width, end + apron)
             stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_A8,
                                                                 right - left)
             cover = np.zeros((bottom - top, stride), np.uint8)
             surface = cairo.ImageSurface.create_for_data(
                 memoryview(cover), cairo.FORMAT_A8, right - left, bottom - top, stride)
             ctx = cairo.Context(surface)
-            if treeline_path(ctx, sky, (left, top, right - left, bottom - top)):
-                ctx.fill()
-                surface.flush()
+            ctx.translate(-left, -top)  # the frame's shapes, projected once for every piece
+            append_treeline(ctx, polygon, shapes)
+            ctx.fill()
+            surface.flush()
             pieces.append((start, end, left, cover))
         band = (top, pieces) if pieces else None
     _band_kept = (key, band)

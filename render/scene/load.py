@@ -41,23 +41,16 @@ def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> 
 def _nearest_file(path: str) -> str:
     """"; did you mean …?" with the scene file whose name is nearest `path`'s, in its
     folder or in scenes/ beside it (where the shipped ones are), else ""."""
-    import difflib
-
-    folder, stem = os.path.dirname(path) or ".", Path(path).stem
-    found = []
-    for where in (folder, os.path.join(folder, "scenes")):
+    folder = os.path.dirname(path) or "."
+    found = {}
+    for where in (os.path.join(folder, "scenes"), folder):  # the folder's own first
         try:
-            names = [n for n in os.listdir(where) if n.endswith(".toml") and
-                     n != "pyproject.toml" and os.path.join(where, n) != path]
+            found |= {Path(n).stem: os.path.join(where, n) for n in os.listdir(where)
+                      if n.endswith(".toml") and n != "pyproject.toml"}
         except OSError:
             continue
-        found += [(difflib.SequenceMatcher(None, stem, Path(n).stem).ratio(), where, n)
-                  for n in names]
-    if not found:
-        return ""
-    score, where, name = max(found, key=lambda f: f[0])
-    return f"; did you mean {os.path.normpath(os.path.join(where, name))}?" \
-        if score >= 0.75 else ""
+    near = closest(Path(path).stem, list(found), cutoff=0.75)
+    return f"; did you mean {os.path.normpath(found[near])}?" if near else ""
 
 
 def _unquoted(path: str, said: str) -> str:
