@@ -23,6 +23,7 @@ from .encode import (VIDEO_SUFFIXES, WEB_MIN_SIDE, encoder_max_side, is_state_ou
                      keeps_straight)
 from .encode.files import require_folder
 from .executor import drawing_threads
+from .draw import IMAGE_MAX_SIDE
 from .errors import UsageError, option
 from .scene import Scene
 
@@ -101,10 +102,6 @@ WEB_S_PER_PX = 1.5e-7
 # Longer than this is a typo (a dt or a duration in the wrong unit), not a render anyone
 # waits for; split real work into shorter runs into a shared PNG folder (--no-overwrite).
 MAX_SECONDS = 30 * 24 * 3600
-# cairo's image surfaces are at most this many px a side: each frame of a clip or PNG
-# sequence, a still drawn whole, a contact sheet. A PNG still may be larger: it is drawn in
-# tiles, each its own surface (stills.render_still).
-IMAGE_MAX_SIDE = 32767
 # Pixels drawn around each tile of a still and cropped (see stills.render_still).
 TILE_APRON = 32
 # Tiles of a PNG still too large to draw whole, when --tile-size does not say: few enough

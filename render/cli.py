@@ -224,6 +224,8 @@ def _scene(args: argparse.Namespace):
         if frame_range(args.frames)[0] and _loops(args.scene, overrides):
             raise loop_range_error() from None
         raise
+    if frame_range(args.frames)[0] and scene.output.loop:
+        raise loop_range_error()  # output.loop in the file, with a range it can hold
     if args.paper:
         scene = load_scene(args.scene, sheet(scene))
     if not args.quiet and not _sets_a_key(args.scene):
@@ -272,6 +274,11 @@ def _still(args: argparse.Namespace, scene, recorded) -> int:
     if not args.output:
         raise UsageError("a still needs -o: FILE.png (print), FILE.jpg, FILE.exr, FILE.pdf "
                          "or FILE.svg")
+    length = [flag for flag, given in (("--frames", args.frames), ("--duration", args.duration))
+              if given is not None]
+    if length and not scene.output.loop:
+        raise UsageError(f"{length[0]} sets a clip's length (with --loop, a loop's); a "
+                         f"still is one frame, the same whatever the length: drop {length[0]}")
     png = args.output.lower().endswith(".png")
     bit_depth = args.bit_depth or (recorded.bit_depth if recorded and png else 8)
     dpi = args.dpi or (300 if args.paper else recorded.dpi if recorded and recorded.dpi
@@ -311,7 +318,7 @@ def _clip(args: argparse.Namespace, scene) -> int:
                          "--nworkers N)")
     if args.cache_dir is not None and args.scheduler is None:
         raise UsageError("--cache-dir hands states to cluster workers: add --scheduler")
-    _refuse_unused_by_outputs(args)
+    _refuse_unused_by_outputs(args, scene.dimensions)
     first = frame_range(args.frames)[0]
     if first and args.scene is not None and not args.quiet:
         own = _own_length(args.scene, overrides_from(args))
@@ -337,14 +344,17 @@ def _clip(args: argparse.Namespace, scene) -> int:
     return 0
 
 
-def _refuse_unused_by_outputs(args: argparse.Namespace) -> None:
-    """UsageError for a flag that none of a clip's outputs would act on (a user who gives
-    one expects it to act)."""
+def _refuse_unused_by_outputs(args: argparse.Namespace, dimensions: int) -> None:
+    """UsageError for a flag that none of a clip's outputs (of a scene of `dimensions`)
+    would act on (a user who gives one expects it to act)."""
     from .encode import CRF_SUFFIXES, is_state_output
 
     outputs = args.outputs
-    # .npz holds the states alone; a USD's camera takes the frame's shape from --size
-    unframed = bool(outputs) and all(Path(out).suffix.lower() == ".npz" for out in outputs)
+    # .npz holds the states alone; a 3D USD's camera takes the frame's shape from --size
+    # (a 2D one has no camera)
+    unframed = bool(outputs) and all(
+        Path(out).suffix.lower() == ".npz" or (dimensions == 2 and is_state_output(out))
+        for out in outputs)
     if args.paper:
         instead = "" if unframed else ", or give a clip's size with --size WxH"
         raise UsageError(f"--paper {args.paper} sizes a still's sheet: add --still "

@@ -70,7 +70,7 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
         try:
             length = lambda sample: _segment_length(  # noqa: E731
                 target.count, _slots(client, cluster.address), sample, destination.kind,
-                scene.output.size, shipping.shared)
+                scene.output.size, shipping.shared, quiet=bar.disable)
             for segment, chunk in enumerate(_chunks(states, length)):
                 run.submit(segment, chunk)
             while run.pending:
@@ -440,10 +440,11 @@ def refuse(target: Target, cache_dir: str | Path | None = None) -> None:
 
 
 def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
-                    size: tuple[int, int], shared: bool) -> int:
+                    size: tuple[int, int], shared: bool, *, quiet: bool = False) -> int:
     """Frames per task: a few segments per worker, within what one message should carry
     both ways: the task's states (TASK_BYTES, unless they travel through the shared
-    cache) and its encoded result (RESULT_BYTES)."""
+    cache) and its encoded result (RESULT_BYTES); unless `quiet`, a note when the states
+    shorten them."""
     per = -(-total // (SEGMENTS_PER_WORKER * slots))
     result_per_frame = size[0] * size[1] * FILE_BYTES_PER_PX.get(kind, 0.1)
     per = min(per, max(1, int(RESULT_BYTES // result_per_frame)))
@@ -452,11 +453,11 @@ def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
                                         sample.neighbours)) + \
             sum(p.nbytes + v.nbytes for p, v in sample.exposure)
         fit = max(1, TASK_BYTES // max(states, 1))
-        if fit < per:
+        if fit < per and not quiet:
             note(f"segments of {fit} frames keep each task's states within "
                  f"{TASK_BYTES // 2**20} MiB; --cache-dir DIR on storage every worker reads "
                  f"allows longer ones ({per} frames)")
-            per = fit
+        per = min(per, fit)
     return max(1, per)
 
 

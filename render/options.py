@@ -246,8 +246,9 @@ def parse_time(text: str, fps, given: str | None = None) -> Fraction:
         else:
             value = Fraction(text)
     except (ValueError, ZeroDivisionError):
-        frame = re.fullmatch(r"frame:\s*(\d+)\.\d*\s*", text)
-        near = f": frame:{frame[1]} or frame:{int(frame[1]) + 1}" if frame else ""
+        frame = re.fullmatch(r"frame:\s*(\d+)\.(\d*)\s*", text)
+        near = "" if not frame else f": frame:{frame[1]}" if not frame[2].strip("0") else \
+            f": frame:{frame[1]} or frame:{int(frame[1]) + 1}"
         raise UsageError(f"{given}: expected seconds (12.5) or frame:N "
                          f"(frame:750){near}") from None
     if value < 0:

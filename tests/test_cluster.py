@@ -195,6 +195,10 @@ def test_large_states_make_short_segments_unless_a_cache_is_shared(capsys, monke
     assert "--cache-dir" in capsys.readouterr().err
     assert cluster._segment_length(600, 2, sample, ".mp4", (160, 90), shared=True) == 100
     assert capsys.readouterr().err == ""
+    # --quiet: the same segments, and no advice
+    assert cluster._segment_length(600, 2, sample, ".mp4", (160, 90), shared=False,
+                                   quiet=True) == 5
+    assert capsys.readouterr().err == ""
 
 
 def test_an_encoded_segment_stays_within_a_message(capsys):

@@ -555,7 +555,8 @@ def test_an_output_under_a_file_is_bad_input_refused_before_any_work(cli, small_
                                                                       tmp_path, args):
     (tmp_path / "file").write_text("not a folder")
     args = [a.format(file=tmp_path / "file") for a in args]
-    r = cli(small_scene, *args, "--frames", "2", "-q")
+    short = () if "--still" in args else ("--frames", "2")  # a still's is the clip's frame
+    r = cli(small_scene, *args, *short, "-q")
     assert r.code == 2
     assert r.err_lines == [f"boids-render: {args[-1]}: {tmp_path / 'file'} is a file, not a "
                            f"folder"]
@@ -815,7 +816,8 @@ def test_an_output_in_a_folder_it_may_not_write_in_is_refused_naming_the_output(
     for args in (("-o", locked / "clip.mp4"), ("-o", locked / "f_%03d.png"),
                  ("--stats", locked / "s.csv"), ("--still", "0", "-o", locked / "a.png"),
                  ("--quality", "web", "-o", locked / "hero.mp4")):  # not its hero.jpg
-        r = cli(small_scene, *args, "--frames", "2", "-q")
+        short = () if "--still" in args else ("--frames", "2")
+        r = cli(small_scene, *args, *short, "-q")
         assert r.code == 2, r.err
         assert r.err_lines == [f"boids-render: {args[-1]}: cannot write in {locked} "
                                f"(permission denied)"]

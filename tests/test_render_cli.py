@@ -269,6 +269,15 @@ def test_a_folder_named_without_its_slash_is_told_to_add_it(cli, small_scene, tm
                                    f"{tmp_path / 'frames'}/ for PNG frames in it")
 
 
+def test_a_suffix_alone_is_told_it_is_a_name(cli, small_scene, tmp_path):
+    # ".mp4" is a hidden file's name, with no suffix: "unsupported output (no suffix)"
+    # alone left the user looking at the suffix they typed.
+    r = cli(small_scene, "-o", tmp_path / ".mp4", "--frames", "1")
+    assert r.code == 2 and len(r.err_lines) == 1, r.err
+    assert r.err.rstrip().endswith(f".mp4 is a name alone: write {tmp_path / 'out.mp4'}")
+    assert not (tmp_path / ".mp4").exists()
+
+
 def test_a_still_given_as_the_scene_points_to_from(cli, small_scene, tmp_path):
     png = tmp_path / "still.png"
     assert cli(small_scene, "--still", "0", "-o", png, "-q").code == 0
@@ -365,6 +374,13 @@ def test_check_refuses_what_the_render_refuses_with_the_same_line(cli, small_sce
     (("-o", "a.npz", "--size", "320x180"), "--size sets the frames' size; a.npz holds the "
                                            "flock's states, in world units, whatever the "
                                            "frame: drop --size"),
+    # a 2D USD has no camera to shape (a 3D one's takes the frame's)
+    (("-o", "a.usda", "--size", "320x180"), "--size sets the frames' size; a.usda holds "
+                                            "the flock's states"),
+    # the test's --frames 2: a still of a clip, not a loop, is the same at any length
+    (("--still", "0", "-o", "a.png"), "--frames sets a clip's length (with --loop, a "
+                                      "loop's); a still is one frame, the same whatever "
+                                      "the length: drop --frames"),
     (("-o", "a.npz", "--paper", "A4"), "sizes a still's sheet: add --still TIME\n"),
     (("--quality", "web", "-o", "a.mp4", "--resume"),
      "--quality web renders its clips whole: drop --resume"),
@@ -858,15 +874,19 @@ def test_a_range_past_the_scenes_end_is_noted_and_a_loops_range_refused(
     # its crossfade was told to lengthen the clip: it is refused for being a range.
     loop = write_scene(SMALL_SCENE.replace("[output]\n", "[output]\nloop = true\n")
                        .replace("duration = 1.0", "duration = 3.0"), "loop.toml")
-    r = cli(loop, "-o", f"{tmp_path}/l/", "--frames", "10:12", "--check")
-    assert r.code == 2 and r.err_lines == [
-        "boids-render: --frames A:B: a loop is rendered whole (its first frames depend on "
-        "its last): expected --frames N or --duration S"], r.err
+    # One long enough for the crossfade was noted and estimated before it was refused.
+    for frames in ("10:12", "10:200"):
+        r = cli(loop, "-o", f"{tmp_path}/l/", "--frames", frames, "--check")
+        assert r.code == 2 and r.out == "" and r.err_lines == [
+            "boids-render: --frames A:B: a loop is rendered whole (its first frames depend "
+            "on its last): expected --frames N or --duration S"], (frames, r.out, r.err)
 
 
 @pytest.mark.parametrize("time, says", [
     ("frame:15.5", "--still frame:15.5: expected seconds (12.5) or frame:N (frame:750): "
                    "frame:15 or frame:16"),
+    ("frame:15.0", "--still frame:15.0: expected seconds (12.5) or frame:N (frame:750): "
+                   "frame:15"),
     ("-1", "--still -1: expected a time ≥ 0 (0 is the clip's first frame)"),
 ])
 def test_a_still_time_it_cannot_take_is_offered_the_nearest(cli, small_scene, tmp_path,

@@ -427,10 +427,16 @@ def test_a_scene_file_slip_is_named_as_written(cli, write_scene, text, line):
     assert r.err_lines[0].startswith(f"boids-render: {path}: {line}"), r.err
 
 
-def test_set_without_section_dot_key_is_bad_input(cli, small_scene):
-    r = cli(small_scene, "--check", "--set", "seed=3")
+@pytest.mark.parametrize("given, says", [
+    ("seed=3", " (did you mean scene.seed=3?)"),  # the section that holds the key
+    ("cuont=5", " (did you mean flock.count=5?)"),  # a near miss's
+    ("enabled=true", " (did you mean flight.enabled=true or roost.enabled=true or "
+                     "atmosphere.enabled=true or another section's?)"),
+    ("zzz=1", ""), ("seed", "")])
+def test_set_without_section_dot_key_is_bad_input(cli, small_scene, given, says):
+    r = cli(small_scene, "--check", "--set", given)
     assert r.code == 2
-    assert "section.key=value" in r.err
+    assert r.err_lines == [f"boids-render: --set {given}: expected section.key=value{says}"]
 
 
 def test_toml_syntax_error_gives_line_and_column(cli, write_scene):

@@ -383,25 +383,94 @@ def test_a_posters_tiles_fill_the_trees_as_the_whole_frame(pitch, fov, seed):
     size = (1920, 1080)
     sky = sky_for(scene3d({"theme": "dusk", "treeline": "trees"}, {"visibility": 8000.0},
                           seed=seed), looking(size, pitch, fov_deg=fov))
+    tiles_are_the_whole(sky, (100, 333))
+
+
+def tiles_are_the_whole(sky, sides):
+    """Every tile of each side in `sides` is the whole frame's sky to the bit."""
+    size = (sky.pose.width, sky.pose.height)
     whole = sky_pixels(sky, (0, 0, *size))
-    for side in (100, 333):
+    for side in sides:
         for y in range(0, size[1], side):
             for x in range(0, size[0], side):
                 window = (x, y, min(side, size[0] - x), min(side, size[1] - y))
                 tile = sky_pixels(sky, window)
                 assert (tile == whole[y:y + window[3], x:x + window[2]]).all(), window
+    return whole
 
 
 def test_a_frame_wider_than_a_cairo_surface_fills_its_treeline_in_pieces():
     # A poster 40000 px wide (drawn in tiles) made a band cairo refused: "invalid value
     # (typically too big)". Its pieces are each tile's, whatever the tile.
     size = (40000, 120)
-    sky = sky_for(scene3d({"theme": "dusk", "treeline": "reeds"}), looking(size, 0.0,
-                                                                           fov_deg=8.0))
+    pose = looking(size, 0.0, fov_deg=8.0)
+    sky = sky_for(scene3d({"theme": "dusk", "treeline": "reeds"}), pose)
     wide = sky_pixels(sky, (8000, 0, 16000, 120))  # across the pieces' seam at 16384
     for x in range(8000, 24000, 1000):
         assert (sky_pixels(sky, (x, 0, 1000, 120)) == wide[:, x - 8000:x - 7000]).all(), x
-    assert (wide[:, :, :3] < 40).any()  # the reeds are there
+    # the reeds are drawn on both sides of the seam, where the bare sky has none
+    bare = sky_pixels(sky_for(scene3d({"theme": "dusk", "treeline": "none"}), pose),
+                      (8000, 0, 16000, 120))
+    reeds = (np.abs(wide.astype(int) - bare).max(axis=2) > 20).any(axis=0)
+    seam = 16384 - 8000
+    assert reeds[seam - 200:seam].mean() > 0.9 and reeds[seam:seam + 200].mean() > 0.9
+
+
+def test_a_camera_rolled_a_quarter_turn_sees_the_treeline_turned():
+    # Seen close (half a degree across 400 px, the reeds some 1,600 px from foot to top)
+    # and rolled a quarter turn, the reeds run down the frame: the same silhouette as the
+    # level camera's turned, sky to the right. Judged along the rows alone, its points
+    # lost the reeds' tops and filled a sliver off the frame (18% of it instead of 82%).
+    size = (400, 400)
+
+    def reeds(roll):
+        drawn = [sky_pixels(sky_for(scene3d({"theme": "dusk", "treeline": kind}),
+                                    looking(size, 0.0, fov_deg=0.5, roll_deg=roll)),
+                            (0, 0, *size)) for kind in ("reeds", "none")]
+        return (drawn[0] != drawn[1]).any(axis=2)
+
+    level, rolled = reeds(0.0), reeds(90.0)
+    assert 0.5 < level.mean() < 0.95
+    assert (np.rot90(level, k=-1) == rolled).mean() > 0.999
+
+
+@pytest.mark.parametrize("kind", ["reeds", "trees"])
+def test_a_rolled_frames_treeline_is_filled_in_blocks_as_a_whole(kind):
+    # Rolled, the treeline crosses the frame corner to corner: its band of rows is most of
+    # the frame, filled in blocks of BAND_ROWS rows, each the whole fill's to the bit.
+    from render.draw3d.sky import BAND_ROWS
+
+    size = (900, 2400)
+    sky = sky_for(scene3d({"theme": "dusk", "treeline": kind}),
+                  looking(size, 0.0, fov_deg=30, roll_deg=70.0))
+    whole = tiles_are_the_whole(sky, (300, 512, 777))
+    bare = sky_pixels(sky_for(scene3d({"theme": "dusk", "treeline": "none"}),
+                              looking(size, 0.0, fov_deg=30, roll_deg=70.0)), (0, 0, *size))
+    drawn = np.flatnonzero((whole != bare).any(axis=(1, 2)))
+    assert np.ptp(drawn) > 3 * BAND_ROWS  # the band spans several blocks
+
+
+def test_a_tall_rolled_posters_treeline_is_kept_in_bounded_blocks():
+    # 40000 px tall, its camera rolled a quarter turn: the treeline runs down the frame,
+    # a band of rows taller than a cairo surface (which refused it whole: "invalid value
+    # (typically too big)"), kept a few blocks at a time, not the whole band.
+    from render.draw3d import sky as sky_module
+
+    size = (200, 40000)
+    sky = sky_for(scene3d({"theme": "dusk", "treeline": "reeds"}),
+                  looking(size, 0.0, fov_deg=30, roll_deg=90.0))
+    outline = sky_module.treeline_outline(sky)
+    assert outline.bottom - outline.top > 32767
+    tall = sky_pixels(sky, (0, 19000, 200, 2000))
+    for y in range(19000, 21000, 250):
+        assert (sky_pixels(sky, (0, y, 200, 250)) == tall[y - 19000:y - 18750]).all(), y
+    bare = sky_pixels(sky_for(scene3d({"theme": "dusk", "treeline": "none"}),
+                              looking(size, 0.0, fov_deg=30, roll_deg=90.0)),
+                      (0, 19000, 200, 2000))
+    assert (tall != bare).any(axis=(1, 2)).all()  # the reeds cross every row
+    for y in range(0, size[1], 2000):
+        sky_pixels(sky, (0, y, 200, 2000))
+    assert sky_module._kept_bytes[0] <= sky_module.BAND_KEPT_BYTES
 
 
 def test_the_sky_shows_under_the_trees_crowns():
@@ -548,10 +617,10 @@ def vector_pixels(sky):
     looking((480, 270), 30.0, fov_deg=90.0), looking((270, 480), 8.0),
     # the horizon far above the frame (its strips' shapes were cut short of the bottom),
     # rolled past 90° (read as no horizon: smeared), its line 10⁷ px off (past cairo's
-    # fixed point)
+    # fixed point), rolled a quarter turn (its horizon upright, read as no horizon)
     looking((480, 270), -60.0), looking((480, 270), 8.0, roll_deg=100.0),
-    looking((480, 270), 89.999)],
-    ids=["level", "rolled", "wide", "tall", "down", "upside-down", "zenith"])
+    looking((480, 270), 89.999), looking((480, 270), 8.0, roll_deg=90.0)],
+    ids=["level", "rolled", "wide", "tall", "down", "upside-down", "zenith", "quarter-turn"])
 def test_a_vector_sky_is_the_raster_sky_glow_and_haze_included(pose):
     # The sun's glow added in linear light and rolled off, over a sky whose lines of
     # equal elevation curve in a wide view, and hazed ground whose glow shows only just

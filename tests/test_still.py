@@ -110,14 +110,31 @@ def test_a_jpeg_or_exr_still_records_its_scene_for_info_and_from(cli, still, tmp
         assert back.info["dpi"] == pytest.approx((150, 150), abs=0.1)  # pHYs: per metre
 
 
-def test_a_scene_too_long_for_a_jpeg_comment_is_left_out_of_it():
-    from render.encode.still import jpeg_comment, provenance
+def test_a_scene_too_long_for_a_jpeg_comment_is_recorded_in_pieces(tmp_path):
+    # One comment segment holds 65,533 bytes: a longer scene (a camera path of a thousand
+    # keyframes) was left out, and --from said the still recorded none.
+    from render.encode.images import encode_jpeg
+    from render.encode.still import jpeg_comments, provenance, read_record
+    from render.errors import UsageError
 
-    record = provenance("x = 1\n" * 20_000, 3, Fraction(1, 2), "1.0")
-    kept = json.loads(jpeg_comment(record))
-    assert "boids-render:scene" not in kept and kept["boids-render:seed"] == "3"
-    short = provenance("x = 1\n", 3, Fraction(1, 2), "1.0")
-    assert json.loads(jpeg_comment(short)) == short
+    pixels = np.zeros((8, 8, 4), np.uint8)
+    for scene in ("x = 1\n", "x = 1\n" * 20_000, "é = \"ü\"\n" * 30_000):
+        record = provenance(scene, 3, Fraction(1, 2), "1.0")
+        assert all(len(c) <= 65533 for c in jpeg_comments(record))
+        path = tmp_path / "a.jpg"
+        path.write_bytes(encode_jpeg(pixels, 300.0, record))
+        dpi, back = read_record(path)
+        assert back == record and dpi == pytest.approx(300.0)
+        with Image.open(path) as image:
+            image.load()  # the pixels decode past the comments
+    assert len(jpeg_comments(record)) == 6  # 300,000 bytes of scene: the record, 5 pieces
+    # a piece lost (an editor that kept one comment) is said, not read as no scene
+    data = path.read_bytes()
+    cut = data.rfind(b"boids-render:scene\n") - 4
+    size = int.from_bytes(data[cut + 2:cut + 4], "big")
+    (tmp_path / "cut.jpg").write_bytes(data[:cut] + data[cut + 2 + size:])
+    with pytest.raises(UsageError, match="recorded scene is cut short .4 of the 5 "):
+        read_record(tmp_path / "cut.jpg")
 
 
 def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
@@ -318,12 +335,12 @@ def test_from_keeps_the_still_s_dpi_and_bit_depth_unless_told_otherwise(
 
 
 def test_from_re_renders_a_still_of_a_clip_that_ends_before_its_landing(cli, tmp_path):
-    """--duration over the file's landing_at is an excerpt; the still's record holds both
+    """A duration over the file's landing_at is an excerpt; the still's record holds both
     at one rank, and --from still reads it as the excerpt it was."""
     first = tmp_path / "excerpt.png"
     r = cli(SCENES / "murmuration.toml", "--set", "flock.count=200", "--set",
-            "scene.settle_steps=20", "--size", "96x54", "--duration", "1", "--still", "0.5",
-            "-o", first, "-q")
+            "scene.settle_steps=20", "--size", "96x54", "--set", "scene.duration=1",
+            "--still", "0.5", "-o", first, "-q")
     assert r.code == 0, r.err
     again = tmp_path / "again.png"
     r = cli("--from", first, "-o", again, "-q")
@@ -785,7 +802,10 @@ def test_a_jpeg_says_its_colours_are_srgb(cli, small_scene, tmp_path):
     for out in (tmp_path / "a.jpg", tmp_path / "b.jpg"):
         assert cli(small_scene, "--still", "0.5", "-o", out, "-q").code == 0
     with Image.open(tmp_path / "a.jpg") as im:
-        profile = ImageCms.ImageCmsProfile(io.BytesIO(im.info["icc_profile"]))
+        icc = im.info["icc_profile"]
+    profile = ImageCms.ImageCmsProfile(io.BytesIO(icc))
     assert ImageCms.getProfileDescription(profile).strip() == "sRGB built-in"
     assert profile.profile.xcolor_space.strip() == "RGB"
+    # dated, not stamped with the clock (two stills in one second would not tell)
+    assert icc[24:36] == struct.pack(">6H", 2026, 1, 1, 0, 0, 0)
     assert (tmp_path / "a.jpg").read_bytes() == (tmp_path / "b.jpg").read_bytes()

@@ -51,7 +51,10 @@ def page_points(size: tuple[int, int], dpi: float,
 def vector_page(path: str | Path, size: tuple[int, int], dpi: float, title: str,
                 paper: str | None = None) -> tuple[cairo.Surface, cairo.Context]:
     """A PDF or SVG surface of `page_points`, its title set, and a context whose user
-    space is the frame's pixels."""
+    space is the frame's pixels, scaled to the page each way: a --paper sheet's pixels
+    are its millimetres rounded, so the two scales differ by up to half a pixel across
+    the sheet (0.02% at 300 dpi), and the picture bleeds to every edge (one scale would
+    leave a hairline of bare page along two of them)."""
     path = Path(path)
     width, height = page_points(size, dpi, paper)
     surface = SURFACES[path.suffix.lower()](str(path), width, height)

@@ -10,6 +10,8 @@ birds over. A still camera's sky is drawn twice, then kept.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -18,6 +20,7 @@ import numpy as np
 
 from ..sim.jit import inline, serial
 from ..draw.paths import append_polygons, polygon_records
+from ..draw import IMAGE_MAX_SIDE
 from .camera import on_screen
 from .colour import DITHER, ENCODE_STEPS, LEVELS, hex_linear, to_srgb
 from .types import Pose
@@ -650,17 +653,24 @@ def treeline_polygon(sky: Sky, window) -> np.ndarray | None:
     keep = np.roll(np.arange(PROFILE_SAMPLES), -int(np.searchsorted(azimuth, back)))
     keep = keep[ahead[keep]]
     foot = np.column_stack([ring[keep], np.full(len(keep), -p.position[2])])
-    u, v, _ = on_screen(p, np.concatenate([top[keep], foot[::-1]]))
-    u, v = u - window[0], v - window[1]
-    # Only what reaches the frame (and a frame's width beyond, to close it off-screen),
-    # the same points for every window of it: cairo fills a polygon cut to a window's
-    # own reach differently at the reeds' tips (up to 12 levels in a tiled still); a
-    # polygon whose points all lie below the window (a camera looking up) or all above
-    # it covers none of it.
-    near = np.abs(u + window[0] - 0.5 * p.width) <= 1.5 * p.width
-    if near.sum() < 2 or (v[near] >= window[3]).all() or (v[near] <= 0).all():
+    u, v, _ = on_screen(p, np.concatenate([top[keep], foot]))
+    m = len(keep)
+    # Only the samples whose stretch from foot to top comes within a frame's size of the
+    # frame (enough to close the shape off-screen), the same for every window of it:
+    # cairo fills a polygon cut to a window's own reach differently at the reeds' tips (up
+    # to 12 levels in a tiled still). Both axes: a rolled camera's horizon runs down the
+    # frame, its treeline as wide as it is tall (judged along the rows alone, a quarter
+    # turn's reeds lost their tops and filled a sliver off the frame).
+    near = (np.maximum(u[:m], u[m:]) >= -p.width) & (np.minimum(u[:m], u[m:]) <= 2 * p.width) \
+        & (np.maximum(v[:m], v[m:]) >= -p.height) & (np.minimum(v[:m], v[m:]) <= 2 * p.height)
+    if near.sum() < 2:
         return None
-    return np.column_stack([u, v])[near]
+    points = np.column_stack([u - window[0], v - window[1]])
+    points = np.concatenate([points[:m][near], points[m:][near][::-1]])
+    # A polygon wholly to one side of the window covers none of it.
+    if (points >= window[2:4]).all(axis=0).any() or (points <= 0).all(axis=0).any():
+        return None
+    return points
 
 
 @lru_cache(maxsize=8)
@@ -725,86 +735,132 @@ def hazed_treeline(sky: Sky) -> np.ndarray:
 
 def draw_treeline(out: np.ndarray, sky: Sky, window) -> None:
     """The treeline over `out` (the window's sky, BGRA) in its colour hazed by its
-    distance toward the horizon's, through `treeline_band`'s coverage as cairo's mask:
-    every window of a frame (a tile of a still) crops the same coverage, so it is the
-    whole frame's to the bit."""
-    band = treeline_band(sky)
-    if band is None:
+    distance toward the horizon's, through the coverage of `treeline_block`s as cairo's
+    mask: every window of a frame (a tile of a still) crops the same blocks, so it is the
+    whole frame's to the bit (a frame up to IMAGE_MAX_SIDE px wide)."""
+    outline = treeline_outline(sky)
+    if outline is None:
         return
-    top, pieces = band
+    top, bottom = outline.top, outline.bottom
     x, y, w, h = (int(v) for v in window)
-    if top >= y + h or top + len(pieces[0][3]) <= y:
+    first, last = max(top, y), min(bottom, y + h)
+    if first >= last:
         return
     surface = cairo.ImageSurface.create_for_data(memoryview(out), cairo.FORMAT_ARGB32, w, h,
                                                  out.strides[0])
     ctx = cairo.Context(surface)
     ctx.set_source_rgb(*to_srgb(hazed_treeline(sky)))
-    for start, end, left, cover in pieces:
-        if start >= x + w or end <= x:
-            continue
-        # A surface of its own over the kept coverage (one surface shared between the
-        # drawing threads as a source is not safe): cairo only reads it.
-        mask = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8,
-                                                  cover.shape[1], cover.shape[0],
-                                                  cover.strides[0])
-        ctx.save()
-        ctx.rectangle(start - x, 0, end - start, h)  # the piece's own columns
-        ctx.clip()
-        ctx.mask_surface(mask, left - x, top - y)
-        ctx.restore()
+    piece = block_columns(sky.pose.width)
+    for row in range(top + (first - top) // BAND_ROWS * BAND_ROWS, last, BAND_ROWS):
+        for column in range(x // piece * piece, x + w, piece):
+            cover = treeline_block(sky, outline, row, column)
+            # A surface of its own over the kept coverage (one surface shared between the
+            # drawing threads as a source is not safe): cairo only reads it. Outside it
+            # the mask is clear, so the blocks, which do not overlap, need no clip.
+            mask = cairo.ImageSurface.create_for_data(
+                memoryview(cover), cairo.FORMAT_A8, min(piece, sky.pose.width - column),
+                cover.shape[0], cover.strides[0])
+            ctx.mask_surface(mask, column - x, row - y)
     surface.flush()
 
 
-# The last frame's treeline coverage: one tuple, read and replaced whole (drawing
-# threads paint at once).
-_band_kept: tuple | None = None
-# A frame wider than one cairo surface (a poster) fills its band in pieces this wide,
-# each with an apron cropped away (see `treeline_band`).
-BAND_PIECE, BAND_APRON = 16384, 32
-IMAGE_MAX_SIDE = 32767  # the most a cairo surface holds a side (budget's: not imported,
-# as budget's imports reach the drawing)
+class Outline(NamedTuple):
+    """The treeline of a frame's view: `treeline_shapes` over the whole frame, and the
+    rows it spans, top to bottom (exclusive)."""
+
+    key: tuple
+    top: int
+    bottom: int
+    polygon: np.ndarray | None
+    shapes: np.ndarray | None
 
 
-def treeline_band(sky: Sky) -> tuple[int, list] | None:
-    """The treeline's coverage (`treeline_path` filled) across the full frame's width:
-    its first row and its pieces (first column, end column, the column the piece's
-    coverage starts at, its (rows, stride) uint8 A8 rows), from the silhouette's top to
-    its foot; None when none of it is in view. Filled whole, never per window: cairo
-    rasterises a row crossed by an edge's end anywhere along it a shade differently (its
-    rows sampled instead of swept), so a tile missing a tree far to its side filled a
-    crown's edge up to 13 levels off the whole frame's. One piece up to 32767 px (the
-    most a cairo surface holds); a wider frame, which is never drawn whole, in pieces
-    of BAND_PIECE px filled BAND_APRON px past each side. Kept for the frame's view
-    (`_window_key`); never written once made."""
-    global _band_kept
+# The treeline's coverage is filled in blocks of BAND_ROWS rows from the outline's top,
+# each the frame's width, or BAND_PIECE px of it in a frame wider than a cairo surface.
+BAND_ROWS, BAND_PIECE = 512, 16384
+# The outlines and blocks kept, the least recently used dropped once they hold more than
+# this many bytes: a tiled poster's band of tiles crosses a few blocks at a time.
+BAND_KEPT_BYTES = 64 << 20
+# (view key, None): its Outline (or None: no treeline in view); (view key, row, column):
+# a block's coverage. Read and changed under the lock: drawing threads paint at once.
+_kept_treeline: OrderedDict = OrderedDict()
+_kept_bytes = [0]
+_kept_lock = threading.Lock()
+
+
+def block_columns(width: int) -> int:
+    """How many columns a treeline block of a frame `width` px wide spans: the frame's
+    width, or BAND_PIECE px of a frame wider than a cairo surface holds (never drawn
+    whole: a tiled poster)."""
+    return width if width <= IMAGE_MAX_SIDE else BAND_PIECE
+
+
+def treeline_outline(sky: Sky) -> Outline | None:
+    """The treeline of the sky's view (kept, see BAND_KEPT_BYTES); None when none of it
+    is in view."""
     p = sky.pose
     key = _window_key(sky, (0, 0, p.width, p.height))
-    kept = _band_kept
-    if kept is not None and kept[0] == key:
-        return kept[1]
-    band = None
+    found, outline = _kept_get((key, None))
+    if found:
+        return outline
+    outline = None
     polygon, shapes = treeline_shapes(sky, (0, 0, p.width, p.height))
     heights = [a[..., 1].ravel() for a in (polygon, shapes) if a is not None]
     if heights:
         v = np.concatenate(heights)
-        top = max(0, math.floor(v.min()))
-        bottom = min(p.height, math.ceil(v.max()) + 1)
-        piece, apron = (p.width, 0) if p.width <= IMAGE_MAX_SIDE else (BAND_PIECE, BAND_APRON)
-        pieces = []
-        for start in range(0, p.width if bottom > top else 0, piece):
-            end = min(p.width, start + piece)
-            left, right = max(0, start - apron), min(p.width, end + apron)
-            stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_A8,
-                                                                right - left)
-            cover = np.zeros((bottom - top, stride), np.uint8)
-            surface = cairo.ImageSurface.create_for_data(
-                memoryview(cover), cairo.FORMAT_A8, right - left, bottom - top, stride)
-            ctx = cairo.Context(surface)
-            ctx.translate(-left, -top)  # the frame's shapes, projected once for every piece
-            append_treeline(ctx, polygon, shapes)
-            ctx.fill()
-            surface.flush()
-            pieces.append((start, end, left, cover))
-        band = (top, pieces) if pieces else None
-    _band_kept = (key, band)
-    return band
+        top, bottom = max(0, math.floor(v.min())), min(p.height, math.ceil(v.max()) + 1)
+        if top < bottom:
+            outline = Outline(key, top, bottom, polygon, shapes)
+    size = 0 if outline is None else sum(a.nbytes for a in (polygon, shapes) if a is not None)
+    _kept_put((key, None), outline, size)
+    return outline
+
+
+def treeline_block(sky: Sky, outline: Outline, row: int, column: int) -> np.ndarray:
+    """The treeline's coverage (`treeline_path` filled) in the block whose first row and
+    column of the frame are `row` (the outline's top + a multiple of BAND_ROWS) and
+    `column` (a multiple of `block_columns`): (rows, stride) uint8 A8 rows (kept, see
+    BAND_KEPT_BYTES). Every block is filled with the whole frame's shapes, never those of
+    a window: cairo sweeps a row of pixels whole, or samples it in sub-rows where an edge
+    of the path ends anywhere along it, so a tile missing a tree far to its side filled a
+    crown's edge up to 13 levels off the whole frame's. Cut into rows the coverage is
+    the whole fill's to the bit; cut into columns (a frame over IMAGE_MAX_SIDE px wide)
+    it is where the horizon is level, and within a few levels of the edges' pixels near
+    the cut where it is not (no margin makes that exact: a cut changes how whole rows
+    are swept)."""
+    found, cover = _kept_get((outline.key, row, column))
+    if found:
+        return cover
+    width = sky.pose.width
+    rows = min(outline.bottom, row + BAND_ROWS) - row
+    columns = min(block_columns(width), width - column)
+    stride = cairo.ImageSurface.format_stride_for_width(cairo.FORMAT_A8, columns)
+    cover = np.zeros((rows, stride), np.uint8)
+    surface = cairo.ImageSurface.create_for_data(memoryview(cover), cairo.FORMAT_A8, columns,
+                                                 rows, stride)
+    ctx = cairo.Context(surface)
+    ctx.translate(-column, -row)  # the frame's shapes, projected once for every block
+    append_treeline(ctx, outline.polygon, outline.shapes)
+    ctx.fill()
+    surface.flush()
+    _kept_put((outline.key, row, column), cover, cover.nbytes)
+    return cover
+
+
+def _kept_get(key) -> tuple[bool, object]:
+    with _kept_lock:
+        if key not in _kept_treeline:
+            return False, None
+        _kept_treeline.move_to_end(key)
+        return True, _kept_treeline[key][0]
+
+
+def _kept_put(key, value, size: int) -> None:
+    with _kept_lock:
+        if key in _kept_treeline:  # another thread filled it meanwhile: the same bits
+            return
+        _kept_treeline[key] = (value, size)
+        _kept_bytes[0] += size
+        while _kept_bytes[0] > BAND_KEPT_BYTES and len(_kept_treeline) > 1:
+            _, (_, dropped) = _kept_treeline.popitem(last=False)
+            _kept_bytes[0] -= dropped

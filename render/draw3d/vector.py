@@ -41,19 +41,25 @@ def ray_sine(sky: Sky, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def horizon(sky: Sky) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The frame's axes for the sky's strips: the foot of the frame's centre on the
-    horizon's line, the line's unit direction and the unit normal toward the ground
-    (px). Looking straight up or down no horizon crosses the frame: then the frame's own
-    rows, through its centre."""
+    horizon's line, the line's unit direction (rightward, or down the frame where it runs
+    upright) and the unit normal toward the ground (px). Looking straight up or down no
+    horizon crosses the frame: then the frame's own rows, through its centre."""
     p = sky.pose
     centre = np.array([0.5 * p.width, 0.5 * p.height])
-    if abs(p.up[2]) <= 1e-9:
+    # The level rays, d·z = 0 for d = forward + x·right − y·up (x, y the pixel's offset
+    # from the principal point over the focal length), are the line n·(q − c) = −f·f_z,
+    # n = (right_z, −up_z): the normal vanishes only when the view is vertical (a camera
+    # rolled a quarter turn has up_z = 0 and an upright horizon).
+    normal = np.array([p.right[2], -p.up[2]])
+    length = float(np.hypot(*normal))
+    if length <= 1e-9:
         return centre, np.array([1.0, 0.0]), np.array([0.0, 1.0])
-    x = (np.array([0.0, p.width]) - 0.5 * p.width) / p.focal
-    v = p.cy + p.focal * (p.forward[2] + x * p.right[2]) / p.up[2]
-    along = np.array([float(p.width), v[1] - v[0]])
-    along /= np.hypot(*along)
+    normal /= length
+    on_line = np.array([0.5 * p.width, p.cy]) - (p.focal * p.forward[2] / length) * normal
+    along = np.array([-normal[1], normal[0]])
+    if along[0] < 0 or (along[0] == 0 and along[1] < 0):
+        along = -along
     down = np.array([-along[1], along[0]])
-    on_line = np.array([0.0, v[0]])
     foot = on_line + ((centre - on_line) @ along) * along
     probe = foot + down
     if ray_sine(sky, probe[:1], probe[1:])[0] > 0:

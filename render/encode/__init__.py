@@ -256,6 +256,9 @@ def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
     hint = "; one frame is a still: add --still TIME" if suffix in STILL_SUFFIXES else ""
     if not suffix and os.path.isdir(output):
         hint = f"; {output} is a folder: write {output}/ for PNG frames in it"
+    elif not suffix and name.startswith(".") and name.count(".") == 1:
+        # ".mp4" is a name (a hidden file's), without a suffix
+        hint = f"; {name} is a name alone: write {Path(output).with_name('out' + name)}"
     raise UsageError(f"{output}: unsupported output {suffix or '(no suffix)'}; expected one "
                      f"of {', '.join(VIDEO_SUFFIXES)}, a folder ending in '/', a pattern "
                      f"such as out/frame_%05d.png (or {', '.join(FRAME_SUFFIXES[1:])}), or "

@@ -111,8 +111,8 @@ def is_complete_png(path: str | Path, size: tuple[int, int]) -> bool:
 def encode_jpeg(pixels: np.ndarray, dpi: float | None = None,
                 text: dict[str, str] | None = None) -> bytes:
     """An opaque frame, (h, w, 4) BGRA uint8, as a JPEG file (quality JPEG_QUALITY); a
-    still's resolution (`dpi`, in the JFIF header) and record (`text`, in a comment: see
-    `still.jpeg_comment`) when given."""
+    still's resolution (`dpi`, in the JFIF header) and record (`text`, in comments: see
+    `still.jpeg_comments`) when given."""
     from PIL import Image
 
     height, width, _ = pixels.shape
@@ -121,13 +121,13 @@ def encode_jpeg(pixels: np.ndarray, dpi: float | None = None,
     extra = {"icc_profile": srgb_profile()}
     if dpi is not None:
         extra["dpi"] = (dpi, dpi)
-    if text:
-        from .still import jpeg_comment
-
-        extra["comment"] = jpeg_comment(text)
     out = io.BytesIO()
     image.save(out, "JPEG", quality=JPEG_QUALITY, **extra)
-    return out.getvalue()
+    if not text:
+        return out.getvalue()
+    from .still import add_comments
+
+    return add_comments(out.getvalue(), text)
 
 
 @functools.lru_cache(maxsize=1)

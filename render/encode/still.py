@@ -101,24 +101,43 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
 
 
 _JPEG, _EXR = b"\xff\xd8\xff", b"\x76\x2f\x31\x01"
-# A JPEG comment segment holds at most this many bytes.
+# A JPEG comment segment holds at most this many bytes. A longer record (a scene of
+# thousands of keyframes) takes several: the record without its scene, saying how many
+# pieces of it follow (`scene-pieces`), then the scene's UTF-8 in pieces, each after
+# _SCENE_PIECE.
 _COMMENT_MAX = 65533
+_SCENE_PIECE = b"boids-render:scene\n"
 
 
-def jpeg_comment(text: dict[str, str]) -> bytes:
-    """A still's record as a JPEG comment: the entries as a JSON object. A scene too long
-    for one comment segment is left out (the rest stays: `--from` then says no scene is
-    recorded)."""
+def add_comments(jpeg: bytes, text: dict[str, str]) -> bytes:
+    """The JPEG file `jpeg` with a still's record as comment segments (`jpeg_comments`)
+    after its header's (its APPn and comments), before its tables."""
+    at = 2  # past the start of image
+    while jpeg[at] == 0xFF and (0xE0 <= jpeg[at + 1] <= 0xEF or jpeg[at + 1] == 0xFE):
+        at += 2 + int.from_bytes(jpeg[at + 2:at + 4], "big")
+    segments = b"".join(b"\xff\xfe" + (len(c) + 2).to_bytes(2, "big") + c
+                        for c in jpeg_comments(text))
+    return jpeg[:at] + segments + jpeg[at:]
+
+
+def jpeg_comments(text: dict[str, str]) -> list[bytes]:
+    """A still's record as JPEG comments: the entries as one JSON object; too long for one
+    comment segment, that object without the scene, then the scene in pieces."""
     data = json.dumps(text, ensure_ascii=False).encode("utf-8")
-    if len(data) > _COMMENT_MAX:
-        data = json.dumps({k: v for k, v in text.items() if k != f"{_PREFIX}scene"},
-                          ensure_ascii=False).encode("utf-8")
-    return data
+    if len(data) <= _COMMENT_MAX:
+        return [data]
+    scene = text[f"{_PREFIX}scene"].encode("utf-8")
+    room = _COMMENT_MAX - len(_SCENE_PIECE)
+    pieces = [_SCENE_PIECE + scene[at:at + room] for at in range(0, len(scene), room)]
+    rest = {k: v for k, v in text.items() if k != f"{_PREFIX}scene"}
+    rest[f"{_PREFIX}scene-pieces"] = str(len(pieces))
+    return [json.dumps(rest, ensure_ascii=False).encode("utf-8"), *pieces]
 
 
 def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
     """Its JFIF dpi and the first comment that is a JSON object holding a boids-render
-    record (another program may have added comments of its own, JSON ones too)."""
+    record (another program may have added comments of its own, JSON ones too), with its
+    scene put together again from its pieces when it has them."""
     from PIL import Image
 
     try:
@@ -127,15 +146,30 @@ def _jpeg_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
             comments = [data for marker, data in image.applist if marker == "COM"]
     except (OSError, SyntaxError, ValueError) as e:
         raise UsageError(f"{path}: not a readable JPEG file ({e})") from None
+    dpi = float(dpi[0]) if dpi else None
     for comment in comments:
         try:
             text = json.loads(comment)
         except (ValueError, RecursionError):
             continue
         if isinstance(text, dict) and any(str(k).startswith(_PREFIX) for k in text):
-            return (float(dpi[0]) if dpi else None), \
-                {k: v for k, v in text.items() if isinstance(v, str)}
-    return (float(dpi[0]) if dpi else None), {}
+            record = {k: v for k, v in text.items() if isinstance(v, str)}
+            count = record.pop(f"{_PREFIX}scene-pieces", None)
+            if count is not None:
+                record[f"{_PREFIX}scene"] = _scene_from_pieces(path, comments, count)
+            return dpi, record
+    return dpi, {}
+
+
+def _scene_from_pieces(path, comments: list[bytes], count: str) -> str:
+    pieces = [c[len(_SCENE_PIECE):] for c in comments if c.startswith(_SCENE_PIECE)]
+    try:
+        if len(pieces) == int(count):
+            return b"".join(pieces).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise UsageError(f"{path}: its recorded scene is cut short ({len(pieces)} of the "
+                     f"{count} comment segments it was written in are left)")
 
 
 def _exr_record(path: str | Path) -> tuple[float | None, dict[str, str]]:

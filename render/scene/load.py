@@ -154,7 +154,8 @@ def parse_override(text: str) -> tuple[str, str]:
     """Split "section.key=value" (the --set syntax)."""
     key, sep, value = text.partition("=")
     if not sep or "." not in key:
-        raise SceneError([f"--set {text}: expected section.key=value"])
+        hint = _section_hint(key.strip(), value.strip()) if sep else ""
+        raise SceneError([f"--set {text}: expected section.key=value{hint}"])
     return key.strip(), value.strip()
 
 
@@ -190,9 +191,7 @@ def _stray(name: str, body, path: str) -> str:
     written above every section header (named with the sections that hold such a key)."""
     if isinstance(body, dict):
         return f"{path}: [{name}]: unknown section{_closest(name)}"
-    homes = [section for section, cls in SECTIONS.items()
-             if any(name in {f.name for f in dataclasses.fields(c)}
-                    for c in (cls, SECTIONS_3D_CLASSES.get(section, cls)))]
+    homes = _sections_with(name)
     if homes:
         return f"{path}: {name}: expected under {' or '.join(f'[{h}]' for h in homes)}, got " \
                f"it outside any section"
@@ -203,6 +202,27 @@ def _stray(name: str, body, path: str) -> str:
         else f" (did you mean '{close}' under [{homes[close]}]?)"
     return f"{path}: {name}: unknown key outside any section{hint}; sections: " \
            f"{', '.join(SECTIONS)}"
+
+
+def _section_hint(name: str, value: str) -> str:
+    """" (did you mean section.name=value?)" for a --set key without its section: the
+    sections that hold it (the first three), or a near miss's; "" when none is close."""
+    homes = _sections_with(name)
+    if not homes:
+        keys = _homes(three=True) | _homes(three=False)
+        close = closest(name, keys, cutoff=0.75)
+        homes, name = ([], name) if close is None else ([keys[close]], close)
+    if not homes:
+        return ""
+    more = " or another section's" if len(homes) > 3 else ""
+    return f" (did you mean {' or '.join(f'{h}.{name}={value}' for h in homes[:3])}{more}?)"
+
+
+def _sections_with(name: str) -> list[str]:
+    """The sections (of either dimension) that hold a key `name`."""
+    return [section for section, cls in SECTIONS.items()
+            if any(name in {f.name for f in dataclasses.fields(c)}
+                   for c in (cls, SECTIONS_3D_CLASSES.get(section, cls)))]
 
 
 def _homes(three: bool) -> dict[str, str]:
