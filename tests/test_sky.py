@@ -471,6 +471,13 @@ def test_a_tall_rolled_posters_treeline_is_kept_in_bounded_blocks():
     for y in range(0, size[1], 2000):
         sky_pixels(sky, (0, y, 200, 2000))
     assert sky_module._kept_bytes[0] <= sky_module.BAND_KEPT_BYTES
+    # a moving camera's frames, each its own view, keep the last few views' alone
+    for pitch in np.linspace(0.0, 3.0, 12):
+        sky_pixels(sky_for(scene3d({"theme": "dusk", "treeline": "reeds"}),
+                           looking((640, 360), pitch)), (0, 0, 640, 360))
+    assert len(sky_module._kept_views) == sky_module.VIEWS_KEPT
+    assert sky_module._kept_bytes[0] == sum(held for entries in sky_module._kept_views.values()
+                                            for _, held in entries.values())
 
 
 def test_the_sky_shows_under_the_trees_crowns():

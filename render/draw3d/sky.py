@@ -778,12 +778,14 @@ class Outline(NamedTuple):
 # The treeline's coverage is filled in blocks of BAND_ROWS rows from the outline's top,
 # each the frame's width, or BAND_PIECE px of it in a frame wider than a cairo surface.
 BAND_ROWS, BAND_PIECE = 512, 16384
-# The outlines and blocks kept, the least recently used dropped once they hold more than
-# this many bytes: a tiled poster's band of tiles crosses a few blocks at a time.
-BAND_KEPT_BYTES = 64 << 20
-# (view key, None): its Outline (or None: no treeline in view); (view key, row, column):
-# a block's coverage. Read and changed under the lock: drawing threads paint at once.
-_kept_treeline: OrderedDict = OrderedDict()
+# The outlines and blocks of the VIEWS_KEPT views drawn last (drawing threads paint a
+# few frames at once; a poster's tiles are one view), the least recently used dropped
+# first once they hold more than BAND_KEPT_BYTES: a band of a poster's tiles crosses a
+# few blocks at a time.
+VIEWS_KEPT, BAND_KEPT_BYTES = 4, 64 << 20
+# view key → {None: its Outline (or None: no treeline in view), (row, column): a block's
+# coverage}, each with its bytes. Read and changed under the lock.
+_kept_views: OrderedDict = OrderedDict()
 _kept_bytes = [0]
 _kept_lock = threading.Lock()
 
@@ -800,7 +802,7 @@ def treeline_outline(sky: Sky) -> Outline | None:
     is in view."""
     p = sky.pose
     key = _window_key(sky, (0, 0, p.width, p.height))
-    found, outline = _kept_get((key, None))
+    found, outline = _kept_get(key, None)
     if found:
         return outline
     outline = None
@@ -812,7 +814,7 @@ def treeline_outline(sky: Sky) -> Outline | None:
         if top < bottom:
             outline = Outline(key, top, bottom, polygon, shapes)
     size = 0 if outline is None else sum(a.nbytes for a in (polygon, shapes) if a is not None)
-    _kept_put((key, None), outline, size)
+    _kept_put(key, None, outline, size)
     return outline
 
 
@@ -828,7 +830,7 @@ def treeline_block(sky: Sky, outline: Outline, row: int, column: int) -> np.ndar
     it is where the horizon is level, and within a few levels of the edges' pixels near
     the cut where it is not (no margin makes that exact: a cut changes how whole rows
     are swept)."""
-    found, cover = _kept_get((outline.key, row, column))
+    found, cover = _kept_get(outline.key, (row, column))
     if found:
         return cover
     width = sky.pose.width
@@ -843,24 +845,32 @@ def treeline_block(sky: Sky, outline: Outline, row: int, column: int) -> np.ndar
     append_treeline(ctx, outline.polygon, outline.shapes)
     ctx.fill()
     surface.flush()
-    _kept_put((outline.key, row, column), cover, cover.nbytes)
+    _kept_put(outline.key, (row, column), cover, cover.nbytes)
     return cover
 
 
-def _kept_get(key) -> tuple[bool, object]:
+def _kept_get(view: tuple, item) -> tuple[bool, object]:
     with _kept_lock:
-        if key not in _kept_treeline:
+        entries = _kept_views.get(view)
+        if entries is None or item not in entries:
             return False, None
-        _kept_treeline.move_to_end(key)
-        return True, _kept_treeline[key][0]
+        _kept_views.move_to_end(view)
+        entries.move_to_end(item)
+        return True, entries[item][0]
 
 
-def _kept_put(key, value, size: int) -> None:
+def _kept_put(view: tuple, item, value, size: int) -> None:
     with _kept_lock:
-        if key in _kept_treeline:  # another thread filled it meanwhile: the same bits
+        entries = _kept_views.setdefault(view, OrderedDict())
+        _kept_views.move_to_end(view)
+        if item in entries:  # another thread filled it meanwhile: the same bits
             return
-        _kept_treeline[key] = (value, size)
+        entries[item] = (value, size)
         _kept_bytes[0] += size
-        while _kept_bytes[0] > BAND_KEPT_BYTES and len(_kept_treeline) > 1:
-            _, (_, dropped) = _kept_treeline.popitem(last=False)
-            _kept_bytes[0] -= dropped
+        while len(_kept_views) > VIEWS_KEPT or \
+                (_kept_bytes[0] > BAND_KEPT_BYTES and len(_kept_views) > 1):
+            _, dropped = _kept_views.popitem(last=False)
+            _kept_bytes[0] -= sum(held for _, held in dropped.values())
+        while _kept_bytes[0] > BAND_KEPT_BYTES and len(entries) > 1:
+            _, (_, held) = entries.popitem(last=False)
+            _kept_bytes[0] -= held
