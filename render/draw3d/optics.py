@@ -80,7 +80,6 @@ def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
         colour = 2 if accent[i] else 1
         k = keep[i]
         haze = 1.0 - k
-        outside = reach * reach * (1.0 + 1e-12)  # clearly beyond reach, rounding and all
         along = 1.0 / ll if ll > 0.0 else 0.0  # a dot's t is 0
         for y in range(lo_y, hi_y):
             py = y + 0.5 - ay
@@ -88,10 +87,9 @@ def _splat(x0, y0, x1, y1, radius, alpha, keep, accent, ox, oy, planes):
                 px = x + 0.5 - ax
                 t = min(max((px * dx + py * dy) * along, 0.0), 1.0)
                 ex, ey = px - t * dx, py - t * dy
-                e2 = ex * ex + ey * ey
-                cover = reach - math.sqrt(e2)
+                cover = reach - math.sqrt(ex * ex + ey * ey)
                 q = a_full if cover >= 1.0 else min(a_edge * cover, 1.0)
-                cover_row[x] = q if e2 <= outside and cover > 0.0 else 0.0
+                cover_row[x] = q if cover > 0.0 else 0.0
             sky, bird, extra, own = planes[0, y], planes[1, y], planes[2, y], planes[colour, y]
             for x in range(lo_x, hi_x):
                 q = cover_row[x]
