@@ -460,7 +460,7 @@ def _embedded_scene(path: str, overrides):
     import tomllib
 
     from .encode.still import read_provenance
-    from .scene import build_scene
+    from .scene import RECORDED, build_scene
     from .scene.schema import unread_keys
 
     recorded = read_provenance(path)
@@ -480,7 +480,7 @@ def _embedded_scene(path: str, overrides):
     # Its length is given again as it was, over the rest.
     duration = raw.get("scene", {}).get("duration")
     again = [] if duration is None else [("scene.duration", duration, f"--from {path}")]
-    scene = build_scene(raw, f"{path} (recorded scene)", again + list(overrides))
+    scene = build_scene(raw, f"{path} ({RECORDED})", again + list(overrides))
     return scene, recorded
 
 

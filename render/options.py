@@ -241,6 +241,10 @@ def parse_time(text: str, fps, given: str | None = None) -> Fraction:
     how errors name the value (default "--still TEXT")."""
     given = f"--still {text}" if given is None else given
     try:
+        # As written in ASCII decimals: Python's readers also take "1_0" (10) and other
+        # scripts' digits, which are typos here.
+        if not TIME_TEXT.fullmatch(text):
+            raise ValueError(text)
         if text.startswith("frame:"):
             value = Fraction(int(text[6:])) / fps
         else:
@@ -259,6 +263,10 @@ def parse_time(text: str, fps, given: str | None = None) -> Fraction:
 
 
 MAX_TIME = 10**9
+# Seconds (12.5, 1e3, -2 refused after with its own reason), a fraction as `seconds`
+# writes one (31/60), or frame:N.
+TIME_TEXT = re.compile(r"\s*(frame:[0-9]+|[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?"
+                       r"|[0-9]+/[0-9]+)\s*", re.ASCII)
 
 
 def seconds(time: Fraction) -> str:
@@ -314,11 +322,16 @@ def loop_range_error() -> UsageError:
                       f"depend on its last): expected {option('--frames N or --duration S')}")
 
 
+def _decimal(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (str.isdigit takes "²" too)."""
+    return text.isascii() and text.isdigit()
+
+
 def frame_range(text: str | None) -> tuple[int, str | None]:
     """--frames N or A:B as (the first frame, the clip's frame count as given)."""
     if text is None or ":" not in text:
         return 0, text
     first, _, end = text.partition(":")
-    if not (first.isdigit() and end.isdigit() and int(first) < int(end)):
+    if not (_decimal(first) and _decimal(end) and int(first) < int(end)):
         raise UsageError(f"--frames {text}: expected A:B with 0 ≤ A < B, e.g. 600:1200")
     return int(first), end

@@ -882,12 +882,26 @@ def test_a_range_past_the_scenes_end_is_noted_and_a_loops_range_refused(
             "on its last): expected --frames N or --duration S"], (frames, r.out, r.err)
 
 
+@pytest.mark.parametrize("text, time", [
+    ("12.5", Fraction(25, 2)), (".5", Fraction(1, 2)), ("7.", Fraction(7)),
+    ("1e1", Fraction(10)), (" 3 ", Fraction(3)), ("31/60", Fraction(31, 60)),
+    ("frame:45", Fraction(3, 2))])
+def test_a_still_time_reads_as_written(text, time):
+    from render.options import parse_time, seconds
+
+    assert parse_time(text, Fraction(30)) == time
+    assert parse_time(seconds(time), Fraction(30)) == time  # as a still records it
+
+
 @pytest.mark.parametrize("time, says", [
     ("frame:15.5", "--still frame:15.5: expected seconds (12.5) or frame:N (frame:750): "
                    "frame:15 or frame:16"),
     ("frame:15.0", "--still frame:15.0: expected seconds (12.5) or frame:N (frame:750): "
                    "frame:15"),
     ("-1", "--still -1: expected a time ≥ 0 (0 is the clip's first frame)"),
+    # Python reads these as 10, 12 and frame 10: typos of a time here.
+    *((time, f"--still {time}: expected seconds (12.5) or frame:N (frame:750)")
+      for time in ("1_0", "١٢", "frame:1_0", "frame:+3", "12s")),
 ])
 def test_a_still_time_it_cannot_take_is_offered_the_nearest(cli, small_scene, tmp_path,
                                                             time, says):

@@ -709,6 +709,9 @@ def test_check_of_from_checks_the_still_it_would_render(cli, still, tmp_path):
     again = cli("--from", source, "-o", tmp_path / "again.png", "--check")
     assert again.code == 0, again.err
     assert f"# estimate to {tmp_path / 'again.png'}: about " in again.out
+    # Its settings come from the still's record, and say so (not "scene file").
+    labels = {line.rpartition("# ")[2] for line in again.out.splitlines()[1:] if " = " in line}
+    assert "recorded scene" in labels and "scene file" not in labels, labels
     clip = cli("--from", source, "-o", tmp_path / "again.mp4", "--check")
     rendered = cli("--from", source, "-o", tmp_path / "again.mp4", "-q")
     assert clip.code == rendered.code == 2 and clip.err_lines == rendered.err_lines

@@ -399,6 +399,7 @@ _ORDERED = (("flock.min_speed", "flock.max_speed"),
             ("render.width_min", "render.width_max"),
             ("hawk.duration", "hawk.period"))
 _PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
+RECORDED = "recorded scene"  # the scene a still records, its path "STILL (recorded scene)"
 # A setting from a scene file that the scene file extends: named "from <its path>", below
 # the file that extends it (whose settings replace its own, as the command line does).
 FROM, _EXTENDED = "from ", 0.5
@@ -795,6 +796,9 @@ def describe(scene: Scene, drawn: str | None = None) -> str:
     """The resolved settings, one per line, with where each value came from (--check),
     under a line saying what is drawn (`drawn`, by default the clip's frames)."""
     sources = dict(scene.sources)
+    # A still's recorded scene (--from) is the file its settings come from.
+    file = RECORDED if scene.path.endswith(f"({RECORDED})") else "scene file"
+    sources = {key: file if label == "scene file" else label for key, label in sources.items()}
     drawn = f"{scene.frame_count} frames" if drawn is None else drawn
     lines = [f"# {scene.path}: {scene.count} bird{'s' * (scene.count != 1)}, {drawn}"]
     # The camera a 3D scene is filmed by, where it stands and looks.
