@@ -242,7 +242,7 @@ def _sets_a_key(path: str) -> bool:
     """Whether the scene file at `path` (read and valid already) gives any setting."""
     import tomllib
 
-    raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    raw = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
     return any(not isinstance(body, dict) or body for body in raw.values())
 
 

@@ -419,6 +419,39 @@ def test_a_set_in_the_wrong_case_or_section_is_offered_the_right_one(cli, small_
     ("[[camera]]\nfov = 30.0\n", "[[camera]]: expected one [camera] table, got an array of 1"),
     ("[scene]\nseed = 1\n[scene]\nseed = 2\n",
      "TOML syntax error: [scene] appears twice (at line 3, column 7)"),
+    # TOML says "Cannot overwrite a value" of a key or a table given twice.
+    ("[flock]\ncount = 5\ncount = 6\n",
+     "TOML syntax error: count is set twice in one table (at line 3, column 10)"),
+    ('[hawk]\nmode = "hunt"\n[[hawk]]\n',
+     "TOML syntax error: [hawk] appears twice (at line 3, column 7)"),
+    # Nested past Python's stack: an internal error (RecursionError) before.
+    ("[flock]\ncount = " + "[" * 1000 + "]" * 1000 + "\n",
+     "TOML syntax error: arrays or tables nested too deeply"),
+    # The other dimension's key spelt wrong, a key of two sections, one of a section the
+    # scene's dimension has not: none had a hint, or a misleading one ('min_speed').
+    ("[rules]\nhardcore = 0.2\n", "rules.hardcore: unknown key (did you mean 'hard_core' "
+                                  "(3D)?)"),
+    ("[output]\nduration = 5.0\n", "output.duration: unknown key (did you mean "
+                                   "scene.duration or hawk.duration?)"),
+    ("[flock]\ncruise_speed = 10.0\n", "flock.cruise_speed: unknown key (did you mean "
+                                       "flight.cruise_speed (3D)?)"),
+    ("[flock]\nperception_radis = 2.0\n", "flock.perception_radis: unknown key (did you "
+                                          "mean rules.perception_radius?)"),
+    ('[scene]\nextends = "base.toml"\n', "scene.extends: unknown key (extends goes at the "
+                                         "top of the file, above every section)"),
+    ("flcok = 5\n", "flcok: unknown key outside any section (did you mean a [flock] "
+                    "section?)"),
+    # Alone: read as 2D, a 3D scene's every key was refused after it (23 lines).
+    ("[world]\ndimension = 3\n[flight]\ncruise_speed = 10.0\n[rules]\nhard_core = 0.2\n",
+     "world.dimension: unknown key (did you mean 'dimensions'?)"),
+    # Control characters go into files' metadata (a PDF's title refused a NUL).
+    ('[scene]\nname = "a\\u0000b"\n', "scene.name: expected text without control "
+                                       "characters, got 'a\\x00b'"),
+    # Whole numbers are within 1e9 too (a 301-digit frame count was taken).
+    ("[output]\nframes = 1e300\n", "output.frames: expected a value ≤ 1e9, got 1e+300"),
+    ("[scene]\nduration = 1e300\n", "scene.duration: expected a value ≤ 1e9 s, got 1e+300"),
+    ('[flock]\ncount = "5"\n', "flock.count: expected an integer, got '5': a number is "
+                               "written without quotes, 5"),
 ])
 def test_a_scene_file_slip_is_named_as_written(cli, write_scene, text, line):
     path = write_scene(text)
@@ -478,6 +511,13 @@ def test_a_bare_word_where_toml_wants_a_value_is_told_to_quote_it(cli, write_sce
     path = write_scene("[output]\nloop = True\n", "bool.toml")  # quoted, still no bool
     assert cli(path, "--check").err.strip().endswith(
         "TOML writes it in lower case, loop = true")
+    # Tokens TOML stops inside of, or reads as a comment: no hint before.
+    for line, quoted in (("size = 1920x1080", 'size = "1920x1080"'),
+                         ("fps = 24000/1001", 'fps = "24000/1001"'),
+                         ("background = #000000", 'background = "#000000"')):
+        path = write_scene(f"[output]\n{line}\n", "token.toml")
+        assert cli(path, "--check").err.strip().endswith(
+            f"a string is written in quotes, {quoted}"), line
 
 
 def test_every_problem_is_reported_at_once(cli, write_scene):
@@ -630,7 +670,7 @@ def test_count_and_spacing_both_from_set_names_the_flag(cli, small_scene):
 
 
 @pytest.mark.parametrize("body, key, expected", [
-    ("[world]\nwidth = 1e12", "world.width", "expected a value between -1e9 and 1e9"),
+    ("[world]\nwidth = 1e12", "world.width", "expected a value ≤ 1e9 world units"),
     ("[world]\nheight = 1e-9", "world.height", "expected a value ≥ 1e-06"),
     ("[field]\nwavelength_x = 5e-324", "field.wavelength_x", "expected a value ≥ 1e-9"),
     ("[field]\ndrift_x = 1e300", "field.drift_x", "between -1e9 and 1e9"),
@@ -660,6 +700,31 @@ def test_value_no_render_could_use_is_one_line_saying_what_would_work(
     assert len(r.err_lines) == 1, r.err
     assert f"{path}: {key}" in r.err
     assert expected in r.err
+
+
+def test_a_scene_file_saved_with_a_byte_order_mark_reads(cli, tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'[scene]\nname = "bom"\n')
+    r = cli(path, "--check")
+    assert r.code == 0 and 'name = "bom"' in r.out, r.err
+
+
+def test_a_scene_path_that_is_not_a_file_is_named(cli, write_scene, tmp_path):
+    (tmp_path / "dangling.toml").symlink_to(tmp_path / "gone.toml")
+    r = cli(tmp_path / "dangling.toml", "--check")  # was offered itself
+    assert r.code == 2 and r.err_lines == [
+        f"boids-render: {tmp_path / 'dangling.toml'}: a link to {tmp_path / 'gone.toml'}, "
+        f"which does not exist"], r.err
+    for extends, says in ((".", f"{tmp_path} is a folder: expected a scene file"),
+                          ("", "expected the path of a scene file, relative to this one, "
+                               "got ''")):
+        path = write_scene(f'extends = "{extends}"\n', "child.toml")
+        r = cli(path, "--check")
+        assert r.code == 2 and r.err_lines == [f"boids-render: {path}: extends: {says}"]
+    write_scene("", "murmuration.toml")
+    path = write_scene('extends = "murmuraton.toml"\n', "child.toml")
+    assert cli(path, "--check").err.strip().endswith(
+        f"; did you mean {tmp_path / 'murmuration.toml'}?")
 
 
 def test_scene_file_that_is_not_utf8_is_one_line(cli, tmp_path):

@@ -49,22 +49,22 @@ def _nearest_file(path: str) -> str:
                       if n.endswith(".toml") and n != "pyproject.toml"}
         except OSError:
             continue
+    found = {stem: near for stem, near in found.items()
+             if os.path.normpath(near) != os.path.normpath(path)}
     near = closest(Path(path).stem, list(found), cutoff=0.75)
     return f"; did you mean {os.path.normpath(found[near])}?" if near else ""
 
 
 def _unquoted(path: str, said: str) -> str:
-    """A hint for TOML's "Invalid value" where the line holds a bare word: a string is
-    written in quotes (easing = "smooth"), else ""."""
-    at = re.search(r"Invalid value \(at line (\d+), column (\d+)\)", said)
-    if not at:
-        return ""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            line = fh.read().split("\n")[int(at[1]) - 1]  # TOML's lines end at \n alone
-    except (OSError, UnicodeDecodeError, IndexError):
-        return ""
-    word = re.match(r"\s*([A-Za-z_][\w.-]*)\s*=\s*([A-Za-z_][\w-]*)\s*(#.*)?$", line)
+    """A hint for TOML's complaint about a value at a line holding a bare word or token
+    (theme = dark, size = 1920x1080, background = #000000): a string is written in quotes;
+    True is written true. Else ""."""
+    at = re.search(r"(?:Invalid value|Expected newline or end of document after a "
+                   r"statement) \(at line (\d+), column \d+\)", said)
+    line = _line(path, int(at[1])) if at else None
+    # A token with no spaces: "#…" is one too (TOML reads it as a comment, the value lost).
+    word = line and re.match(r"\s*([A-Za-z_][\w.-]*)\s*=\s*(#?[^\s#\"'\[\]{}=]+)\s*"
+                             r"(#.*)?$", line)
     if not word or word[2] in ("true", "false", "inf", "nan"):
         return ""
     if word[2].lower() in ("true", "false"):
@@ -72,16 +72,43 @@ def _unquoted(path: str, said: str) -> str:
     return f": a string is written in quotes, {word[1]} = \"{word[2]}\""
 
 
+def _line(path: str, number: int) -> str | None:
+    """Line `number` (from 1) of the text file at `path`, or None."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            return fh.read().split("\n")[number - 1]  # TOML's lines end at \n alone
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+
+
+def _twice(path: str, said: str) -> str | None:
+    """TOML's "Cannot overwrite a value" said as what is given twice: a key in its table,
+    or a table ([[hawk]] after [hawk]); None where the line says neither."""
+    at = re.fullmatch(r"Cannot overwrite a value (\(at line (\d+), column \d+\))", said)
+    line = _line(path, int(at[2])) if at else None
+    if line is None:
+        return None
+    table = re.match(r"\s*\[\[?\s*([^\]]*?)\s*\]", line)
+    if table:
+        return f"[{table[1]}] appears twice {at[1]}"
+    key = re.match(r"\s*([A-Za-z0-9_.-]+)\s*=", line)
+    return None if key is None else f"{key[1]} is set twice in one table {at[1]}"
+
+
 def _read(path: str) -> dict:
     """The TOML of a scene file, or a SceneError naming what is wrong with it."""
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            # An editor's byte-order mark is no part of the text.
+            return tomllib.loads(fh.read().decode("utf-8-sig"))
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise SceneError([f"{path}: a link to {os.readlink(path)}, which does not "
+                              f"exist"]) from None
         raise SceneError([f"{path}: no such scene file{_nearest_file(path)}"]) from None
     except tomllib.TOMLDecodeError as exc:
-        said = _REPEATED.sub(lambda m: f"[{'.'.join(_QUOTED.findall(m[1]))}] appears twice",
-                             str(exc))
+        said = _twice(path, str(exc)) or _REPEATED.sub(
+            lambda m: f"[{'.'.join(_QUOTED.findall(m[1]))}] appears twice", str(exc))
         raise SceneError([f"{path}: TOML syntax error: {said}{_unquoted(path, str(exc))}"]) \
             from None
     except UnicodeDecodeError as exc:
@@ -93,6 +120,9 @@ def _read(path: str) -> dict:
     except ValueError:  # tomllib's int() of a literal past Python's 4,300 digits
         raise SceneError([f"{path}: TOML syntax error: an integer of more than 4,300 "
                           f"digits"]) from None
+    except RecursionError:  # tomllib reads nested arrays recursively
+        raise SceneError([f"{path}: TOML syntax error: arrays or tables nested too deeply"]) \
+            from None
     except OSError as exc:
         raise SceneError([f"{path}: cannot read: {exc.strerror}"]) from None
 
@@ -114,12 +144,15 @@ def _extended(raw: dict, path: str, chain: tuple[str, ...]) -> tuple[dict, dict[
         return raw, {}
     raw = dict(raw)
     name = raw.pop(EXTENDS)
-    if not isinstance(name, str):
+    if not isinstance(name, str) or not name.strip():
         raise SceneError([f"{path}: {EXTENDS}: expected the path of a scene file, relative to "
                           f"this one, got {show(name)}"])
     base = os.path.normpath(os.path.join(os.path.dirname(path), name))
+    if os.path.isdir(base):
+        raise SceneError([f"{path}: {EXTENDS}: {base} is a folder: expected a scene file"])
     if not os.path.isfile(base):
-        raise SceneError([f"{path}: {EXTENDS}: no such scene file {base}"])
+        raise SceneError([f"{path}: {EXTENDS}: no such scene file {base}"
+                          f"{_nearest_file(base)}"])
     if any(os.path.samefile(base, read) for read in chain):
         raise SceneError([f"{path}: {EXTENDS}: the scenes extend each other in a circle "
                           f"({' → '.join((*chain, base))})"])
@@ -162,8 +195,8 @@ def parse_override(text: str) -> tuple[str, str]:
 def _toml_value(raw: str):
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except ValueError:  # TOMLDecodeError, or an integer past Python's 4,300 digits
-        return raw
+    except (ValueError, RecursionError):  # TOMLDecodeError, an integer past Python's
+        return raw                        # 4,300 digits, arrays nested past the stack
 
 
 def _override_value(section: str, key: str, value):
@@ -198,10 +231,45 @@ def _stray(name: str, body, path: str) -> str:
     homes = _homes(three=True) | _homes(three=False)
     # Among every key of the scene, only a near miss: "zoom" is not "loop".
     close = closest(name, [EXTENDS, *homes], cutoff=0.75)
-    hint = "" if close is None else f" (did you mean '{close}'?)" if close == EXTENDS \
+    section = closest(name, SECTIONS, cutoff=0.75)
+    hint = f" (did you mean a [{section}] section?)" if close is None and section else \
+        "" if close is None else f" (did you mean '{close}'?)" if close == EXTENDS \
         else f" (did you mean '{close}' under [{homes[close]}]?)"
     return f"{path}: {name}: unknown key outside any section{hint}; sections: " \
            f"{', '.join(SECTIONS)}"
+
+
+def _key_hint(section: str, key: str, readable, elsewhere, three: bool | None) -> str:
+    """" (did you mean …?)" for `key`, unknown in `section` of a scene of this dimension
+    (`three`, None: not known): the same key in one or two other sections; else a near miss
+    among the section's keys (`readable`), those it has in the other dimension only
+    (`elsewhere`), then every section's; "" when none is close."""
+    if key == EXTENDS:
+        return f" ({EXTENDS} goes at the top of the file, above every section)"
+
+    def dimension(home: str, name: str) -> str:
+        only = {SECTIONS_3D: 3, SECTIONS_2D: 2}
+        for sections, d in only.items():
+            if home in sections:
+                return f" ({d}D)" if three is None or three != (d == 3) else ""
+        if three is not None and name in unread_keys(three).get(home, ()):
+            return f" ({2 if three else 3}D)"
+        return ""
+
+    homes = [home for home in _sections_with(key) if home != section]
+    if len(homes) > 2:  # a key such as `enabled`, in many sections, points nowhere
+        return ""
+    if homes:
+        return f" (did you mean " \
+               f"{' or '.join(f'{h}.{key}{dimension(h, key)}' for h in homes[:3])}?)"
+    close = closest(key, readable)
+    if close is None and elsewhere:
+        close = closest(key, elsewhere)
+    if close is not None:
+        return f" (did you mean '{close}'{dimension(section, close)}?)"
+    keys = _homes(True) | _homes(False) if three is None else _homes(three)
+    close = closest(key, keys, cutoff=0.75)
+    return "" if close is None else f" (did you mean {keys[close]}.{close}?)"
 
 
 def _section_hint(name: str, value: str) -> str:
@@ -291,7 +359,12 @@ def build_scene(raw: dict, path: str = "<scene>",
             _fill(hawk, HUNT_3D)
 
     dimensions = world.get("dimensions")
-    if dimensions is not None and (isinstance(dimensions, bool) or dimensions not in (2, 3)):
+    # A misspelt `dimensions` ("dimension = 3") is reported alone too: read as 2D, a 3D
+    # scene's every key would be refused after it.
+    misspelt = dimensions is None and any(closest(key, ["dimensions"], cutoff=0.75)
+                                          for key in world)
+    if misspelt or dimensions is not None and (isinstance(dimensions, bool)
+                                               or dimensions not in (2, 3)):
         # Every other section is read as one dimension's or the other's: its keys would
         # only be refused against a dimension the scene does not have.
         _build_section(SECTIONS["world"], "world", world, path, sources, problems, rejected)
@@ -376,9 +449,9 @@ def _build_section(cls, name, body, path, sources, problems, rejected, three=Non
                             f"{3 if own_3d else 2}{instead(f'{name}.{key}', own_3d)}")
             continue
         if key not in fields:
-            home = None if three is None else _homes(three).get(key)
-            hint = f" (did you mean {home}.{key}?)" if home else suggest(key, readable)
-            problems.append(f"{prefix}: unknown key{hint}; "
+            elsewhere = [k for k in (*fields, *others) if k not in readable]
+            problems.append(f"{prefix}: unknown key"
+                            f"{_key_hint(name, key, readable, elsewhere, three)}; "
                             f"valid keys: {', '.join(readable)}")
             continue
         try:

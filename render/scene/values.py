@@ -52,7 +52,8 @@ def show(value) -> str:
 def _number(value, meta, want_int: bool):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"expected {'an integer' if want_int else 'a number'}, "
-                         f"got {show(value)}")
+                         f"got {show(value)}{_quoted_number(value)}")
+    given = value
     if want_int and not isinstance(value, int):
         if not (isinstance(value, float) and value.is_integer()):
             raise ValueError(f"expected an integer, got {show(value)}")
@@ -70,10 +71,24 @@ def _number(value, meta, want_int: bool):
         raise ValueError(f"expected a value {bound}{_unit(meta)}, got {show(value)}")
     if not want_int and meta["lo_open"] and lo == 0 and value < MIN_POSITIVE:
         raise ValueError(f"expected a value ≥ 1e-9{_unit(meta)}, got {show(value)}")
-    if not want_int and abs(value) > MAX_MAGNITUDE:
-        raise ValueError(f"expected a value between -1e9 and 1e9{_unit(meta)}, "
-                         f"got {show(value)}")
+    # Whole numbers too (a frame count of 1e300 is a typo, not a 300-digit count), but
+    # for one with a range of its own (the seed's 64 bits).
+    if (not want_int or hi is None) and abs(value) > MAX_MAGNITUDE:
+        within = "≤ 1e9" if lo is not None and lo >= 0 else "between -1e9 and 1e9"
+        raise ValueError(f"expected a value {within}{_unit(meta)}, got {show(given)}")
     return value
+
+
+def _quoted_number(value) -> str:
+    """A hint for a number written as a string ("5"): TOML writes numbers bare."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    bare = value.strip()
+    return f": a number is written without quotes{f', {bare}' * (len(bare) <= SHOWN)}"
 
 
 def _unit(meta) -> str:
@@ -223,6 +238,9 @@ def convert(value, meta):
     if kind == "str":
         if not isinstance(value, str):
             raise ValueError(f"expected a string, got {show(value)}")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            # It goes into files' metadata (a PDF's title refuses a NUL).
+            raise ValueError(f"expected text without control characters, got {show(value)}")
         return value
     if kind == "choice":
         if value not in meta["choices"]:
