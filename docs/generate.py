@@ -97,9 +97,9 @@ taken from the other file `from <its path>`; a problem in a file is told in that
 name; a file that leads back to itself is refused. A still records the whole resolved
 scene, not the chain.
 
-Every number lies within ±1e9 (a seed, from 0 to 2⁶⁴ − 1), settings that must be positive
-are at least 1e-9, the world is at least 1e-6 units a side and a flock has at most 5,000,000
-birds. Settings that must not exceed another (`min_speed` ≤ `max_speed`,
+Every number, whole or not, lies within ±1e9 (a seed, from 0 to 2⁶⁴ − 1), settings that
+must be positive are at least 1e-9, the world is at least 1e-6 units a side and a flock has
+at most 5,000,000 birds. Settings that must not exceed another (`min_speed` ≤ `max_speed`,
 `separation_radius` ≤ `perception_radius`, `width_min` ≤ `width_max`, hawk `duration` ≤
 `period`) and alternatives (`count` or `spacing`) are checked together; see [troubleshooting](troubleshooting.md) for the messages.
 The model behind the settings is described in [the model](model.md).
