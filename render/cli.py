@@ -211,6 +211,11 @@ def _scene(args: argparse.Namespace):
 
     if args.from_png:
         scene, recorded = _embedded_scene(args.from_png, overrides)
+        if recorded.edited and not args.quiet:
+            from .progress import note
+
+            note(f"{args.from_png}: its recorded scene no longer matches the digest beside "
+                 f"it (edited since the still was drawn): drawing the scene as it reads now")
         if not args.paper:
             return scene, recorded
         return _embedded_scene(args.from_png, sheet(scene))
@@ -424,10 +429,13 @@ def _info(path: str) -> int:
 
     recorded = read_provenance(path)
     for key, value in recorded.fields.items():
-        print(f"{key}: {seconds(recorded.time) if key == 'time' else value}")
+        edited = " (the scene below no longer matches it: edited since the still was " \
+            "drawn)" if key == "scene-sha256" and recorded.edited else ""
+        print(f"{key}: {seconds(recorded.time) if key == 'time' else value}{edited}")
     if recorded.dpi is not None:
         print(f"dpi: {recorded.dpi:g}")
-    print(f"bit-depth: {recorded.bit_depth}")
+    depth = "16 (half float, linear light)" if recorded.exr else recorded.bit_depth
+    print(f"bit-depth: {depth}")
     print(recorded.scene_toml)
     return 0
 

@@ -443,6 +443,25 @@ def test_a_folder_at_a_clips_name_is_refused_before_any_work(cli, small_scene, t
     assert r.code == 2 and "clip.mp4: is a folder" in r.err, r.err
 
 
+def test_a_folder_at_a_frames_name_is_refused_before_any_work(cli, small_scene, tmp_path,
+                                                               monkeypatch):
+    # Found when frame 2 was written, frames 0 and 1 drawn for nothing (exit 1).
+    (tmp_path / "f" / "frame_00002.png").mkdir(parents=True)
+    (tmp_path / "f" / "frame_00009.png").mkdir()  # past the frames rendered: no matter
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("nothing may be simulated, drawn or encoded")
+
+    monkeypatch.setattr(states, "Simulation", no_work)
+    for extra in ((), ("--check",), ("--resume",)):
+        r = cli(small_scene, "-o", f"{tmp_path}/f/", "--frames", "4", "-q", *extra)
+        assert r.code == 2 and r.err_lines[-1] == (
+            f"boids-render: {tmp_path}/f/: {tmp_path}/f/frame_00002.png is a folder, where "
+            f"frame 2 goes: move it, or write the frames elsewhere"), r.err
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == ["frame_00002.png",
+                                                                  "frame_00009.png"]
+
+
 def test_no_overwrite_writes_a_clip_that_does_not_exist_yet(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", tmp_path / "new.mp4", "--frames", "2", "--no-overwrite", "-q")
     assert r.code == 0, r.err
@@ -454,6 +473,31 @@ def test_resume_of_a_clip_is_bad_input(cli, small_scene, tmp_path):
     assert r.code == 2
     assert "PNG sequences" in r.err
     assert not (tmp_path / "clip.mp4").exists()
+
+
+def test_resume_runs_again_the_command_that_wrote_a_sequence_beside_a_clip(cli, small_scene,
+                                                                          tmp_path):
+    """The sequence keeps its finished frames when one of several outputs failed; the
+    same command line with --resume completes it (it was refused for the clip and the
+    trajectories beside it, which are written whole again)."""
+    outputs = ["-o", f"{tmp_path}/f/", "-o", tmp_path / "c.mp4", "-o", tmp_path / "t.npz"]
+    assert cli(small_scene, *outputs, "--frames", "6", "-q").code == 0
+    whole = {p.name: p.read_bytes() for p in (tmp_path / "f").iterdir()}
+    clip, states = (tmp_path / "c.mp4").read_bytes(), (tmp_path / "t.npz").read_bytes()
+    for name in ("frame_00003.png", "frame_00004.png", "frame_00005.png"):
+        (tmp_path / "f" / name).unlink()
+    (tmp_path / "c.mp4").unlink()
+    kept = tmp_path / "f" / "frame_00000.png"
+    os.utime(kept, ns=(10**18, 10**18))  # a finished frame is kept, not written again
+    r = cli(small_scene, *outputs, "--frames", "6", "--resume", "-q")
+    assert r.code == 0, r.err
+    assert kept.stat().st_mtime_ns == 10**18
+    assert {p.name: p.read_bytes() for p in (tmp_path / "f").iterdir()} == whole
+    assert (tmp_path / "c.mp4").read_bytes() == clip
+    assert (tmp_path / "t.npz").read_bytes() == states
+    # Without a sequence to complete, it is still refused.
+    r = cli(small_scene, "-o", tmp_path / "c.mp4", "-o", tmp_path / "t.npz", "--resume")
+    assert r.code == 2 and "--resume applies to PNG sequences (and EXR or JPEG ones)" in r.err
 
 
 # ---------------------------------------------------------------------------------------

@@ -348,6 +348,19 @@ def test_a_prores_clip_carries_its_first_frame_as_timecode(cli, small_scene, tmp
     assert timecode(mp4) is None  # a web or player's clip: no track it has no use for
 
 
+def test_a_prores_clip_faster_than_a_timecode_counts_has_none(cli, small_scene, tmp_path):
+    # QuickTime counts a timecode's frames a second in one byte: at 256 fps ffmpeg
+    # refused the track after encoding the whole clip (exit 1).
+    for fps, expected in (("255", "00:00:00:003"), ("256", None)):  # 3 digits past 99
+        out = tmp_path / f"fast{fps}.mov"
+        r = cli(small_scene, "-o", out, "--size", "64x36", "--fps", fps, "--frames", "3:5")
+        assert r.code == 0, r.err
+        assert timecode(out) == expected
+        assert ("more frames a second than a QuickTime timecode track counts (255): the "
+                "clip has none" in r.err) == (expected is None), r.err
+        assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 2
+
+
 @pytest.mark.parametrize("nominal", [30, 60])
 def test_drop_frame_counts_as_a_clock_that_skips_numbers(nominal):
     # Counted label by label: each minute but every tenth starts at frame 2 (or 4).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import struct
 from fractions import Fraction
 
@@ -140,6 +141,17 @@ def test_a_scene_too_long_for_a_jpeg_comment_is_recorded_in_pieces(tmp_path):
 def test_a_jpeg_still_has_no_alpha_to_keep(cli, small_scene, tmp_path):
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.jpg", "--transparent")
     assert r.code == 2 and "JPEG has no alpha channel" in r.err and ".exr" in r.err
+    # Drawn again from a transparent still, the way out is to say it opaque.
+    alpha = tmp_path / "alpha"
+    assert cli(small_scene, "--still", "0.5", "-o", alpha / "a.png", "--transparent",
+               "-q").code == 0
+    r = cli("--from", alpha / "a.png", "-o", alpha / "a.jpg")
+    assert r.code == 2 and r.err.strip().endswith(
+        "for an opaque one, drop --transparent (or --set output.transparent=false where the "
+        "scene, or the still drawn again, sets it)"), r.err
+    assert cli("--from", alpha / "a.png", "-o", alpha / "a.jpg", "--set",
+               "output.transparent=false", "-q").code == 0
+    shutil.rmtree(alpha)
     r = cli(small_scene, "--still", "0.5", "-o", tmp_path / "x.tif")
     assert r.code == 2 and "x.tif: a still is one file written as" in r.err and ".jpg" in r.err
     assert "clip" not in r.err
@@ -275,6 +287,29 @@ def test_info_prints_what_a_still_records(cli, still):
         assert needle in r.out
     deep = still("0.5", "320x180", "--bit-depth", "16")
     assert "bit-depth: 16\n" in cli("--info", deep).out
+
+
+def test_a_still_whose_recorded_scene_was_edited_says_so(cli, small_scene, tmp_path):
+    # The scene's digest is recorded beside it: a scene changed since (here in a JPEG's
+    # comment, the same length) was read as if the still had been drawn from it.
+    out = tmp_path / "s.jpg"
+    assert cli(small_scene, "--still", "0.5", "-o", out, "-q").code == 0
+    assert "edited" not in cli("--info", out).out
+    data = out.read_bytes()
+    assert data.count(b"count = 200") == 1
+    out.write_bytes(data.replace(b"count = 200", b"count = 201"))
+    r = cli("--info", out)
+    assert r.code == 0 and "(the scene below no longer matches it: edited since the still " \
+        "was drawn)" in r.out and "count = 201" in r.out, r.out
+    r = cli("--from", out, "-o", tmp_path / "again.png")
+    assert r.code == 0 and "its recorded scene no longer matches the digest beside it " \
+        "(edited since the still was drawn)" in r.err, r.err
+
+
+def test_an_openexr_still_reports_its_half_floats(cli, small_scene, tmp_path):
+    out = tmp_path / "s.exr"
+    assert cli(small_scene, "--still", "0.5", "-o", out, "-q").code == 0
+    assert "bit-depth: 16 (half float, linear light)\n" in cli("--info", out).out
 
 
 def test_info_into_a_reader_that_stops_early_says_nothing_more(still):

@@ -191,9 +191,10 @@ def _together(writers: list, target: Target):
 
 
 def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
-    if target.resume:
-        raise UsageError(f"{output}: {option('--resume')} applies to PNG sequences; "
-                         f"trajectories are always written whole")
+    if target.resume and not _resumes_a_sequence(target):
+        raise UsageError(f"{output}: {option('--resume')} applies to PNG sequences (and "
+                         f"EXR or JPEG ones); trajectories are always written whole: drop "
+                         f"{option('--resume')}")
     options = dict(fps=scene.output.fps, frames=target.count, first=target.first,
                    overwrite=target.overwrite)
     if Path(output).suffix.lower() == ".npz":
@@ -217,14 +218,25 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
     return UsdWriter(output, width=width, look=look, hawk_span=hawk, **options)
 
 
+def _resumes_a_sequence(target: Target) -> bool:
+    """Whether `target` holds a sequence for --resume to complete: the command that wrote
+    it beside a clip or trajectories runs again as it was, and those are written whole."""
+    from .images import is_sequence
+
+    return any(is_sequence(path) for path in target.frame_paths)
+
+
 def _writer(output: str, target: Target, scene: Scene) -> FrameWriter:
     from .images import SequenceWriter, is_sequence
 
     if is_sequence(output):
-        return SequenceWriter(output, scene, resume=target.resume, overwrite=target.overwrite)
+        writer = SequenceWriter(output, scene, resume=target.resume,
+                                overwrite=target.overwrite)
+        writer.refuse_folders(target.first, target.count)
+        return writer
     suffix = Path(output).suffix.lower()
     if suffix in VIDEO_SUFFIXES:
-        if target.resume:
+        if target.resume and not _resumes_a_sequence(target):
             raise UsageError(f"{output}: {option('--resume')} applies to PNG sequences (and "
                              f"EXR or JPEG ones); a clip is always rendered whole: drop "
                              f"{option('--resume')}")

@@ -250,7 +250,9 @@ def usable(found: FrameFormat, output, transparent: bool, instead: str) -> Frame
     """`found`, for a frame or a still at `output`; UsageError when a transparent render
     needs alpha it cannot hold (`instead`: what can), or its library is not installed."""
     if transparent and not found.alpha:
-        raise UsageError(f"{output}: {found.name} has no alpha channel; {instead}")
+        raise UsageError(f"{output}: {found.name} has no alpha channel; {instead}; for an "
+                         f"opaque one, drop --transparent (or --set output.transparent=false "
+                         f"where the scene, or the still drawn again, sets it)")
     if found.name == "OpenEXR":
         from .exr import require_openexr
 
@@ -294,6 +296,20 @@ class SequenceWriter:
         self.written = 0
         self.kept = self.foreign = 0  # frames on disk kept; of them, another render's
         self.redrawn = 0  # frames on disk --resume drew again (not this render's whole)
+
+    def refuse_folders(self, first: int, count: int) -> None:
+        """UsageError for a folder standing at the name of one of frames first… (found
+        when its frame was written, the frames before it drawn for nothing)."""
+        folder = Path(self.pattern % 0).parent
+        try:
+            names = {entry.name for entry in os.scandir(folder) if entry.is_dir()}
+        except OSError:  # no folder yet (or unreadable: writing says so)
+            return
+        for index in range(first, first + count) if names else ():
+            if os.path.basename(self.pattern % index) in names:
+                raise UsageError(f"{self.output}: {self.pattern % index} is a folder, where "
+                                 f"frame {index} goes: move it, or write the frames "
+                                 f"elsewhere")
 
     def __enter__(self) -> SequenceWriter:
         Path(self.pattern % 0).parent.mkdir(parents=True, exist_ok=True)

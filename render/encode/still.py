@@ -230,14 +230,23 @@ def provenance(scene_toml: str, seed: int, time: Fraction, version: str) -> dict
 @dataclass(frozen=True)
 class Provenance:
     """What a still records: its scene's TOML, its time (exact seconds, 0 when not
-    recorded), its dpi (None: none), each of RECORDED as text ("?" when missing), and its
-    bits a channel (16: a 16-bit PNG; else 8)."""
+    recorded), its dpi (None: none), each of RECORDED as text ("?" when missing), its
+    bits a channel (16: a 16-bit PNG; else 8, what --from draws again) and whether it is
+    an OpenEXR file (half floats, whatever `bit_depth` says)."""
 
     scene_toml: str
     time: Fraction
     dpi: float | None
     fields: dict[str, str]
     bit_depth: int = 8
+    exr: bool = False
+
+    @property
+    def edited(self) -> bool:
+        """Whether the scene no longer matches the digest recorded beside it (its text
+        changed since the still was drawn)."""
+        digest = self.fields.get("scene-sha256", "?")
+        return digest != "?" and digest != hashlib.sha256(self.scene_toml.encode()).hexdigest()
 
 
 def read_provenance(path: str | Path) -> Provenance:
@@ -259,7 +268,7 @@ def read_provenance(path: str | Path) -> Provenance:
                          f"({text[f'{_PREFIX}time'][:40]!r}): give it with --still T") from None
     return Provenance(text[f"{_PREFIX}scene"], time,
                       dpi, {key: text.get(_PREFIX + key, "?") for key in RECORDED},
-                      16 if depth == 16 else 8)
+                      16 if depth == 16 else 8, head.startswith(_EXR))
 
 
 def png16(rgb: np.ndarray) -> bytes:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
+from ..progress import note
 from .files import final_name, place_finished, refuse_existing, temp_beside
 from .pipe import grow_pipe, hand_over
 from .ycbcr import to_ycbcr420
@@ -133,9 +134,9 @@ def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
     places a range (`--frames 240:480`) where it belongs. Whole frames at the nominal
     rate, ffmpeg's rounding of `fps` (24000/1001 counts 24); at 30000/1001 and
     60000/1001 drop-frame (`drop_frame`), as broadcast counts those rates."""
-    if muxer != "mov":
-        return []
     nominal = max(1, (fps.numerator + fps.denominator // 2) // fps.denominator)
+    if muxer != "mov" or nominal > TIMECODE_MAX_FPS:
+        return []
     dropped = fps.denominator == 1001 and nominal in (30, 60)
     count = drop_frame(first, nominal) if dropped else first
     seconds, frame = divmod(count, nominal)
@@ -143,6 +144,11 @@ def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
     hours, minutes = divmod(minutes, 60)
     return ["-timecode", f"{hours % 24:02d}:{minutes:02d}:{seconds:02d}"
                          f"{';' if dropped else ':'}{frame:02d}"]
+
+
+# QuickTime's timecode track counts frames a second in one byte: a ProRes clip faster
+# than this has none (ffmpeg refused it, after the whole clip was encoded).
+TIMECODE_MAX_FPS = 255
 
 
 def drop_frame(index: int, nominal: int) -> int:
@@ -242,6 +248,9 @@ class VideoWriter:
         self._log = tempfile.TemporaryFile()
         width, height = self.size
         args, muxer = self._output_args()
+        if muxer == "mov" and "-timecode" not in args:
+            note(f"{self.path}: {float(self.fps):g} fps is more frames a second than a "
+                 f"QuickTime timecode track counts ({TIMECODE_MAX_FPS}): the clip has none")
         fed = converted_here(args)
         self._ycbcr = None if fed is None else np.empty(width * height * 3 // 2, np.uint8)
         self._dither = self.dither and keeps_dither(args)
