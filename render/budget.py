@@ -87,6 +87,23 @@ FILE_BYTES_PER_PX = {".mov": 0.6, ".png": 0.2, ".mp4": 0.1, ".webm": 0.1, ".exr"
 # 0.006-0.021 (APNG 0.09-0.41, under the 2D bound).
 FILE_BYTES_PER_PX_3D = {**FILE_BYTES_PER_PX, ".png": 0.4, ".mp4": 0.006, ".webm": 0.003,
                         ".gif": 0.08, ".webp": 0.025}
+# A frame's bytes follow its birds' edges more than its area: below 1080p they fall as the
+# side, not the area, so the rates above grow by sqrt(FILE_REF_PX / pixels) (the plate,
+# every pixel a streak's at 320x180: PNG 0.16, 0.43 and 0.91 bytes a pixel at 1080p, 640x360
+# and 320x180). Alpha adds to them (the plate, 2D: ProRes 2.5 times, EXR 1.7, PNG 1.2).
+FILE_REF_PX = 1920 * 1080
+FILE_ALPHA = {".mov": 2.5, ".exr": 1.7, ".png": 1.2, ".apng": 1.2, ".webp": 1.2}
+
+
+def file_bytes_per_px(suffix: str, size: tuple[int, int], *, dimensions: int = 2,
+                      transparent: bool = False) -> float:
+    """Bytes a pixel of one frame at `size` px in the file `suffix` names, rounded up (see
+    FILE_BYTES_PER_PX)."""
+    rates = FILE_BYTES_PER_PX_3D if dimensions == 3 else FILE_BYTES_PER_PX
+    small = max(1.0, math.sqrt(FILE_REF_PX / (size[0] * size[1])))
+    return rates.get(suffix, 0) * small * (FILE_ALPHA.get(suffix, 1.0) if transparent else 1.0)
+
+
 # What an inter-frame codec makes of a clip turns on what moves in it: its estimate is a
 # guide, not a bound, and refusing a clip by it turned away clips 4-50x smaller than it.
 # These outputs' sizes follow from their frames (lossless, intra-only or exact).
@@ -142,6 +159,7 @@ class Estimate:
     disk_checked: bool = True  # `disk` follows from the frames: refused past the free space
     frames_held: bool = False  # the encoder holds every frame (a GIF's palette)
     on_disk: int = 0  # frames of a sequence already there, kept (or replaced), not added
+    still: bool = False  # one frame: fewer frames would not make it smaller
 
     def __str__(self) -> str:
         disk = "" if not self.disk else f", {_bytes(self.disk)} on disk" \
@@ -251,8 +269,9 @@ def estimate(scene: Scene, output: str | None, first: int = 0, *,
                              + pixels * subframes * SUBFRAME3_S_PER_PX
                              + pixels * (EXR_S_PER_PX if exr else 0)
                              + pixels * (WEB_S_PER_PX if web else 0))
-        sizes = FILE_BYTES_PER_PX_3D if scene.dimensions == 3 else FILE_BYTES_PER_PX
-        disk = drawn * pixels * sizes.get(suffix, 0)
+        disk = drawn * pixels * file_bytes_per_px(suffix, scene.output.size,
+                                                  dimensions=scene.dimensions,
+                                                  transparent=scene.output.transparent)
         disk_checked = suffix in DISK_CHECKED
         frames_held = suffix == ".gif"
         if frames_held:
@@ -311,11 +330,13 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
 
 
 def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
-                   supersample: int = 1, vector: bool = False, exr: bool = False) -> Estimate:
+                   supersample: int = 1, vector: bool = False, exr: bool = False,
+                   suffix: str = ".png") -> Estimate:
     """Cost of one still at `time` s: drawn whole (`supersample` times larger a side, then
-    averaged down; `exr`: then linearised and compressed), in tiles of `tile` px streamed
-    into the PNG a band of rows at a time (so memory holds one band and one tile, whatever
-    the still's size), or as vectors."""
+    averaged down, 16 bits a channel; `exr`: then linearised and compressed), in tiles of
+    `tile` px streamed into the PNG a band of rows at a time (so memory holds one band and
+    one tile, whatever the still's size), or as vectors; its file's size on disk by its
+    `suffix` (a vector page's is not estimated)."""
     birds = scene.count
     settle, kept = settling(scene)
     steps = settle + time / scene.scene.dt + 1
@@ -336,8 +357,11 @@ def still_estimate(scene: Scene, time: float, *, tile: int | None = None,
     seconds = BASE_SECONDS + steps * birds * per_step + birds * draw_seconds(scene) + \
         (0 if vector else drawn * DRAW_S_PER_PX) + (drawn * EXR_S_PER_PX if exr else 0)
     per_bird = sim_bytes + DRAW_BYTES_PER_BIRD
+    disk = 0.0 if vector else width * height * (2 if supersample > 1 else 1) * \
+        file_bytes_per_px(suffix, scene.output.size, dimensions=scene.dimensions,
+                          transparent=scene.output.transparent)
     return Estimate(BASE_BYTES + birds * per_bird + pixels * per_pixel, seconds, birds,
-                    pixels, per_pixel, per_bird, tile, settled=kept)
+                    pixels, per_pixel, per_bird, tile, disk=disk, settled=kept, still=True)
 
 
 def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi: float,
@@ -376,9 +400,9 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
             require_size(scene, where, limit, what, instead, dpi=dpi)
         k = supersample_factor(scene.output.size) if bit_depth == 16 else 1
         return check(scene, where, still_estimate(scene, time, supersample=k,
-                                                  exr=suffix == ".exr"))
+                                                  exr=suffix == ".exr", suffix=suffix))
     if tile_size is None:
-        cost = still_estimate(scene, time)
+        cost = still_estimate(scene, time, suffix=suffix)
         if max(scene.output.size) <= IMAGE_MAX_SIDE and fits(cost):
             return check(scene, where, cost)  # the time budget
         tile_size = DEFAULT_TILE
@@ -387,7 +411,7 @@ def still_cost(scene: Scene, output: str | Path, time: Fraction | float, *, dpi:
         raise UsageError(f"{option('--tile-size', tile_size)}: expected at most {largest} "
                          f"(each tile and its {TILE_APRON}-px apron are one cairo surface, at "
                          f"most {IMAGE_MAX_SIDE} px a side)")
-    return check(scene, where, still_estimate(scene, time, tile=tile_size))
+    return check(scene, where, still_estimate(scene, time, tile=tile_size, suffix=suffix))
 
 
 def supersample_factor(size: tuple[int, int]) -> int:
@@ -462,7 +486,7 @@ def check(scene: Scene, output: str | None, cost: Estimate | None = None, *,
                          f"{option('(--frames, --duration)')}, fewer birds, a larger scene.dt "
                          f"or fewer scene.settle_steps")
     if cost.disk and cost.disk_checked:
-        require_disk(where, cost.disk, trajectories=is_state_output(where))
+        require_disk(where, cost.disk, trajectories=is_state_output(where), still=cost.still)
     return cost
 
 
@@ -535,10 +559,11 @@ def _existing(folder: Path) -> Path:
     return folder
 
 
-def require_disk(output: str, size: float, *, trajectories: bool = True) -> None:
+def require_disk(output: str, size: float, *, trajectories: bool = True,
+                 still: bool = False) -> None:
     """UsageError when an output of `size` bytes cannot be written: a .usda past
     USDA_MAX_BYTES, or more than the free space where it goes (`trajectories`: the
-    output's size follows the birds, else the frames' size)."""
+    output's size follows the birds, else the frames' size; `still`: one frame's)."""
     if Path(output).suffix.lower() == ".usda" and size > USDA_MAX_BYTES:
         raise UsageError(f"{output}: would be about {_bytes(size)} of text (.usda is "
                          f"refused above {_bytes(USDA_MAX_BYTES)}): write binary USD, "
@@ -548,9 +573,10 @@ def require_disk(output: str, size: float, *, trajectories: bool = True) -> None
         # A place no file can be made in (/proc reads 0 bytes free) is named as such.
         require_folder(Path(output))
         fewer = "fewer birds" if trajectories else f"a smaller frame {option('(--size)')}"
+        frames = "" if still else f"fewer frames {option('(--frames, --duration)')} or "
         raise UsageError(f"{output}: needs about {_bytes(size)} on disk, but only "
-                         f"{_bytes(free)} is free there: use fewer frames "
-                         f"{option('(--frames, --duration)')} or {fewer}, or write it elsewhere")
+                         f"{_bytes(free)} is free there: use {frames}{fewer}, or write it "
+                         f"elsewhere")
 
 
 def available_disk(folder: Path) -> float | None:

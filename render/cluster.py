@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .budget import FILE_BYTES_PER_PX
+from .budget import file_bytes_per_px
 from .drawing import draw_range
 from .encode import Target
 from .encode.files import fitting, require_folder
@@ -48,7 +48,7 @@ from .states import FrameState
 # through --cache-dir (the scheduler holds every waiting task's arguments).
 TASK_BYTES = 64 * 2**20
 # An encoded segment travels back whole: this bounds it (and the worker's memory), by
-# bytes per pixel of a frame (budget.FILE_BYTES_PER_PX).
+# bytes per pixel of a frame (budget.file_bytes_per_px).
 RESULT_BYTES = 256 * 2**20
 # Segments per worker: enough that a slow or restarted worker does not hold up the end.
 SEGMENTS_PER_WORKER = 3
@@ -70,7 +70,8 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
         try:
             length = lambda sample: _segment_length(  # noqa: E731
                 target.count, _slots(client, cluster.address), sample, destination.kind,
-                scene.output.size, shipping.shared, quiet=bar.disable)
+                scene.output.size, shipping.shared, transparent=scene.output.transparent,
+                quiet=bar.disable)
             for segment, chunk in enumerate(_chunks(states, length)):
                 run.submit(segment, chunk)
             while run.pending:
@@ -440,13 +441,15 @@ def refuse(target: Target, cache_dir: str | Path | None = None) -> None:
 
 
 def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
-                    size: tuple[int, int], shared: bool, *, quiet: bool = False) -> int:
+                    size: tuple[int, int], shared: bool, *, transparent: bool = False,
+                    quiet: bool = False) -> int:
     """Frames per task: a few segments per worker, within what one message should carry
     both ways: the task's states (TASK_BYTES, unless they travel through the shared
-    cache) and its encoded result (RESULT_BYTES); unless `quiet`, a note when the states
-    shorten them."""
+    cache) and its encoded result (RESULT_BYTES, frames of `kind` at `size`, with alpha
+    when `transparent`); unless `quiet`, a note when the states shorten them."""
     per = -(-total // (SEGMENTS_PER_WORKER * slots))
-    result_per_frame = size[0] * size[1] * FILE_BYTES_PER_PX.get(kind, 0.1)
+    result_per_frame = size[0] * size[1] * (file_bytes_per_px(kind, size,
+                                                              transparent=transparent) or 0.1)
     per = min(per, max(1, int(RESULT_BYTES // result_per_frame)))
     if not shared:
         states = sum(a.nbytes for a in (sample.positions, sample.velocities,
