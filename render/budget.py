@@ -317,7 +317,8 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
         landing = scene.roost is not None and scene.roost.landing_at is not None
         disk = frames * (birds * (2 * d + 1) * 8 + 8 + ((2 * d + 1) * 8 if scene.hawk else 0)
                          + (1 if scene.hawk and scene.hawk.mode == "hunt" else 0)
-                         + (birds if landing else 0)) + birds * 9
+                         + (birds if landing else 0)) + birds * 9 + \
+            4 * len(scene.to_toml())  # the scene it records, 4 bytes a character (numpy's)
     else:
         # 3D: points, velocities, up (three floats each) and bank; a wing beat's angle
         beating = d == 3 and scene.bird.wingbeat > 0 and scene.bird.stroke > 0

@@ -215,7 +215,7 @@ def _scene(args: argparse.Namespace):
             from .progress import note
 
             note(f"{args.from_png}: its recorded scene no longer matches the digest beside "
-                 f"it (edited since the still was drawn): drawing the scene as it reads now")
+                 f"it (edited since the file was written): drawing the scene as it reads now")
         if not args.paper:
             return scene, recorded
         return _embedded_scene(args.from_png, sheet(scene))
@@ -429,9 +429,12 @@ def _info(path: str) -> int:
 
     recorded = read_provenance(path)
     for key, value in recorded.fields.items():
-        edited = " (the scene below no longer matches it: edited since the still was " \
-            "drawn)" if key == "scene-sha256" and recorded.edited else ""
+        edited = " (the scene below no longer matches it: edited since the file was " \
+            "written)" if key == "scene-sha256" and recorded.edited else ""
         print(f"{key}: {seconds(recorded.time) if key == 'time' else value}{edited}")
+    if recorded.time is None:  # trajectories: the scene they fly, no picture
+        print(recorded.scene_toml)
+        return 0
     if recorded.dpi is not None:
         print(f"dpi: {recorded.dpi:g}")
     depth = "16 (half float, linear light)" if recorded.exr else recorded.bit_depth
@@ -472,6 +475,10 @@ def _embedded_scene(path: str, overrides):
     from .scene.schema import unread_keys
 
     recorded = read_provenance(path)
+    if recorded.time is None:
+        raise UsageError(f"{path}: trajectories record the scene they fly, not a picture: "
+                         f"--from draws a still again (--info {path} prints the scene, to "
+                         f"save as a scene file)")
     try:
         raw = tomllib.loads(recorded.scene_toml)
     except tomllib.TOMLDecodeError as exc:

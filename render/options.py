@@ -150,7 +150,8 @@ def parser() -> argparse.ArgumentParser:
                             "e.g. --tile-size 1024")
     still.add_argument("--info", metavar="FILE.png",
                        help="print the scene, seed, time and version a still (PNG, JPEG or "
-                            "OpenEXR) records, e.g. --info print.png")
+                            "OpenEXR) records, or trajectories (.npz, USD) the scene they "
+                            "fly, e.g. --info print.png")
     still.add_argument("--from", dest="from_png", metavar="FILE.png",
                        help="re-render from the scene a still (PNG, JPEG or OpenEXR) "
                             "records (at its time unless --still is given), e.g. --from "

@@ -299,11 +299,11 @@ def test_a_still_whose_recorded_scene_was_edited_says_so(cli, small_scene, tmp_p
     assert data.count(b"count = 200") == 1
     out.write_bytes(data.replace(b"count = 200", b"count = 201"))
     r = cli("--info", out)
-    assert r.code == 0 and "(the scene below no longer matches it: edited since the still " \
-        "was drawn)" in r.out and "count = 201" in r.out, r.out
+    assert r.code == 0 and "(the scene below no longer matches it: edited since the file " \
+        "was written)" in r.out and "count = 201" in r.out, r.out
     r = cli("--from", out, "-o", tmp_path / "again.png")
     assert r.code == 0 and "its recorded scene no longer matches the digest beside it " \
-        "(edited since the still was drawn)" in r.err, r.err
+        "(edited since the file was written)" in r.err, r.err
 
 
 def test_an_openexr_still_reports_its_half_floats(cli, small_scene, tmp_path):

@@ -48,10 +48,12 @@ def test_npz_layout_dtypes_and_shapes(cli, small_scene, tmp_path):
     r = cli(small_scene, "-o", out, "--frames", "12", "--fps", "24000/1001", *HAWK, "-q")
     assert r.code == 0, r.err
     flock = np.load(out)
+    record = ["scene", "scene-sha256", "seed", "version"]
     assert sorted(flock.files) == sorted(["positions", "velocities", "bank", "ids", "accent",
                                           "time", "fps", "hawk", "hawk_velocity",
-                                          "hawk_bank"])
-    layout = {k: (flock[k].dtype, flock[k].shape) for k in flock.files}
+                                          "hawk_bank", *record])
+    layout = {k: (flock[k].dtype, flock[k].shape) for k in flock.files if k not in record}
+    assert all(flock[k].dtype.kind == "U" and flock[k].shape == () for k in record)
     assert layout == {
         "positions": (np.float64, (12, 200, 2)), "velocities": (np.float64, (12, 200, 2)),
         "bank": (np.float64, (12, 200)), "ids": (np.int64, (200,)),
@@ -65,6 +67,30 @@ def test_npz_layout_dtypes_and_shapes(cli, small_scene, tmp_path):
         assert {i.compress_type for i in archive.infolist()} == {zipfile.ZIP_STORED}
         assert archive.testzip() is None
     assert not list(tmp_path.glob(".*partial*"))
+
+
+@pytest.mark.parametrize("name", ["f.npz", pytest.param("f.usda", marks=NEEDS_USD),
+                                  pytest.param("f.usd", marks=NEEDS_USD)])
+def test_trajectories_record_the_scene_they_fly(cli, small_scene, tmp_path, name):
+    """Nothing tied an .npz or a USD file to the scene and the version that made it."""
+    import hashlib
+
+    from render import __version__
+    from render.scene.schema3d import camera_placed
+
+    out = tmp_path / name
+    assert cli(small_scene, "-o", out, "--frames", "3", *HAWK, "-q").code == 0
+    from render.cli import _scene
+    from render.options import parser
+
+    scene, _ = _scene(parser().parse_args([str(small_scene), "--frames", "3", *HAWK]))
+    toml = camera_placed(scene).to_toml()
+    info = cli("--info", out)
+    assert info.code == 0, info.err
+    assert info.out == f"version: {__version__}\nseed: 3\nscene-sha256: " \
+                       f"{hashlib.sha256(toml.encode()).hexdigest()}\n{toml}\n"
+    r = cli("--from", out, "-o", tmp_path / "x.png")
+    assert r.code == 2 and "trajectories record the scene they fly, not a picture" in r.err
 
 
 def test_hawk_is_nan_while_it_is_not_out_and_absent_without_one(cli, small_scene, tmp_path):
@@ -351,11 +377,14 @@ def test_budget_counts_the_npz_on_disk_and_refuses_what_does_not_fit(
     monkeypatch.setattr(budget, "available_disk", lambda folder: 1e5)
     r = cli(small_scene, "-o", tmp_path / "f.npz", "-q")
     assert r.code == 2 and len(r.err_lines) == 1, r.err
-    assert "needs about 242 kB on disk, but only 100 kB is free there" in r.err
+    # 242 kB: 200 birds × 30 frames × (2 + 2 + 1) × 8 bytes, and the scene it records
+    small = budget.estimate(load_scene(small_scene), "f.npz")
+    assert 242e3 < small.disk < 250e3
+    assert f"needs about {budget._bytes(small.disk)} on disk, but only 100 kB is free " \
+        f"there" in r.err
     assert list(tmp_path.iterdir()) == [small_scene]
     monkeypatch.undo()
     assert cli(small_scene, "-o", tmp_path / "f.npz", "-q").code == 0
-    small = budget.estimate(load_scene(small_scene), "f.npz")
     assert (tmp_path / "f.npz").stat().st_size == pytest.approx(small.disk, rel=0.02)
 
 

@@ -195,8 +195,13 @@ def _state_writer(output: str, target: Target, scene: Scene) -> StateWriter:
         raise UsageError(f"{output}: {option('--resume')} applies to PNG sequences (and "
                          f"EXR or JPEG ones); trajectories are always written whole: drop "
                          f"{option('--resume')}")
+    from .. import __version__
+    from ..scene.schema3d import camera_placed
+    from .still import trajectory_record
+
+    record = trajectory_record(camera_placed(scene).to_toml(), scene.scene.seed, __version__)
     options = dict(fps=scene.output.fps, frames=target.count, first=target.first,
-                   overwrite=target.overwrite)
+                   overwrite=target.overwrite, record=record)
     if Path(output).suffix.lower() == ".npz":
         from .npz import NpzWriter
 

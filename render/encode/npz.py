@@ -88,17 +88,20 @@ class NpzWriter:
     (frames,) float64 s; fps 0-d unicode; with `hawk`, hawk (frames, d) float64, NaN while
     it is not out, hawk_velocity (frames, d) float64, NaN unless it is out over the whole
     step, and hawk_bank (frames,) float64 radians, NaN while it is not out; with `attack`
-    (a hunting hawk), attack (frames,) bool; with `landed`, landed (frames, n) bool."""
+    (a hunting hawk), attack (frames,) bool; with `landed`, landed (frames, n) bool; each
+    of `record` (`still.trajectory_record`: the scene, its digest, seed and version) 0-d
+    unicode."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
                  hawk: bool = False, attack: bool = False, landed: bool = False,
-                 overwrite: bool = True):
+                 overwrite: bool = True, record: dict[str, str] | None = None):
         self.path = Path(path)
         self.fps, self.frames, self.first = fps, frames, first
         self.hawk, self.attack, self.landed = hawk, attack, landed
         self.overwrite = overwrite
         refuse_existing(self.path, overwrite)  # before the flock is settled
         self.fps_text = np.array(str(fps))  # "30" or "24000/1001": exact, as --fps takes it
+        self.record = {key: np.array(value) for key, value in (record or {}).items()}
         self.written = 0
         self.members: dict[str, _Member] = {}
         self.tmp: Path | None = None
@@ -156,6 +159,7 @@ class NpzWriter:
             shapes["attack"] = (np.bool_, (f,))
         if self.landed:
             shapes["landed"] = (np.bool_, (f, n))
+        shapes.update({key: (text.dtype, ()) for key, text in self.record.items()})
         offset = 0
         for name, (dtype, shape) in shapes.items():
             member = _Member(name, np.dtype(dtype), shape, offset)
@@ -174,6 +178,8 @@ class NpzWriter:
         self._append(self.members["ids"], np.arange(n, dtype=np.int64))
         self._append(self.members["accent"], np.asarray(state.accent, dtype=np.bool_))
         self._append(self.members["fps"], self.fps_text)
+        for key, text in self.record.items():
+            self._append(self.members[key], text)
 
     def _append(self, member: _Member, values: np.ndarray, at: int | None = None) -> None:
         data = memoryview(values).cast("B") if values.ndim else values.tobytes()

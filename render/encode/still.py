@@ -2,7 +2,9 @@
 fully resolved scene it was drawn from, so the picture can be re-rendered from the file
 alone (`images.write_png` writes them). The keys of that record are written
 (`provenance`) and read (`read_provenance`) here and nowhere else; a JPEG still carries
-them in a comment, an OpenEXR still as its header's string attributes.
+them in a comment, an OpenEXR still as its header's string attributes. Trajectories
+(.npz, USD) record the scene they fly and the version too (`trajectory_record`), with
+no time: --info reads them, --from does not.
 
 cairo writes the pixels; the few extra chunks are spliced in here (a PNG chunk is length,
 type, data, CRC-32).
@@ -203,15 +205,51 @@ def read_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
         return _exr_record(path)
     if head.startswith(_SIGNATURE):
         return read_chunks(path)
-    vector = Path(path).suffix.lower() in (".pdf", ".svg")
+    suffix = Path(path).suffix.lower()
+    if suffix in _TRAJECTORIES:
+        return None, _trajectory_text(path, suffix)
+    vector = suffix in (".pdf", ".svg")
     raise UsageError(f"{path}: " + ("a PDF or SVG still records no scene: --info and --from "
                                     "read the PNG, JPEG or OpenEXR stills of --still" if vector
-                                    else "not a PNG, JPEG or OpenEXR file"))
+                                    else "not a PNG, JPEG or OpenEXR file (nor "
+                                    ".npz or USD trajectories)"))
 
 
 # The text keys of a still's record, after "boids-render:" (besides "Software").
 _PREFIX = "boids-render:"
 RECORDED = ("version", "seed", "time", "scene-sha256")
+
+
+_TRAJECTORIES = (".npz", ".usd", ".usda", ".usdc")
+
+
+def trajectory_record(scene_toml: str, seed: int, version: str) -> dict[str, str]:
+    """What trajectories record of the scene they fly (a still's record without a time),
+    by key: .npz members, a USD layer's customLayerData."""
+    return {key.removeprefix(_PREFIX): value
+            for key, value in provenance(scene_toml, seed, Fraction(0), version).items()
+            if key.startswith(_PREFIX) and key != f"{_PREFIX}time"}
+
+
+def _trajectory_text(path: str | Path, suffix: str) -> dict[str, str]:
+    """The record of an .npz's or a USD file's trajectories as a still's text entries
+    ({} when it has none: written before they recorded one)."""
+    try:
+        if suffix == ".npz":
+            with np.load(path) as members:
+                found = {key: str(members[key]) for key in members.files
+                         if key in ("scene", "scene-sha256", "seed", "version")}
+        else:
+            from pxr import Sdf
+
+            layer = Sdf.Layer.FindOrOpen(str(path))
+            found = dict(layer.customLayerData.get("boids-render", {})) if layer else {}
+    except ImportError:
+        raise UsageError(f"{path}: reading USD needs the usd-core package: "
+                         f"pip install 'boids-render[usd]'") from None
+    except Exception as e:  # numpy's and USD's errors for a damaged file
+        raise UsageError(f"{path}: not a readable {suffix} file ({e})") from None
+    return {f"{_PREFIX}{key}": str(value) for key, value in found.items()}
 
 
 def provenance(scene_toml: str, seed: int, time: Fraction, version: str) -> dict[str, str]:
@@ -230,12 +268,12 @@ def provenance(scene_toml: str, seed: int, time: Fraction, version: str) -> dict
 @dataclass(frozen=True)
 class Provenance:
     """What a still records: its scene's TOML, its time (exact seconds, 0 when not
-    recorded), its dpi (None: none), each of RECORDED as text ("?" when missing), its
+    recorded; None for trajectories, which have no one time), its dpi (None: none), each of RECORDED as text ("?" when missing), its
     bits a channel (16: a 16-bit PNG; else 8, what --from draws again) and whether it is
     an OpenEXR file (half floats, whatever `bit_depth` says)."""
 
     scene_toml: str
-    time: Fraction
+    time: Fraction | None
     dpi: float | None
     fields: dict[str, str]
     bit_depth: int = 8
@@ -261,6 +299,10 @@ def read_provenance(path: str | Path) -> Provenance:
     with open(path, "rb") as f:
         head = f.read(25)  # a PNG's IHDR holds its bit depth at byte 24
     depth = head[24] if head.startswith(_SIGNATURE) and len(head) == 25 else 8
+    if Path(path).suffix.lower() in _TRAJECTORIES:
+        return Provenance(text[f"{_PREFIX}scene"], None, None,
+                          {key: text.get(_PREFIX + key, "?") for key in RECORDED
+                           if key != "time"})
     try:
         time = Fraction(text.get(f"{_PREFIX}time", "0"))
     except ValueError:

@@ -56,11 +56,12 @@ class UsdWriter:
     primvars:wings float[] (each wing's angle above the level, radians); with a hunting
     hawk of `hawk_span` m wingspan, `/flock/hawk`, a Points prim of one point (its
     position, velocity, primvars:bank and up) at the frames it is out, none at the
-    others."""
+    others. `record` (`still.trajectory_record`) goes into the layer's customLayerData, as
+    the dictionary "boids-render"."""
 
     def __init__(self, path: str | Path, *, fps: Fraction, frames: int, first: int = 0,
                  width: float, overwrite: bool = True, look=None,
-                 hawk_span: float | None = None):
+                 hawk_span: float | None = None, record: dict[str, str] | None = None):
         self.modules = _pxr()
         if self.modules is None:
             raise UsageError(f"{path}: writing USD needs the usd-core package: "
@@ -71,6 +72,7 @@ class UsdWriter:
         self.fps, self.frames, self.first = fps, frames, first
         self.width, self.overwrite, self.look = width, overwrite, look
         self.hawk_span, self.hawk = hawk_span, None
+        self.record = record or {}
         self.written = 0
         self.stage = self.points = self.camera = None
 
@@ -85,6 +87,8 @@ class UsdWriter:
         stage.SetStartTimeCode(self.first)
         stage.SetEndTimeCode(self.first + self.frames - 1)
         stage.SetDefaultPrim(UsdGeom.Xform.Define(stage, "/flock").GetPrim())
+        if self.record:
+            stage.GetRootLayer().customLayerData = {"boids-render": dict(self.record)}
         self.stage, self.points = stage, UsdGeom.Points.Define(stage, PRIM)
         return self
 
