@@ -770,6 +770,16 @@ def test_a_huge_value_is_refused_in_one_short_line(cli, tmp_path):
         r = cli(scene, "--set", f"flock.count={value}", "--check")
         assert r.code == 2 and len(r.err_lines) == 1 and len(r.err) < 300, r.err[:300]
         assert r.err.startswith("boids-render: --set flock.count: expected"), r.err[:300]
+    # A name as long: a key, a section, an override's (echoed whole, about 100 kB each).
+    for text in (f"[flock]\n{'k' * 100_000} = 5\n", f"[{'s' * 100_000}]\nk = 5\n"):
+        scene.write_text(text)
+        r = cli(scene, "--check")
+        assert r.code == 2 and len(r.err_lines) == 1 and len(r.err) < 300, r.err[:300]
+        assert r.err.rstrip().endswith("characters): expected a section's name") or \
+            r.err.rstrip().endswith("characters): expected a setting's name"), r.err[:300]
+    scene.write_text("[flock]\ncount = 10\n")
+    r = cli(scene, "--set", f"flock.{'k' * 100_000}=5", "--check")
+    assert r.code == 2 and len(r.err_lines) == 1 and len(r.err) < 300, r.err[:300]
 
 
 @pytest.mark.parametrize("sets, named", [

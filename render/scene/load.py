@@ -23,7 +23,7 @@ from .schema import (ALWAYS_3D, MAX_BIRDS, OPTIONAL_SECTIONS, SECTIONS, SECTIONS
                      unread_keys)
 from .schema3d import (DEFAULTS_3D, HUNT_3D, RoostSettings, camera_placed, default_points,
                        keyframes)
-from .values import closest, convert, show, suggest
+from .values import SHOWN, closest, convert, show, suggest
 
 
 def load_scene(path: str | Path, overrides: list[tuple[str, str, str]] = ()) -> Scene:
@@ -320,6 +320,9 @@ def build_scene(raw: dict, path: str = "<scene>",
 
     for name, body in raw.items():
         where = origins.get(name, path)
+        if len(name) > SHOWN:  # pasted by mistake: not echoed whole in every line
+            problems.append(f"{where}: {show(name)}: expected a section's name")
+            continue
         if name not in SECTIONS:
             problems.append(_stray(name, body, where))
             continue
@@ -332,13 +335,18 @@ def build_scene(raw: dict, path: str = "<scene>",
             problems.append(f"{where}: {name}: expected a [{name}] table, got {show(body)}")
             rejected.add(name)
             continue
-        merged[name] = dict(body)
-        for key in body:
+        merged[name] = {key: value for key, value in body.items() if len(key) <= SHOWN}
+        problems += [f"{origins.get(f'{name}.{key}', where)}: {name}.{show(key)}: expected a "
+                     f"setting's name" for key in body if len(key) > SHOWN]
+        for key in merged[name]:
             dotted = f"{name}.{key}"
             sources[dotted] = f"{FROM}{origins[dotted]}" if dotted in origins else "scene file"
 
     for dotted, value, label in overrides:
         section, _, key = dotted.partition(".")
+        if len(dotted) > SHOWN:
+            problems.append(f"{label} {show(dotted)}: expected a setting's name")
+            continue
         if section not in SECTIONS:
             problems.append(f"{label} {dotted}: unknown section{_closest(section)}")
             continue
