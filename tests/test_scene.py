@@ -424,6 +424,10 @@ def test_a_set_in_the_wrong_case_or_section_is_offered_the_right_one(cli, small_
      "TOML syntax error: count is set twice in one table (at line 3, column 10)"),
     ('[hawk]\nmode = "hunt"\n[[hawk]]\n',
      "TOML syntax error: [hawk] appears twice (at line 3, column 7)"),
+    # A header without its "]", read by TOML as the earlier table declared again.
+    ("[scene]\nseed = 1\n[flock]\ncount = 5\n[scene\nname = \"x\"\n",
+     "TOML syntax error: [scene: expected ] to end the section's header (at line 5, "
+     "column 7)"),
     # Nested past Python's stack: an internal error (RecursionError) before.
     ("[flock]\ncount = " + "[" * 1000 + "]" * 1000 + "\n",
      "TOML syntax error: arrays or tables nested too deeply"),

@@ -83,10 +83,17 @@ def _line(path: str, number: int) -> str | None:
 
 def _twice(path: str, said: str) -> str | None:
     """TOML's "Cannot overwrite a value" said as what is given twice: a key in its table,
-    or a table ([[hawk]] after [hawk]); None where the line says neither."""
-    at = re.fullmatch(r"Cannot overwrite a value (\(at line (\d+), column \d+\))", said)
+    or a table ([[hawk]] after [hawk]); a header without its "]", which TOML reads as a
+    table declared again when one of that name came before; None where the line says
+    none of these."""
+    at = re.fullmatch(r"Cannot (?:overwrite a value|declare .*? twice) (\(at line (\d+), "
+                      r"column \d+\))", said)
     line = _line(path, int(at[2])) if at else None
     if line is None:
+        return None
+    if line.strip().startswith("[") and "]" not in line:
+        return f"{line.strip()}: expected ] to end the section's header {at[1]}"
+    if not said.startswith("Cannot overwrite"):
         return None
     table = re.match(r"\s*\[\[?\s*([^\]]*?)\s*\]", line)
     if table:
