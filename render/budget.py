@@ -26,6 +26,7 @@ from .executor import drawing_threads
 from .draw import IMAGE_MAX_SIDE
 from .errors import UsageError, option
 from .scene import Scene
+from .scene.schema3d import camera_placed
 
 BASE_BYTES = 250e6           # Python, numpy, numba, cairo and their compiled code
 BASE_SECONDS = 1.0           # starting them, the kernels read from numba's cache
@@ -87,20 +88,23 @@ FILE_BYTES_PER_PX = {".mov": 0.6, ".png": 0.2, ".mp4": 0.1, ".webm": 0.1, ".exr"
 # 0.006-0.021 (APNG 0.09-0.41, under the 2D bound).
 FILE_BYTES_PER_PX_3D = {**FILE_BYTES_PER_PX, ".png": 0.4, ".mp4": 0.006, ".webm": 0.003,
                         ".gif": 0.08, ".webp": 0.025}
-# A frame's bytes follow its birds' edges more than its area: below 1080p they fall as the
-# side, not the area, so the rates above grow by sqrt(FILE_REF_PX / pixels) (the plate,
-# every pixel a streak's at 320x180: PNG 0.16, 0.43 and 0.91 bytes a pixel at 1080p, 640x360
-# and 320x180). Alpha adds to them (the plate, 2D: ProRes 2.5 times, EXR 1.7, PNG 1.2).
+# A frame's bytes follow its birds' edges more than its area: in a frame smaller than
+# the rate's was measured at they fall as the side, not the area, so the rates above grow
+# by sqrt(measured / pixels) (the plate, every pixel a streak's at 320x180: PNG 0.16,
+# 0.43 and 0.91 bytes a pixel at 1080p, 640x360 and 320x180). Alpha adds to them (the
+# plate, 2D: ProRes 2.5 times, EXR 1.7, PNG 1.2).
 FILE_REF_PX = 1920 * 1080
+FILE_REF_PX_ANIMATED = 480 * 270  # GIF, WebP and APNG: what their rates were measured at
 FILE_ALPHA = {".mov": 2.5, ".exr": 1.7, ".png": 1.2, ".apng": 1.2, ".webp": 1.2}
 
 
 def file_bytes_per_px(suffix: str, size: tuple[int, int], *, dimensions: int = 2,
                       transparent: bool = False) -> float:
-    """Bytes a pixel of one frame at `size` px in the file `suffix` names, rounded up (see
-    FILE_BYTES_PER_PX)."""
+    """Bytes a pixel of one frame at `size` px in the file `suffix` names: a bound for
+    lossless and intra-only files (FILE_BYTES_PER_PX), a guess for the others."""
     rates = FILE_BYTES_PER_PX_3D if dimensions == 3 else FILE_BYTES_PER_PX
-    small = max(1.0, math.sqrt(FILE_REF_PX / (size[0] * size[1])))
+    measured = FILE_REF_PX_ANIMATED if suffix in (".gif", ".webp", ".apng") else FILE_REF_PX
+    small = max(1.0, math.sqrt(measured / (size[0] * size[1])))
     return rates.get(suffix, 0) * small * (FILE_ALPHA.get(suffix, 1.0) if transparent else 1.0)
 
 
@@ -135,6 +139,8 @@ SUPERSAMPLE = 4
 USD_BYTES_PER_VECTOR = 24
 USDC_BYTES_PER_VECTOR = 12
 USDA_BYTES_PER_VECTOR = 40
+# A trajectory record's digest, seed, version and their names, characters (a bound).
+RECORD_CHARACTERS = 256
 # .usda is for reading by eye: past this its text is slow to write and to load anywhere.
 USDA_MAX_BYTES = 2e9
 # cairo's PDF and SVG surfaces hold coordinates as 24.8 fixed point, which wraps around
@@ -313,19 +319,21 @@ def trajectory_estimate(scene: Scene, output: str, seconds: float,
     per_bird = simulation_costs(scene)[0]
     d = scene.dimensions
     suffix = Path(output).suffix.lower()
+    # The record of the scene (numpy's text: 4 bytes a character), its digest, seed and
+    # version (`encode.still.trajectory_record`).
+    record = len(camera_placed(scene).to_toml()) + RECORD_CHARACTERS
     if suffix == ".npz":
         landing = scene.roost is not None and scene.roost.landing_at is not None
         disk = frames * (birds * (2 * d + 1) * 8 + 8 + ((2 * d + 1) * 8 if scene.hawk else 0)
                          + (1 if scene.hawk and scene.hawk.mode == "hunt" else 0)
-                         + (birds if landing else 0)) + birds * 9 + \
-            4 * len(scene.to_toml())  # the scene it records, 4 bytes a character (numpy's)
+                         + (birds if landing else 0)) + birds * 9 + 4 * record
     else:
         # 3D: points, velocities, up (three floats each) and bank; a wing beat's angle
         beating = d == 3 and scene.bird.wingbeat > 0 and scene.bird.stroke > 0
         vectors = 2 if d == 2 else (11 if beating else 10) / 3
         per_bird += frames * vectors * USD_BYTES_PER_VECTOR
         per = USDA_BYTES_PER_VECTOR if suffix == ".usda" else USDC_BYTES_PER_VECTOR
-        disk = frames * birds * vectors * per
+        disk = frames * birds * vectors * per + record
     return Estimate(BASE_BYTES + birds * per_bird, seconds, birds, 0, 0.0, per_bird,
                     disk=float(disk))
 

@@ -471,14 +471,14 @@ def _embedded_scene(path: str, overrides):
     import tomllib
 
     from .encode.still import read_provenance
-    from .scene import RECORDED, build_scene
+    from .scene import RECORDED_SCENE, build_scene
     from .scene.schema import unread_keys
 
     recorded = read_provenance(path)
     if recorded.time is None:
         raise UsageError(f"{path}: trajectories record the scene they fly, not a picture: "
-                         f"--from draws a still again (--info {path} prints the scene, to "
-                         f"save as a scene file)")
+                         f"--from draws a still again (--info {path} prints the scene, "
+                         f"from its [scene] line on)")
     try:
         raw = tomllib.loads(recorded.scene_toml)
     except tomllib.TOMLDecodeError as exc:
@@ -495,7 +495,7 @@ def _embedded_scene(path: str, overrides):
     # Its length is given again as it was, over the rest.
     duration = raw.get("scene", {}).get("duration")
     again = [] if duration is None else [("scene.duration", duration, f"--from {path}")]
-    scene = build_scene(raw, f"{path} ({RECORDED})", again + list(overrides))
+    scene = build_scene(raw, f"{path} ({RECORDED_SCENE})", again + list(overrides))
     return scene, recorded
 
 

@@ -71,7 +71,7 @@ def draw_on_cluster(scene: Scene, states: Iterable[FrameState], target: Target,
             length = lambda sample: _segment_length(  # noqa: E731
                 target.count, _slots(client, cluster.address), sample, destination.kind,
                 scene.output.size, shipping.shared, transparent=scene.output.transparent,
-                quiet=bar.disable)
+                dimensions=scene.dimensions, quiet=bar.disable)
             for segment, chunk in enumerate(_chunks(states, length)):
                 run.submit(segment, chunk)
             while run.pending:
@@ -442,14 +442,15 @@ def refuse(target: Target, cache_dir: str | Path | None = None) -> None:
 
 def _segment_length(total: int, slots: int, sample: FrameState, kind: str,
                     size: tuple[int, int], shared: bool, *, transparent: bool = False,
-                    quiet: bool = False) -> int:
+                    dimensions: int = 2, quiet: bool = False) -> int:
     """Frames per task: a few segments per worker, within what one message should carry
     both ways: the task's states (TASK_BYTES, unless they travel through the shared
-    cache) and its encoded result (RESULT_BYTES, frames of `kind` at `size`, with alpha
-    when `transparent`); unless `quiet`, a note when the states shorten them."""
+    cache) and its encoded result (RESULT_BYTES, frames of `kind` at `size` of a scene of
+    `dimensions`, with alpha when `transparent`); unless `quiet`, a note when the states
+    shorten them."""
     per = -(-total // (SEGMENTS_PER_WORKER * slots))
-    result_per_frame = size[0] * size[1] * (file_bytes_per_px(kind, size,
-                                                              transparent=transparent) or 0.1)
+    result_per_frame = size[0] * size[1] * (file_bytes_per_px(
+        kind, size, dimensions=dimensions, transparent=transparent) or 0.1)
     per = min(per, max(1, int(RESULT_BYTES // result_per_frame)))
     if not shared:
         states = sum(a.nbytes for a in (sample.positions, sample.velocities,

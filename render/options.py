@@ -266,8 +266,8 @@ def parse_time(text: str, fps, given: str | None = None) -> Fraction:
 MAX_TIME = 10**9
 # Seconds (12.5, 1e3, -2 refused after with its own reason), a fraction as `seconds`
 # writes one (31/60), or frame:N.
-TIME_TEXT = re.compile(r"\s*(frame:[0-9]+|[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?"
-                       r"|[0-9]+/[0-9]+)\s*", re.ASCII)
+TIME_TEXT = re.compile(r"\s*(frame:\s*[0-9]+|[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)"
+                       r"([eE][-+]?[0-9]+)?|[-+]?[0-9]+/[0-9]+)\s*", re.ASCII)
 
 
 def seconds(time: Fraction) -> str:

@@ -22,6 +22,7 @@ from .drawing import draw_range
 from .encode import ANIMATED_SUFFIXES, StateWriter, Target, open_state_writer, open_writer
 from .encode.files import place_or_refuse, refuse_existing
 from .encode.images import Kept, SequenceWriter
+from .encode.video import untimed
 from .errors import UsageError, option
 from .executor import Cluster, Executor, Threads, default_workers
 from .loop import SeamMeter, crossfade_frames
@@ -89,6 +90,9 @@ def render(scene: Scene, target: Target, executor: Executor | None = None,
         for path in _played_in_a_loop(target):
             note(f"{path} plays in a loop, and its last frame jumps back to its first: add "
                  f"{option('--loop')} for a seamless one (docs/loops.md)")
+    for message in () if quiet else filter(None, (untimed(path, scene.output.fps)
+                                                  for path in target.frame_paths)):
+        note(message)
     rows: list[dict] | None = [] if diagnostics.wanted else None
     label = Path(target.paths[0]).name if target.paths else "simulate"
     seam = kept_frames = None

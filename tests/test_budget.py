@@ -184,8 +184,8 @@ def test_a_local_clusters_workers_each_count_one_drawing_threads_canvases(
 
 @pytest.mark.parametrize("output, transparent", [
     ("frames/", False), ("f_%03d.exr", False), ("clip.mov", False), ("f_%03d.jpg", False),
-    ("frames/", True), ("f_%03d.exr", True), ("clip.mov", True)])
-@pytest.mark.parametrize("size", ["320x180", "640x360"])
+    ("clip.apng", False), ("frames/", True), ("f_%03d.exr", True), ("clip.mov", True)])
+@pytest.mark.parametrize("size", ["320x180", "640x360", "480x270"])
 def test_the_disk_estimate_bounds_what_the_frames_take(cli, tmp_path, size, output,
                                                        transparent):
     """The plate's 3,600 streaks at small sizes, with alpha: estimated at the 1080p rates,

@@ -359,6 +359,9 @@ def test_a_prores_clip_faster_than_a_timecode_counts_has_none(cli, small_scene, 
         assert ("more frames a second than a QuickTime timecode track counts (255): the "
                 "clip has none" in r.err) == (expected is None), r.err
         assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 2
+    r = cli(small_scene, "-o", tmp_path / "quiet.mov", "--size", "64x36", "--fps", "256",
+            "--frames", "2", "-q")
+    assert r.code == 0 and r.err == "", r.err  # -q: said by no one
 
 
 @pytest.mark.parametrize("nominal", [30, 60])

@@ -885,12 +885,16 @@ def test_a_range_past_the_scenes_end_is_noted_and_a_loops_range_refused(
 @pytest.mark.parametrize("text, time", [
     ("12.5", Fraction(25, 2)), (".5", Fraction(1, 2)), ("7.", Fraction(7)),
     ("1e1", Fraction(10)), (" 3 ", Fraction(3)), ("31/60", Fraction(31, 60)),
-    ("frame:45", Fraction(3, 2))])
+    ("+31/60", Fraction(31, 60)), ("1e-3", Fraction(1, 1000)), ("+5", Fraction(5)),
+    ("frame:45", Fraction(3, 2)), ("frame: 45", Fraction(3, 2))])
 def test_a_still_time_reads_as_written(text, time):
+    from render.errors import UsageError
     from render.options import parse_time, seconds
 
     assert parse_time(text, Fraction(30)) == time
     assert parse_time(seconds(time), Fraction(30)) == time  # as a still records it
+    with pytest.raises(UsageError, match=r"expected a time ≥ 0"):  # not "seconds or frame"
+        parse_time(seconds(-time), Fraction(30))
 
 
 @pytest.mark.parametrize("time, says", [

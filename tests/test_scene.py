@@ -448,9 +448,9 @@ def test_a_set_in_the_wrong_case_or_section_is_offered_the_right_one(cli, small_
     # Alone: read as 2D, a 3D scene's every key was refused after it (23 lines).
     ("[world]\ndimension = 3\n[flight]\ncruise_speed = 10.0\n[rules]\nhard_core = 0.2\n",
      "world.dimension: unknown key (did you mean 'dimensions'?)"),
-    # Control characters go into files' metadata (a PDF's title refused a NUL).
-    ('[scene]\nname = "a\\u0000b"\n', "scene.name: expected text without control "
-                                       "characters, got 'a\\x00b'"),
+    # The name goes into files' metadata (a PDF's title refused a NUL).
+    ('[scene]\nname = "a\\u0000b"\n', "scene.name: expected text without a NUL "
+                                       "character, got 'a\\x00b'"),
     # Whole numbers are within 1e9 too (a 301-digit frame count was taken).
     ("[output]\nframes = 1e300\n", "output.frames: expected a value ≤ 1e9, got 1e+300"),
     ("[scene]\nduration = 1e300\n", "scene.duration: expected a value ≤ 1e9 s, got 1e+300"),
@@ -522,6 +522,11 @@ def test_a_bare_word_where_toml_wants_a_value_is_told_to_quote_it(cli, write_sce
         path = write_scene(f"[output]\n{line}\n", "token.toml")
         assert cli(path, "--check").err.strip().endswith(
             f"a string is written in quotes, {quoted}"), line
+    # A number's slip is no string: quoted, it would be refused as one.
+    for section, line in (("scene", "dt = 1/60"), ("flock", "count = 1,000")):
+        path = write_scene(f"[{section}]\n{line}\n", "number.toml")
+        r = cli(path, "--check")
+        assert r.code == 2 and "TOML syntax error" in r.err and "quotes" not in r.err, r.err
 
 
 def test_every_problem_is_reported_at_once(cli, write_scene):

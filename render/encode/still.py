@@ -247,8 +247,8 @@ def _trajectory_text(path: str | Path, suffix: str) -> dict[str, str]:
     except ImportError:
         raise UsageError(f"{path}: reading USD needs the usd-core package: "
                          f"pip install 'boids-render[usd]'") from None
-    except Exception as e:  # numpy's and USD's errors for a damaged file
-        raise UsageError(f"{path}: not a readable {suffix} file ({e})") from None
+    except Exception:  # numpy's and USD's errors for a damaged file (numpy's misleading)
+        raise UsageError(f"{path}: not a readable {suffix} file") from None
     return {f"{_PREFIX}{key}": str(value) for key, value in found.items()}
 
 
@@ -268,9 +268,10 @@ def provenance(scene_toml: str, seed: int, time: Fraction, version: str) -> dict
 @dataclass(frozen=True)
 class Provenance:
     """What a still records: its scene's TOML, its time (exact seconds, 0 when not
-    recorded; None for trajectories, which have no one time), its dpi (None: none), each of RECORDED as text ("?" when missing), its
-    bits a channel (16: a 16-bit PNG; else 8, what --from draws again) and whether it is
-    an OpenEXR file (half floats, whatever `bit_depth` says)."""
+    recorded; None for trajectories, which have no one time), its dpi (None: none), each
+    of RECORDED as text ("?" when missing), its bits a channel (16: a 16-bit PNG; else 8,
+    what --from draws again) and whether it is an OpenEXR file (half floats, whatever
+    `bit_depth` says)."""
 
     scene_toml: str
     time: Fraction | None

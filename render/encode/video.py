@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EncodeError, UsageError
-from ..progress import note
 from .files import final_name, place_finished, refuse_existing, temp_beside
 from .pipe import grow_pipe, hand_over
 from .ycbcr import to_ycbcr420
@@ -151,6 +150,15 @@ def timecode_args(muxer: str, first: int, fps: Fraction) -> list[str]:
 TIMECODE_MAX_FPS = 255
 
 
+def untimed(path: str | Path, fps: Fraction) -> str | None:
+    """What to tell of a ProRes clip at `path` too fast for a timecode track (None: any
+    other clip, or one that has it)."""
+    if Path(path).suffix.lower() != ".mov" or timecode_args("mov", 0, fps):
+        return None
+    return f"{path}: {float(fps):g} fps is more frames a second than a QuickTime " \
+           f"timecode track counts ({TIMECODE_MAX_FPS}): the clip has none"
+
+
 def drop_frame(index: int, nominal: int) -> int:
     """The count a drop-frame timecode shows for frame `index` at `nominal` (30 or 60)
     frames a second (SMPTE 12M): the first 2 (or 4) numbers of every minute skipped but
@@ -248,9 +256,6 @@ class VideoWriter:
         self._log = tempfile.TemporaryFile()
         width, height = self.size
         args, muxer = self._output_args()
-        if muxer == "mov" and "-timecode" not in args:
-            note(f"{self.path}: {float(self.fps):g} fps is more frames a second than a "
-                 f"QuickTime timecode track counts ({TIMECODE_MAX_FPS}): the clip has none")
         fed = converted_here(args)
         self._ycbcr = None if fed is None else np.empty(width * height * 3 // 2, np.uint8)
         self._dither = self.dither and keeps_dither(args)

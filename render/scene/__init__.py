@@ -5,7 +5,7 @@ turns one raw value into its typed value, load.py reads a file, applies override
 everything at once. This package imports no numpy, numba or cairo.
 """
 
-from .load import RECORDED, build_scene, describe, load_scene, parse_override
+from .load import RECORDED_SCENE, build_scene, describe, load_scene, parse_override
 from .schema import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, OPTIONAL_SECTIONS,
                      SECTIONS, THEMES, AttractorSettings, CameraSettings, ContainmentSettings,
                      FieldSettings, FlockSettings, HawkSettings, OutputSettings,
@@ -14,7 +14,7 @@ from .schema import (MAX_BIRDS, MAX_MAGNITUDE, MIN_POSITIVE, MIN_WORLD, OPTIONAL
 from .values import MAX_SIDE, parse_fps, parse_size
 
 __all__ = [
-    "RECORDED", "build_scene", "describe", "load_scene", "parse_override",
+    "RECORDED_SCENE", "build_scene", "describe", "load_scene", "parse_override",
     "MAX_BIRDS", "MAX_MAGNITUDE", "MIN_POSITIVE", "MIN_WORLD", "MAX_SIDE",
     "OPTIONAL_SECTIONS", "SECTIONS", "THEMES", "Scene", "setting", "bird_estimate",
     "SceneSettings", "WorldSettings", "FlockSettings", "RulesSettings", "AttractorSettings",

@@ -69,7 +69,22 @@ def _unquoted(path: str, said: str) -> str:
         return ""
     if word[2].lower() in ("true", "false"):
         return f": TOML writes it in lower case, {word[1]} = {word[2].lower()}"
+    # A token of digits is a string only where the setting takes text (1920x1080 as a
+    # size, 24000/1001 as a frame rate); a number's (dt = 1/60) is no string.
+    if not re.match(r"[A-Za-z_#]", word[2]) and not _kinds(word[1]) & _TEXT_KINDS:
+        return ""
     return f": a string is written in quotes, {word[1]} = \"{word[2]}\""
+
+
+# Settings whose value is written as a string.
+_TEXT_KINDS = {"str", "choice", "color", "fps", "size", "aspect", "path"}
+
+
+def _kinds(key: str) -> set[str]:
+    """The kinds (`setting(kind=…)`) of the settings named `key`, in any section."""
+    return {f.metadata.get("kind") for cls in (*SECTIONS.values(),
+                                               *SECTIONS_3D_CLASSES.values())
+            for f in dataclasses.fields(cls) if f.name == key}
 
 
 def _line(path: str, number: int) -> str | None:
@@ -268,7 +283,7 @@ def _key_hint(section: str, key: str, readable, elsewhere, three: bool | None) -
         return ""
     if homes:
         return f" (did you mean " \
-               f"{' or '.join(f'{h}.{key}{dimension(h, key)}' for h in homes[:3])}?)"
+               f"{' or '.join(f'{h}.{key}{dimension(h, key)}' for h in homes)}?)"
     close = closest(key, readable)
     if close is None and elsewhere:
         close = closest(key, elsewhere)
@@ -487,7 +502,8 @@ _ORDERED = (("flock.min_speed", "flock.max_speed"),
             ("render.width_min", "render.width_max"),
             ("hawk.duration", "hawk.period"))
 _PRECEDENCE = {"default": 0, "scene file": 1}  # any other source is the command line: 2
-RECORDED = "recorded scene"  # the scene a still records, its path "STILL (recorded scene)"
+# The scene a still records: its path is "STILL (recorded scene)".
+RECORDED_SCENE = "recorded scene"
 # A setting from a scene file that the scene file extends: named "from <its path>", below
 # the file that extends it (whose settings replace its own, as the command line does).
 FROM, _EXTENDED = "from ", 0.5
@@ -883,10 +899,9 @@ def parallel(a, b) -> bool:
 def describe(scene: Scene, drawn: str | None = None) -> str:
     """The resolved settings, one per line, with where each value came from (--check),
     under a line saying what is drawn (`drawn`, by default the clip's frames)."""
-    sources = dict(scene.sources)
     # A still's recorded scene (--from) is the file its settings come from.
-    file = RECORDED if scene.path.endswith(f"({RECORDED})") else "scene file"
-    sources = {key: file if label == "scene file" else label for key, label in sources.items()}
+    file = RECORDED_SCENE if scene.path.endswith(f"({RECORDED_SCENE})") else "scene file"
+    sources = {key: file if label == "scene file" else label for key, label in scene.sources}
     drawn = f"{scene.frame_count} frames" if drawn is None else drawn
     lines = [f"# {scene.path}: {scene.count} bird{'s' * (scene.count != 1)}, {drawn}"]
     # The camera a 3D scene is filmed by, where it stands and looks.

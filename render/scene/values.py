@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import tomllib
 from fractions import Fraction
 
 from .fields import MAX_MAGNITUDE, MIN_POSITIVE
@@ -83,11 +84,13 @@ def _quoted_number(value) -> str:
     """A hint for a number written as a string ("5"): TOML writes numbers bare."""
     if not isinstance(value, str):
         return ""
-    try:
-        float(value)
-    except ValueError:
-        return ""
     bare = value.strip()
+    try:  # what TOML itself reads as a number when written bare
+        number = tomllib.loads(f"v = {bare}")["v"]
+    except (ValueError, RecursionError):
+        return ""
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return ""
     return f": a number is written without quotes{f', {bare}' * (len(bare) <= SHOWN)}"
 
 
@@ -238,9 +241,8 @@ def convert(value, meta):
     if kind == "str":
         if not isinstance(value, str):
             raise ValueError(f"expected a string, got {show(value)}")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            # It goes into files' metadata (a PDF's title refuses a NUL).
-            raise ValueError(f"expected text without control characters, got {show(value)}")
+        if "\0" in value:  # it goes into files' metadata, and a PDF's title refuses a NUL
+            raise ValueError(f"expected text without a NUL character, got {show(value)}")
         return value
     if kind == "choice":
         if value not in meta["choices"]:
