@@ -103,6 +103,8 @@ def read_chunks(path: str | Path) -> tuple[float | None, dict[str, str]]:
 
 
 _JPEG, _EXR = b"\xff\xd8\xff", b"\x76\x2f\x31\x01"
+# Trajectories: an .npz (a zip), a USD layer (crate or text).
+_NPZ, _USD = b"PK\x03\x04", (b"PXR-USDC", b"#usda")
 # A JPEG comment segment holds at most this many bytes. A longer record (a scene of
 # thousands of keyframes) takes several: the record without its scene, saying how many
 # pieces of it follow (`scene-pieces`), then the scene's UTF-8 in pieces, each after
@@ -205,10 +207,9 @@ def read_record(path: str | Path) -> tuple[float | None, dict[str, str]]:
         return _exr_record(path)
     if head.startswith(_SIGNATURE):
         return read_chunks(path)
-    suffix = Path(path).suffix.lower()
-    if suffix in _TRAJECTORIES:
-        return None, _trajectory_text(path, suffix)
-    vector = suffix in (".pdf", ".svg")
+    if head.startswith((_NPZ, *_USD)):
+        return None, _trajectory_text(path, npz=head.startswith(_NPZ))
+    vector = Path(path).suffix.lower() in (".pdf", ".svg")
     raise UsageError(f"{path}: " + ("a PDF or SVG still records no scene: --info and --from "
                                     "read the PNG, JPEG or OpenEXR stills of --still" if vector
                                     else "not a PNG, JPEG or OpenEXR file (nor "
@@ -220,9 +221,6 @@ _PREFIX = "boids-render:"
 RECORDED = ("version", "seed", "time", "scene-sha256")
 
 
-_TRAJECTORIES = (".npz", ".usd", ".usda", ".usdc")
-
-
 def trajectory_record(scene_toml: str, seed: int, version: str) -> dict[str, str]:
     """What trajectories record of the scene they fly (a still's record without a time),
     by key: .npz members, a USD layer's customLayerData."""
@@ -231,14 +229,14 @@ def trajectory_record(scene_toml: str, seed: int, version: str) -> dict[str, str
             if key.startswith(_PREFIX) and key != f"{_PREFIX}time"}
 
 
-def _trajectory_text(path: str | Path, suffix: str) -> dict[str, str]:
-    """The record of an .npz's or a USD file's trajectories as a still's text entries
-    ({} when it has none: written before they recorded one)."""
+def _trajectory_text(path: str | Path, *, npz: bool) -> dict[str, str]:
+    """The record of an .npz's (`npz`) or a USD layer's trajectories as a still's text
+    entries ({} when it has none: written before they recorded one)."""
     try:
-        if suffix == ".npz":
+        if npz:
             with np.load(path) as members:
                 found = {key: str(members[key]) for key in members.files
-                         if key in ("scene", "scene-sha256", "seed", "version")}
+                         if key == "scene" or key in RECORDED}
         else:
             from pxr import Sdf
 
@@ -248,7 +246,7 @@ def _trajectory_text(path: str | Path, suffix: str) -> dict[str, str]:
         raise UsageError(f"{path}: reading USD needs the usd-core package: "
                          f"pip install 'boids-render[usd]'") from None
     except Exception:  # numpy's and USD's errors for a damaged file (numpy's misleading)
-        raise UsageError(f"{path}: not a readable {suffix} file") from None
+        raise UsageError(f"{path}: not a readable {'.npz' if npz else 'USD'} file") from None
     return {f"{_PREFIX}{key}": str(value) for key, value in found.items()}
 
 
@@ -300,7 +298,7 @@ def read_provenance(path: str | Path) -> Provenance:
     with open(path, "rb") as f:
         head = f.read(25)  # a PNG's IHDR holds its bit depth at byte 24
     depth = head[24] if head.startswith(_SIGNATURE) and len(head) == 25 else 8
-    if Path(path).suffix.lower() in _TRAJECTORIES:
+    if head.startswith((_NPZ, *_USD)):
         return Provenance(text[f"{_PREFIX}scene"], None, None,
                           {key: text.get(_PREFIX + key, "?") for key in RECORDED
                            if key != "time"})
